@@ -1,0 +1,61 @@
+//! Q4_0 / q4_tiled (18 bytes: f16 d, 16 nibble bytes; w = d * (q - 8)) and
+//! Q4_1 (20 bytes: f16 d, f16 m, 16 nibble bytes; w = d * q + m).
+//! In a block, byte j holds weight j in its low nibble and weight j + 16 in its high nibble.
+
+use half::f16;
+
+pub(crate) fn f16_at(b: &[u8], at: usize) -> f32 {
+    f16::from_le_bytes([b[at], b[at + 1]]).to_f32()
+}
+
+pub(super) fn pack_q4_0(row: &[f32], out: &mut [u8]) {
+    for (x, blk) in row.chunks_exact(32).zip(out.chunks_exact_mut(18)) {
+        // The signed value of largest magnitude maps to -8 (as ggml does), using all 16 levels.
+        let max = x.iter().copied().fold(0f32, |m, v| if v.abs() > m.abs() { v } else { m });
+        let d = max / -8.0;
+        let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+        blk[0..2].copy_from_slice(&f16::from_f32(d).to_le_bytes());
+        for j in 0..16 {
+            let lo = ((x[j] * id + 8.5) as i32).clamp(0, 15) as u8;
+            let hi = ((x[j + 16] * id + 8.5) as i32).clamp(0, 15) as u8;
+            blk[2 + j] = lo | (hi << 4);
+        }
+    }
+}
+
+pub(super) fn unpack_q4_0(bytes: &[u8], out: &mut [f32]) {
+    for (blk, y) in bytes.chunks_exact(18).zip(out.chunks_exact_mut(32)) {
+        let d = f16_at(blk, 0);
+        for j in 0..16 {
+            y[j] = d * ((blk[2 + j] & 0x0F) as i32 - 8) as f32;
+            y[j + 16] = d * ((blk[2 + j] >> 4) as i32 - 8) as f32;
+        }
+    }
+}
+
+pub(super) fn pack_q4_1(row: &[f32], out: &mut [u8]) {
+    for (x, blk) in row.chunks_exact(32).zip(out.chunks_exact_mut(20)) {
+        let min = x.iter().copied().fold(f32::INFINITY, f32::min);
+        let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let d = (max - min) / 15.0;
+        let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+        blk[0..2].copy_from_slice(&f16::from_f32(d).to_le_bytes());
+        blk[2..4].copy_from_slice(&f16::from_f32(min).to_le_bytes());
+        for j in 0..16 {
+            let lo = (((x[j] - min) * id + 0.5) as i32).clamp(0, 15) as u8;
+            let hi = (((x[j + 16] - min) * id + 0.5) as i32).clamp(0, 15) as u8;
+            blk[4 + j] = lo | (hi << 4);
+        }
+    }
+}
+
+pub(super) fn unpack_q4_1(bytes: &[u8], out: &mut [f32]) {
+    for (blk, y) in bytes.chunks_exact(20).zip(out.chunks_exact_mut(32)) {
+        let d = f16_at(blk, 0);
+        let m = f16_at(blk, 2);
+        for j in 0..16 {
+            y[j] = d * (blk[4 + j] & 0x0F) as f32 + m;
+            y[j + 16] = d * (blk[4 + j] >> 4) as f32 + m;
+        }
+    }
+}
