@@ -1,0 +1,94 @@
+//! `cortiq bench`: llama-bench-like speed numbers. Prefill `ppP` = tokens/s over a P-token
+//! prompt from an empty cache; decode `tgN` = tokens/s over N single-token steps after that
+//! prompt, batch 1, after one untimed warm-up run. Token ids are drawn from the vocabulary
+//! with a fixed seed (speed does not depend on the text).
+
+use crate::inspect::human;
+use anyhow::Result;
+use cortiq_core::rng::SplitMix64;
+use cortiq_engine::generate::Engine;
+use cortiq_engine::pipeline::Session;
+use cortiq_engine::sample::argmax;
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Instant;
+
+pub struct BenchArgs {
+    pub prompt: usize,
+    pub gen: usize,
+    pub reps: usize,
+    pub backend: String,
+    pub json: bool,
+    /// Memory bandwidth in GB/s for `floor_fraction`, when known.
+    pub bandwidth_gbps: Option<f64>,
+}
+
+struct Row {
+    test: String,
+    mean: f64,
+    sd: f64,
+}
+
+fn mean_sd(xs: &[f64]) -> (f64, f64) {
+    let m = xs.iter().sum::<f64>() / xs.len() as f64;
+    let var = if xs.len() > 1 { xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() - 1) as f64 } else { 0.0 };
+    (m, var.sqrt())
+}
+
+/// One timed run: (prefill tok/s, decode tok/s).
+fn run_once(engine: &Engine, prompt: &[u32], gen: usize) -> Result<(f64, f64)> {
+    let mut s = Session::new(Arc::clone(&engine.model), prompt.len() + gen + 1);
+    let t0 = Instant::now();
+    let mut logits = s.prefill(prompt)?;
+    let pp = prompt.len() as f64 / t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    for _ in 0..gen {
+        let next = argmax(&logits);
+        logits = s.step(next)?;
+    }
+    let tg = gen as f64 / t1.elapsed().as_secs_f64();
+    Ok((pp, tg))
+}
+
+pub fn bench(engine: &Engine, model_name: &str, a: &BenchArgs) -> Result<String> {
+    if a.backend != "cpu" && a.backend != "auto" {
+        anyhow::bail!("backend '{}' is not compiled into this build (available: cpu)", a.backend);
+    }
+    let mut rng = SplitMix64::new(1234);
+    let vocab = engine.model.cfg.vocab as u64;
+    let prompt: Vec<u32> = (0..a.prompt.max(1)).map(|_| (rng.next_u64() % vocab) as u32).collect();
+    run_once(engine, &prompt[..prompt.len().min(16)], a.gen.min(8))?;
+    let (mut pps, mut tgs) = (Vec::new(), Vec::new());
+    for r in 0..a.reps.max(1) {
+        let (pp, tg) = run_once(engine, &prompt, a.gen)?;
+        eprintln!("run {}/{}: pp{} {:.1} tok/s, tg{} {:.1} tok/s", r + 1, a.reps, a.prompt, pp, a.gen, tg);
+        pps.push(pp);
+        tgs.push(tg);
+    }
+    let (ppm, pps_sd) = mean_sd(&pps);
+    let (tgm, tg_sd) = mean_sd(&tgs);
+    let rows = [Row { test: format!("pp{}", a.prompt), mean: ppm, sd: pps_sd }, Row { test: format!("tg{}", a.gen), mean: tgm, sd: tg_sd }];
+    let wbytes = engine.model.weight_bytes_per_token();
+    let size = engine.model.file.file_size();
+    let params = engine.model.n_params();
+    let threads = rayon::current_num_threads();
+    if a.json {
+        let results: Vec<_> = rows
+            .iter()
+            .map(|r| {
+                let floor = a.bandwidth_gbps.filter(|_| r.test.starts_with("tg")).map(|bw| r.mean / (bw * 1e9 / wbytes as f64));
+                json!({
+                    "test": r.test, "backend": "cpu", "threads": threads, "tokens_per_s": r.mean, "stddev": r.sd,
+                    "weight_bytes_per_token": wbytes, "upload_bytes_delta": 0, "floor_fraction": floor,
+                })
+            })
+            .collect();
+        return Ok(serde_json::to_string_pretty(&json!({ "model": model_name, "size_bytes": size, "params": params, "results": results }))?);
+    }
+    let mut out = String::from("| model | size | params | backend | threads | test | t/s |\n| --- | --- | --- | --- | --- | --- | --- |\n");
+    for r in &rows {
+        out.push_str(&format!("| {model_name} | {} | {:.1} M | cpu | {threads} | {} | {:.2} ± {:.2} |\n", human(size), params as f64 / 1e6, r.test, r.mean, r.sd));
+    }
+    out.push_str(&format!("\nweight bytes per decode token: {wbytes} ({})\n", human(wbytes)));
+    Ok(out)
+}

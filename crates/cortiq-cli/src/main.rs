@@ -1,0 +1,311 @@
+//! The `cortiq` command.
+
+mod bench;
+mod convert;
+mod inspect;
+mod pull;
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand};
+use cortiq_core::ModelFile;
+use cortiq_engine::chat::Message;
+use cortiq_engine::generate::{Engine, GenerationStats, DEFAULT_CTX};
+use cortiq_engine::perplexity::perplexity;
+use cortiq_engine::pipeline::Session;
+use cortiq_engine::sample::SamplerConfig;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+#[derive(Parser)]
+#[command(name = "cortiq", version, about = "Quantized language models on CPU and GPU")]
+struct Cli {
+    /// Worker threads (default: all cores).
+    #[arg(short = 't', long, global = true)]
+    threads: Option<usize>,
+    #[command(subcommand)]
+    cmd: Command,
+}
+
+#[derive(Args, Clone)]
+struct SampleArgs {
+    /// Temperature; 0 = greedy.
+    #[arg(long, default_value_t = 0.8)]
+    temp: f32,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    #[arg(long, default_value_t = 40)]
+    top_k: usize,
+    #[arg(long, default_value_t = 0.95)]
+    top_p: f32,
+    #[arg(long, default_value_t = 0.05)]
+    min_p: f32,
+    #[arg(long, default_value_t = 1.0)]
+    repeat_penalty: f32,
+}
+
+impl SampleArgs {
+    fn config(&self) -> SamplerConfig {
+        SamplerConfig { temperature: self.temp, top_k: self.top_k, top_p: self.top_p, min_p: self.min_p, repeat_penalty: self.repeat_penalty, repeat_last_n: 64, seed: self.seed }
+    }
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Generate text for one prompt; only the generated text goes to stdout.
+    Run {
+        /// Model path or known name (default: smollm2-135m-instruct, fetched on first use).
+        #[arg(short, long)]
+        model: Option<String>,
+        /// Tokens to generate at most.
+        #[arg(short = 'n', long, default_value_t = 256)]
+        n_predict: usize,
+        /// Feed the prompt as is (no chat template).
+        #[arg(long)]
+        raw: bool,
+        /// Context length.
+        #[arg(short = 'c', long, default_value_t = DEFAULT_CTX)]
+        ctx: usize,
+        /// Read the prompt from a file instead.
+        #[arg(short = 'f', long)]
+        file: Option<PathBuf>,
+        #[command(flatten)]
+        sample: SampleArgs,
+        prompt: Option<String>,
+    },
+    /// Interactive chat with history; /exit quits, Ctrl-C stops a reply.
+    Chat {
+        #[arg(short, long)]
+        model: Option<String>,
+        #[arg(short = 'n', long, default_value_t = 512)]
+        n_predict: usize,
+        #[arg(short = 'c', long, default_value_t = DEFAULT_CTX)]
+        ctx: usize,
+        /// A system message to start the conversation with.
+        #[arg(long)]
+        system: Option<String>,
+        #[command(flatten)]
+        sample: SampleArgs,
+    },
+    /// Perplexity of a text file, llama.cpp's protocol; last line `PPL = <value>`.
+    Perplexity {
+        #[arg(short, long)]
+        model: Option<String>,
+        #[arg(short = 'f', long)]
+        file: PathBuf,
+        #[arg(short = 'c', long, default_value_t = 512)]
+        ctx: usize,
+    },
+    /// Fetch a known model into the cache; prints its path last.
+    Pull { name: Option<String> },
+    /// Show what a model file holds.
+    Inspect {
+        model: String,
+        /// List every metadata key.
+        #[arg(long)]
+        metadata: bool,
+        /// Recompute CMF checksums.
+        #[arg(long)]
+        verify: bool,
+    },
+    /// Speed: prefill ppP and decode tgN, llama-bench style.
+    Bench {
+        #[arg(short, long)]
+        model: Option<String>,
+        #[arg(short = 'p', long, default_value_t = 512)]
+        prompt: usize,
+        #[arg(short = 'n', long, default_value_t = 128)]
+        gen: usize,
+        #[arg(short = 'r', long, default_value_t = 3)]
+        reps: usize,
+        #[arg(long, default_value = "auto")]
+        backend: String,
+        #[arg(long)]
+        json: bool,
+        /// Memory bandwidth (GB/s) for the floor fraction.
+        #[arg(long)]
+        bandwidth: Option<f64>,
+    },
+    /// Rewrite a model as CMF (or GGUF when OUT ends in .gguf).
+    Convert {
+        input: PathBuf,
+        output: PathBuf,
+        #[arg(long, default_value = "keep")]
+        codec: String,
+    },
+}
+
+fn main() {
+    let cli = Cli::parse();
+    if let Some(n) = cli.threads {
+        if let Err(e) = rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build_global() {
+            eprintln!("cortiq: cannot set {n} threads: {e}");
+        }
+    }
+    if let Err(e) = run(cli.cmd) {
+        eprintln!("cortiq: error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn model_path(model: &Option<String>) -> Result<PathBuf> {
+    pull::resolve(model.as_deref().unwrap_or(pull::DEFAULT_MODEL))
+}
+
+fn load_engine(model: &Option<String>) -> Result<Engine> {
+    let path = model_path(model)?;
+    Engine::load(&path).with_context(|| format!("loading {}", path.display()))
+}
+
+/// Read a text file, naming the file and the first bad byte when it is not UTF-8.
+fn read_text(path: &Path) -> Result<String> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    String::from_utf8(bytes).map_err(|e| anyhow::anyhow!("{} is not valid UTF-8 (first bad byte at offset {})", path.display(), e.utf8_error().valid_up_to()))
+}
+
+fn cancel_flag() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let f = Arc::clone(&flag);
+    let _ = ctrlc::set_handler(move || {
+        if f.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+    });
+    flag
+}
+
+fn print_stats(s: &GenerationStats) {
+    let n = s.generated.len();
+    eprintln!(
+        "\ncortiq: prompt {} tokens in {:.2} s ({:.1} tok/s), generated {} tokens in {:.2} s ({:.1} tok/s), stop: {:?}",
+        s.prompt_tokens,
+        s.prefill_s,
+        s.prompt_tokens as f64 / s.prefill_s.max(1e-9),
+        n,
+        s.decode_s,
+        n as f64 / s.decode_s.max(1e-9),
+        s.stop
+    );
+}
+
+fn run(cmd: Command) -> Result<()> {
+    match cmd {
+        Command::Run { model, n_predict, raw, ctx, file, sample, prompt } => {
+            let text = match (file, prompt) {
+                (Some(f), _) => read_text(&f)?,
+                (None, Some(p)) => p,
+                (None, None) => anyhow::bail!("no prompt: give one as an argument or with -f FILE"),
+            };
+            let engine = load_engine(&model)?;
+            let prompt_text = if raw { text } else { engine.chat_prompt(&[Message::new("user", &text)])? };
+            let tokens = engine.tokenize(&prompt_text)?;
+            let mut session = Session::new(Arc::clone(&engine.model), ctx);
+            let cancel = cancel_flag();
+            let stdout = std::io::stdout();
+            let stats = engine.generate(&mut session, &tokens, n_predict, sample.config(), &cancel, |piece| {
+                let mut out = stdout.lock();
+                let _ = out.write_all(piece.as_bytes());
+                let _ = out.flush();
+            })?;
+            println!();
+            print_stats(&stats);
+            Ok(())
+        }
+        Command::Chat { model, n_predict, ctx, system, sample } => chat(&model, n_predict, ctx, system, &sample),
+        Command::Perplexity { model, file, ctx } => {
+            let text = read_text(&file)?;
+            let engine = load_engine(&model)?;
+            let t0 = std::time::Instant::now();
+            let r = perplexity(&engine, &text, ctx, |i, n, ppl| eprintln!("chunk {i}/{n}: running PPL {ppl:.4}"))?;
+            eprintln!("{} chunks, {} scored tokens, {:.1} s", r.chunks, r.scored_tokens, t0.elapsed().as_secs_f64());
+            println!("PPL = {:.4} +/- {:.4}", r.ppl, r.ppl_stderr);
+            Ok(())
+        }
+        Command::Pull { name } => {
+            let path = pull::resolve(name.as_deref().unwrap_or(pull::DEFAULT_MODEL))?;
+            println!("{}", path.display());
+            Ok(())
+        }
+        Command::Inspect { model, metadata, verify } => {
+            let path = pull::resolve(&model)?;
+            let m = ModelFile::open(&path).with_context(|| format!("reading {}", path.display()))?;
+            if verify {
+                m.verify_checksums()?;
+                eprintln!("cortiq: checksums verified");
+            }
+            print!("{}", inspect::report(&m, metadata)?);
+            if let Some(c) = inspect::dominant_codec(&m) {
+                println!("\nmain codec: {c}");
+            }
+            Ok(())
+        }
+        Command::Bench { model, prompt, gen, reps, backend, json, bandwidth } => {
+            let path = model_path(&model)?;
+            let engine = Engine::load(&path).with_context(|| format!("loading {}", path.display()))?;
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let args = bench::BenchArgs { prompt, gen, reps, backend, json, bandwidth_gbps: bandwidth };
+            println!("{}", bench::bench(&engine, &name, &args)?);
+            Ok(())
+        }
+        Command::Convert { input, output, codec } => {
+            let input = pull::resolve(&input.to_string_lossy())?;
+            convert::convert(&input, &output, &codec)
+        }
+    }
+}
+
+fn chat(model: &Option<String>, n_predict: usize, ctx: usize, system: Option<String>, sample: &SampleArgs) -> Result<()> {
+    let engine = load_engine(model)?;
+    let mut session = Session::new(Arc::clone(&engine.model), ctx);
+    let mut messages: Vec<Message> = system.iter().map(|s| Message::new("system", s)).collect();
+    // Tokens currently in the session's cache, to reuse the common prefix each turn.
+    let mut cached: Vec<u32> = Vec::new();
+    let cancel = cancel_flag();
+    let stdin = std::io::stdin();
+    eprintln!("cortiq chat: type a message, /exit to quit, Ctrl-C stops a reply");
+    loop {
+        eprint!("> ");
+        let mut line = String::new();
+        if stdin.lock().read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        let line = line.trim_end_matches(['\n', '\r']);
+        if line == "/exit" {
+            return Ok(());
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        cancel.store(false, Ordering::SeqCst);
+        messages.push(Message::new("user", line));
+        let tokens = engine.tokenize(&engine.chat_prompt(&messages)?)?;
+        let common = cached.iter().zip(&tokens).take_while(|(a, b)| a == b).count().min(tokens.len() - 1);
+        session.kv.truncate(common);
+        let mut reply = String::new();
+        let stdout = std::io::stdout();
+        let stats = engine.generate(&mut session, &tokens[common..], n_predict, sample.config(), &cancel, |piece| {
+            reply.push_str(piece);
+            let mut out = stdout.lock();
+            let _ = out.write_all(piece.as_bytes());
+            let _ = out.flush();
+        });
+        println!();
+        match stats {
+            Ok(s) => {
+                cached = tokens[..common].to_vec();
+                cached.extend_from_slice(&tokens[common..]);
+                cached.extend_from_slice(&s.generated[..s.generated.len().saturating_sub(1)]);
+                cached.truncate(session.kv.len());
+            }
+            Err(e) => {
+                eprintln!("cortiq: {e}");
+                messages.pop();
+                session.kv.truncate(0);
+                cached.clear();
+                continue;
+            }
+        }
+        messages.push(Message::new("assistant", &reply));
+    }
+}

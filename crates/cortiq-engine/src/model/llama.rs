@@ -1,0 +1,172 @@
+//! The llama family (Llama, SmolLM2, Mistral-style): geometry from metadata, weights
+//! checked against it when the model loads, so the forward pass never meets a bad shape.
+
+use crate::cpu::matmul::WeightView;
+use crate::error::EngineError;
+use cortiq_core::{Codec, ModelFile, TensorInfo};
+use std::sync::Arc;
+
+/// Geometry and hyper-parameters of a llama-family model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlamaConfig {
+    pub n_embd: usize,
+    pub n_ff: usize,
+    pub n_layer: usize,
+    pub n_head: usize,
+    pub n_head_kv: usize,
+    pub head_dim: usize,
+    pub rope_dims: usize,
+    pub rope_base: f32,
+    /// Rotate-half RoPE pairs (HF layout) instead of interleaved pairs (GGUF llama layout).
+    pub rope_neox: bool,
+    pub eps: f32,
+    pub n_ctx_train: usize,
+    pub vocab: usize,
+}
+
+/// Architectures whose GGUF layout this pipeline runs.
+pub const SUPPORTED_ARCHITECTURES: [&str; 2] = ["llama", "mistral"];
+
+impl LlamaConfig {
+    /// Read the geometry from GGUF-style metadata; every missing key is named.
+    pub fn from_model(m: &ModelFile) -> Result<Self, EngineError> {
+        let arch = m.architecture().to_string();
+        if !SUPPORTED_ARCHITECTURES.contains(&arch.as_str()) {
+            return Err(EngineError::UnsupportedArchitecture { arch, supported: SUPPORTED_ARCHITECTURES.join(", ") });
+        }
+        let req = |k: &str| -> Result<usize, EngineError> {
+            let key = format!("{arch}.{k}");
+            m.meta_u64(&key).map(|v| v as usize).ok_or(EngineError::MissingMetadata(key))
+        };
+        let n_embd = req("embedding_length")?;
+        let n_head = req("attention.head_count")?;
+        let n_head_kv = m.meta_u64(&format!("{arch}.attention.head_count_kv")).map(|v| v as usize).unwrap_or(n_head);
+        if n_head == 0 || n_head_kv == 0 || n_head % n_head_kv != 0 {
+            return Err(EngineError::BadModel(format!("{n_head} attention heads cannot share {n_head_kv} KV heads")));
+        }
+        let head_dim = m.meta_u64(&format!("{arch}.attention.key_length")).map(|v| v as usize).unwrap_or(n_embd / n_head);
+        let (emb, _) = m.get("token_embd.weight")?;
+        let cfg = LlamaConfig {
+            n_embd,
+            n_ff: req("feed_forward_length")?,
+            n_layer: req("block_count")?,
+            n_head,
+            n_head_kv,
+            head_dim,
+            rope_dims: m.meta_u64(&format!("{arch}.rope.dimension_count")).map(|v| v as usize).unwrap_or(head_dim),
+            rope_base: m.meta_f64(&format!("{arch}.rope.freq_base")).unwrap_or(10000.0) as f32,
+            rope_neox: m.meta("cortiq.rope.neox").and_then(|v| v.as_bool()).unwrap_or(false),
+            eps: m.meta_f64(&format!("{arch}.attention.layer_norm_rms_epsilon")).unwrap_or(1e-5) as f32,
+            n_ctx_train: m.meta_u64(&format!("{arch}.context_length")).map(|v| v as usize).unwrap_or(2048),
+            vocab: emb.rows() as usize,
+        };
+        if cfg.rope_dims > cfg.head_dim || cfg.rope_dims % 2 != 0 || cfg.head_dim == 0 {
+            return Err(EngineError::BadModel(format!("rope width {} does not fit head size {}", cfg.rope_dims, cfg.head_dim)));
+        }
+        Ok(cfg)
+    }
+
+    pub fn q_dim(&self) -> usize {
+        self.n_head * self.head_dim
+    }
+
+    pub fn kv_dim(&self) -> usize {
+        self.n_head_kv * self.head_dim
+    }
+}
+
+/// A weight tensor of the model, by index into the file's directory.
+#[derive(Debug, Clone, Copy)]
+pub struct Weight {
+    index: usize,
+    pub rows: usize,
+    pub cols: usize,
+    pub codec: Codec,
+}
+
+/// One transformer block's weights.
+#[derive(Debug, Clone)]
+pub struct LayerWeights {
+    pub attn_norm: Vec<f32>,
+    pub wq: Weight,
+    pub wk: Weight,
+    pub wv: Weight,
+    pub wo: Weight,
+    pub ffn_norm: Vec<f32>,
+    pub gate: Weight,
+    pub up: Weight,
+    pub down: Weight,
+}
+
+/// A loaded llama-family model: the mapped file, its geometry and checked weight handles.
+pub struct Llama {
+    pub file: Arc<ModelFile>,
+    pub cfg: LlamaConfig,
+    pub embed: Weight,
+    pub layers: Vec<LayerWeights>,
+    pub output_norm: Vec<f32>,
+    /// The head; the embedding matrix itself when the model ties them.
+    pub output: Weight,
+}
+
+impl Llama {
+    /// Check every tensor against the geometry and build the weight handles.
+    pub fn load(file: Arc<ModelFile>) -> Result<Self, EngineError> {
+        let cfg = LlamaConfig::from_model(&file)?;
+        let weight = |name: &str, rows: usize, cols: usize| -> Result<Weight, EngineError> {
+            let index = file.tensors.iter().position(|t| t.name == name).ok_or_else(|| EngineError::BadModel(format!("tensor '{name}' is missing")))?;
+            let t: &TensorInfo = &file.tensors[index];
+            if t.cols() as usize != cols || t.rows() as usize != rows {
+                return Err(EngineError::BadModel(format!("tensor '{name}': expected {rows} rows x {cols} columns, found shape {:?}", t.shape)));
+            }
+            Ok(Weight { index, rows, cols, codec: t.codec })
+        };
+        let vector = |name: &str, n: usize| -> Result<Vec<f32>, EngineError> {
+            let w = weight(name, 1, n)?;
+            let mut v = vec![0f32; n];
+            w.codec.unpack_row(file.tensor_data(&file.tensors[w.index]), &mut v)?;
+            Ok(v)
+        };
+        let (d, kv, ff) = (cfg.n_embd, cfg.kv_dim(), cfg.n_ff);
+        let mut layers = Vec::with_capacity(cfg.n_layer);
+        for i in 0..cfg.n_layer {
+            let n = |s: &str| format!("blk.{i}.{s}.weight");
+            layers.push(LayerWeights {
+                attn_norm: vector(&n("attn_norm"), d)?,
+                wq: weight(&n("attn_q"), cfg.q_dim(), d)?,
+                wk: weight(&n("attn_k"), kv, d)?,
+                wv: weight(&n("attn_v"), kv, d)?,
+                wo: weight(&n("attn_output"), d, cfg.q_dim())?,
+                ffn_norm: vector(&n("ffn_norm"), d)?,
+                gate: weight(&n("ffn_gate"), ff, d)?,
+                up: weight(&n("ffn_up"), ff, d)?,
+                down: weight(&n("ffn_down"), d, ff)?,
+            });
+        }
+        let embed = weight("token_embd.weight", cfg.vocab, d)?;
+        let output = if file.tensor("output.weight").is_some() { weight("output.weight", cfg.vocab, d)? } else { embed };
+        let output_norm = vector("output_norm.weight", d)?;
+        Ok(Llama { cfg, embed, layers, output_norm, output, file })
+    }
+
+    /// The bytes view of a weight, for the kernels.
+    pub fn view(&self, w: &Weight) -> WeightView<'_> {
+        WeightView { codec: w.codec, rows: w.rows, cols: w.cols, bytes: self.file.tensor_data(&self.file.tensors[w.index]) }
+    }
+
+    /// Weight bytes one decode token reads (every matrix once, plus one embedding row).
+    pub fn weight_bytes_per_token(&self) -> u64 {
+        let mut total = 0u64;
+        for l in &self.layers {
+            for w in [&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down] {
+                total += self.view(w).bytes.len() as u64;
+            }
+        }
+        total + self.view(&self.output).bytes.len() as u64 + self.view(&self.embed).row_bytes() as u64
+    }
+
+    /// Parameter count (all tensors).
+    pub fn n_params(&self) -> u64 {
+        self.file.tensors.iter().map(|t| t.elements()).sum()
+    }
+}

@@ -1,0 +1,5 @@
+//! Model architectures as plain configurations plus weight views.
+
+pub mod llama;
+
+pub use llama::{Llama, LlamaConfig};
