@@ -138,12 +138,14 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
-    if let Some(n) = cli.threads {
-        if let Err(e) = rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build_global() {
-            eprintln!("cortiq: cannot set {n} threads: {e}");
-        }
-    }
-    if let Err(e) = run(cli.cmd) {
+    let threads = cli.threads.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).max(1);
+    // All work runs inside the pool, so the calling thread is one of the workers instead of
+    // a third thread competing for the cores.
+    let result = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+        Ok(pool) => pool.install(|| run(cli.cmd)),
+        Err(e) => Err(anyhow::anyhow!("cannot start {threads} worker threads: {e}")),
+    };
+    if let Err(e) = result {
         eprintln!("cortiq: error: {e:#}");
         std::process::exit(1);
     }

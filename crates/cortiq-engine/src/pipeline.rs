@@ -2,7 +2,7 @@
 //! Every heavy op goes through `Ops` (one entry point per op kind): that is where the GPU
 //! facade plugs in; the CPU kernels are the reference and the fallback.
 
-use crate::cpu::matmul::{matmul, WeightView};
+use crate::cpu::matmul::{matmul, matmul_many, WeightView};
 use crate::cpu::attention::attend_head;
 use crate::cpu::f16::round_slice;
 use crate::cpu::ops::{add_in_place, rmsnorm, rope_table, rope_with, swiglu};
@@ -67,9 +67,7 @@ impl Session {
             for i in 0..b {
                 rmsnorm(&mut xn[i * d..(i + 1) * d], &x[i * d..(i + 1) * d], &layer.attn_norm, cfg.eps);
             }
-            self.matmul(&layer.wq, &xn, b, &mut q);
-            self.matmul(&layer.wk, &xn, b, &mut k);
-            self.matmul(&layer.wv, &xn, b, &mut v);
+            matmul_many(&mut [(m.view(&layer.wq), &mut q[..]), (m.view(&layer.wk), &mut k[..]), (m.view(&layer.wv), &mut v[..])], &xn, b);
             for (i, table) in rope_tables.iter().enumerate() {
                 for h in q[i * qd..(i + 1) * qd].chunks_exact_mut(hd) {
                     rope_with(h, table, cfg.rope_neox);
@@ -86,8 +84,7 @@ impl Session {
             for i in 0..b {
                 rmsnorm(&mut xn[i * d..(i + 1) * d], &x[i * d..(i + 1) * d], &layer.ffn_norm, cfg.eps);
             }
-            self.matmul(&layer.gate, &xn, b, &mut gate);
-            self.matmul(&layer.up, &xn, b, &mut up);
+            matmul_many(&mut [(m.view(&layer.gate), &mut gate[..]), (m.view(&layer.up), &mut up[..])], &xn, b);
             swiglu(&mut gate, &up);
             self.matmul(&layer.down, &gate, b, &mut proj);
             add_in_place(&mut x, &proj);

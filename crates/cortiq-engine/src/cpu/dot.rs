@@ -8,24 +8,43 @@ use half::f16;
 
 /// A kernel dotting one packed row with a quantized activation row.
 pub type Q8Kernel = fn(&[u8], &[BlockQ8]) -> f32;
+/// The same for four activation rows at once (each weight block decoded once).
+pub type Q8Kernel4 = fn(&[u8], [&[BlockQ8]; 4]) -> [f32; 4];
 
-/// The int8-activation kernel for `codec`, if it has one (else use `dot_f32`).
-pub fn q8_kernel(codec: Codec) -> Option<Q8Kernel> {
+/// The int8-activation kernels of one codec.
+#[derive(Clone, Copy)]
+pub struct Q8Kernels {
+    pub one: Q8Kernel,
+    pub four: Q8Kernel4,
+}
+
+/// Four rows through the one-row kernel (codecs without a dedicated four-row kernel).
+macro_rules! four_by_one {
+    ($k:path) => {{
+        fn four(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
+            x.map(|xb| $k(w, xb))
+        }
+        four as Q8Kernel4
+    }};
+}
+
+/// The int8-activation kernels for `codec`, if it has them (else use `dot_f32`).
+pub fn q8_kernel(codec: Codec) -> Option<Q8Kernels> {
     #[cfg(target_arch = "x86_64")]
     if has_avx2() {
         return match codec {
-            Codec::Q4_0 | Codec::Q4Tiled => Some(avx2::q4_0),
-            Codec::Q4_1 => Some(avx2::q4_1),
-            Codec::Q8_0 => Some(avx2::q8_0),
-            Codec::Q8Row => Some(q8_row),
+            Codec::Q4_0 | Codec::Q4Tiled => Some(Q8Kernels { one: avx2::q4_0, four: avx2::q4_0_x4 }),
+            Codec::Q4_1 => Some(Q8Kernels { one: avx2::q4_1, four: avx2::q4_1_x4 }),
+            Codec::Q8_0 => Some(Q8Kernels { one: avx2::q8_0, four: avx2::q8_0_x4 }),
+            Codec::Q8Row => Some(Q8Kernels { one: q8_row, four: four_by_one!(q8_row) }),
             _ => None,
         };
     }
     match codec {
-        Codec::Q4_0 | Codec::Q4Tiled => Some(q4_0),
-        Codec::Q4_1 => Some(q4_1),
-        Codec::Q8_0 => Some(q8_0),
-        Codec::Q8Row => Some(q8_row),
+        Codec::Q4_0 | Codec::Q4Tiled => Some(Q8Kernels { one: q4_0, four: four_by_one!(q4_0) }),
+        Codec::Q4_1 => Some(Q8Kernels { one: q4_1, four: four_by_one!(q4_1) }),
+        Codec::Q8_0 => Some(Q8Kernels { one: q8_0, four: four_by_one!(q8_0) }),
+        Codec::Q8Row => Some(Q8Kernels { one: q8_row, four: four_by_one!(q8_row) }),
         _ => None,
     }
 }
@@ -125,7 +144,7 @@ pub fn dot_f32(codec: Codec, w: &[u8], x: &[f32]) -> f32 {
 mod avx2 {
     //! The same kernels with AVX2: nibbles widened to bytes, `maddubs` (u8 x i8 -> i16
     //! pairs) and `madd` against ones (-> i32), one FMA per block with the two scales.
-    use super::{BlockQ8, Q8Kernel};
+    use super::BlockQ8;
     use std::arch::x86_64::*;
 
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -162,65 +181,156 @@ mod avx2 {
         _mm_cvtss_f32(s)
     }
 
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn q4_0_impl(w: &[u8], x: &[BlockQ8]) -> f32 {
-        let n = x.len().min(w.len() / 18);
-        let mut acc = _mm256_setzero_ps();
-        let p = w.as_ptr();
-        for (i, xb) in x.iter().enumerate().take(n) {
-            let b = p.add(18 * i);
-            let qx = _mm256_sub_epi8(nibbles_to_bytes(b.add(2)), _mm256_set1_epi8(8));
-            let qy = _mm256_loadu_si256(xb.qs.as_ptr() as *const __m256i);
-            let d = _mm256_set1_ps(f16_at(b) * xb.d);
-            acc = _mm256_fmadd_ps(d, mul_sum_i8(qx, qy), acc);
+    /// Which weight codec a generic kernel decodes.
+    #[derive(Clone, Copy)]
+    enum Kind {
+        Q4_0,
+        Q4_1,
+        Q8_0,
+    }
+
+    impl Kind {
+        const fn block_bytes(self) -> usize {
+            match self {
+                Kind::Q4_0 => 18,
+                Kind::Q4_1 => 20,
+                Kind::Q8_0 => 34,
+            }
         }
-        hsum(acc)
+    }
+
+    /// Weight block `b` as (scale, min, 32 signed-or-unsigned bytes).
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn load_block(kind: Kind, b: *const u8) -> (f32, f32, __m256i) {
+        match kind {
+            Kind::Q4_0 => (f16_at(b), 0.0, _mm256_sub_epi8(nibbles_to_bytes(b.add(2)), _mm256_set1_epi8(8))),
+            Kind::Q4_1 => {
+                // d and m are adjacent f16s: one conversion gives both.
+                let dm = _mm_cvtph_ps(_mm_cvtsi32_si128(std::ptr::read_unaligned(b as *const i32)));
+                (_mm_cvtss_f32(dm), _mm_cvtss_f32(_mm_movehdup_ps(dm)), nibbles_to_bytes(b.add(4)))
+            }
+            Kind::Q8_0 => (f16_at(b), 0.0, _mm256_loadu_si256(b.add(2) as *const __m256i)),
+        }
+    }
+
+    /// Block dot as 8 f32 lanes: Q4_1 nibbles are unsigned, the others signed.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn block_dot(kind: Kind, qx: __m256i, qy: __m256i) -> __m256 {
+        match kind {
+            Kind::Q4_1 => mul_sum_us8(qx, qy),
+            _ => mul_sum_i8(qx, qy),
+        }
+    }
+
+    /// N activation rows against one weight row: each weight block is decoded once and
+    /// used N times; per row the block order and FMA chain are ggml's.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn dot_n<const N: usize>(kind: Kind, w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
+        let mut nb = w.len() / kind.block_bytes();
+        for x in &xs {
+            nb = nb.min(x.len());
+        }
+        let mut acc = [_mm256_setzero_ps(); N];
+        let mut mins = [0f32; N];
+        let p = w.as_ptr();
+        for i in 0..nb {
+            let (d, m, qx) = load_block(kind, p.add(kind.block_bytes() * i));
+            for t in 0..N {
+                let xb = xs[t].get_unchecked(i);
+                if let Kind::Q4_1 = kind {
+                    mins[t] += m * xb.s;
+                }
+                let qy = _mm256_loadu_si256(xb.qs.as_ptr() as *const __m256i);
+                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb.d), block_dot(kind, qx, qy), acc[t]);
+            }
+        }
+        let mut out = [0f32; N];
+        for t in 0..N {
+            out[t] = hsum(acc[t]) + mins[t];
+        }
+        out
+    }
+
+    /// One activation row, two blocks per step on two accumulators (breaks the FMA chain).
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn dot_1(kind: Kind, w: &[u8], x: &[BlockQ8]) -> f32 {
+        let nb = x.len().min(w.len() / kind.block_bytes());
+        let p = w.as_ptr();
+        let (mut acc0, mut acc1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+        let (mut mins0, mut mins1) = (0f32, 0f32);
+        let mut i = 0;
+        while i + 1 < nb {
+            let (d0, m0, qx0) = load_block(kind, p.add(kind.block_bytes() * i));
+            let (d1, m1, qx1) = load_block(kind, p.add(kind.block_bytes() * (i + 1)));
+            let (x0, x1) = (x.get_unchecked(i), x.get_unchecked(i + 1));
+            mins0 += m0 * x0.s;
+            mins1 += m1 * x1.s;
+            let qy0 = _mm256_loadu_si256(x0.qs.as_ptr() as *const __m256i);
+            let qy1 = _mm256_loadu_si256(x1.qs.as_ptr() as *const __m256i);
+            acc0 = _mm256_fmadd_ps(_mm256_set1_ps(d0 * x0.d), block_dot(kind, qx0, qy0), acc0);
+            acc1 = _mm256_fmadd_ps(_mm256_set1_ps(d1 * x1.d), block_dot(kind, qx1, qy1), acc1);
+            i += 2;
+        }
+        if i < nb {
+            let (d0, m0, qx0) = load_block(kind, p.add(kind.block_bytes() * i));
+            let x0 = x.get_unchecked(i);
+            mins0 += m0 * x0.s;
+            let qy0 = _mm256_loadu_si256(x0.qs.as_ptr() as *const __m256i);
+            acc0 = _mm256_fmadd_ps(_mm256_set1_ps(d0 * x0.d), block_dot(kind, qx0, qy0), acc0);
+        }
+        let mins = if let Kind::Q4_1 = kind { mins0 + mins1 } else { 0.0 };
+        hsum(_mm256_add_ps(acc0, acc1)) + mins
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn q4_1_impl(w: &[u8], x: &[BlockQ8]) -> f32 {
-        let n = x.len().min(w.len() / 20);
-        let mut acc = _mm256_setzero_ps();
-        let mut mins = 0f32;
-        let p = w.as_ptr();
-        for (i, xb) in x.iter().enumerate().take(n) {
-            let b = p.add(20 * i);
-            mins += f16_at(b.add(2)) * xb.s;
-            let qx = nibbles_to_bytes(b.add(4));
-            let qy = _mm256_loadu_si256(xb.qs.as_ptr() as *const __m256i);
-            let d = _mm256_set1_ps(f16_at(b) * xb.d);
-            acc = _mm256_fmadd_ps(d, mul_sum_us8(qx, qy), acc);
-        }
-        hsum(acc) + mins
+    unsafe fn q4_0_1(w: &[u8], x: &[BlockQ8]) -> f32 {
+        dot_1(Kind::Q4_0, w, x)
     }
-
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn q8_0_impl(w: &[u8], x: &[BlockQ8]) -> f32 {
-        let n = x.len().min(w.len() / 34);
-        let mut acc = _mm256_setzero_ps();
-        let p = w.as_ptr();
-        for (i, xb) in x.iter().enumerate().take(n) {
-            let b = p.add(34 * i);
-            let qx = _mm256_loadu_si256(b.add(2) as *const __m256i);
-            let qy = _mm256_loadu_si256(xb.qs.as_ptr() as *const __m256i);
-            let d = _mm256_set1_ps(f16_at(b) * xb.d);
-            acc = _mm256_fmadd_ps(d, mul_sum_i8(qx, qy), acc);
-        }
-        hsum(acc)
+    unsafe fn q4_1_1(w: &[u8], x: &[BlockQ8]) -> f32 {
+        dot_1(Kind::Q4_1, w, x)
+    }
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn q8_0_1(w: &[u8], x: &[BlockQ8]) -> f32 {
+        dot_1(Kind::Q8_0, w, x)
+    }
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn q4_0_4(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
+        dot_n(Kind::Q4_0, w, x)
+    }
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn q4_1_4(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
+        dot_n(Kind::Q4_1, w, x)
+    }
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn q8_0_4(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
+        dot_n(Kind::Q8_0, w, x)
     }
 
     // Safe wrappers: only handed out by `q8_kernel` after `has_avx2()` confirmed the CPU
-    // features; every pointer read stays inside `w` (block count is min of both lengths).
+    // features; every read stays inside `w` and `x` (block count is the min of both).
     pub(super) fn q4_0(w: &[u8], x: &[BlockQ8]) -> f32 {
-        unsafe { q4_0_impl(w, x) }
+        unsafe { q4_0_1(w, x) }
     }
     pub(super) fn q4_1(w: &[u8], x: &[BlockQ8]) -> f32 {
-        unsafe { q4_1_impl(w, x) }
+        unsafe { q4_1_1(w, x) }
     }
     pub(super) fn q8_0(w: &[u8], x: &[BlockQ8]) -> f32 {
-        unsafe { q8_0_impl(w, x) }
+        unsafe { q8_0_1(w, x) }
     }
-    const _: [Q8Kernel; 3] = [q4_0, q4_1, q8_0];
+    pub(super) fn q4_0_x4(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
+        unsafe { q4_0_4(w, x) }
+    }
+    pub(super) fn q4_1_x4(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
+        unsafe { q4_1_4(w, x) }
+    }
+    pub(super) fn q8_0_x4(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
+        unsafe { q8_0_4(w, x) }
+    }
 }
 
 #[cfg(test)]
@@ -254,7 +364,9 @@ mod tests {
                 if let Some(k) = q8_kernel(c) {
                     let mut xq = vec![BlockQ8::default(); n / 32];
                     quantize_row(&x, &mut xq);
-                    let got = k(&packed, &xq);
+                    let got = (k.one)(&packed, &xq);
+                    let four = (k.four)(&packed, [&xq, &xq, &xq, &xq]);
+                    assert!(four.iter().all(|v| (v - got).abs() <= 1e-4 * norm), "{c}: four-row kernel {four:?} vs {got} (seed {seed})");
                     assert!(got.is_finite());
                     assert!((got - reference).abs() <= 2e-2 * norm, "{c} n={n}: q8 kernel {got} vs {reference} (seed {seed})");
                     let portable = match c {

@@ -32,56 +32,79 @@ impl<'a> WeightView<'a> {
     }
 }
 
-/// Rows per parallel task: small enough to balance two to many cores, large enough that a
-/// task is worth a scheduling step (a 576-wide Q4 row is ~360 bytes).
-const ROWS_PER_TASK: usize = 16;
+/// Smallest rows per parallel task: a task must be worth a scheduling step (a 576-wide
+/// Q4 row is ~360 bytes; 16 rows is ~6 KB of weights).
+const MIN_ROWS_PER_TASK: usize = 16;
 
 /// Output pointer shared by tasks that write disjoint elements.
 #[derive(Clone, Copy)]
 struct OutPtr(*mut f32);
-// SAFETY: tasks write disjoint (batch, row) elements and the slice outlives the scope.
+// SAFETY: tasks write disjoint (batch, row) elements and the slices outlive the scope.
 unsafe impl Send for OutPtr {}
 unsafe impl Sync for OutPtr {}
 
 /// y (batch, w.rows) = x (batch, w.cols) . W^T.
 pub fn matmul(w: &WeightView, x: &[f32], batch: usize, y: &mut [f32]) {
-    assert_eq!(x.len(), batch * w.cols, "matmul: activation shape");
-    assert_eq!(y.len(), batch * w.rows, "matmul: output shape");
-    let out = OutPtr(y.as_mut_ptr());
-    let rows = w.rows;
-    let tasks = rows.div_ceil(ROWS_PER_TASK);
-    match q8_kernel(w.codec).filter(|_| w.cols % QK == 0) {
-        Some(kernel) => {
-            let xq = quantize_rows(x, w.cols);
-            let nb = w.cols / QK;
-            (0..tasks).into_par_iter().for_each(|t| {
-                let out = out;
-                let r0 = t * ROWS_PER_TASK;
-                let r1 = (r0 + ROWS_PER_TASK).min(rows);
-                for b in 0..batch {
-                    let xb = &xq[b * nb..(b + 1) * nb];
+    matmul_many(&mut [(*w, y)], x, batch);
+}
+
+/// Several matrices applied to the same input in one parallel region (QKV, gate+up):
+/// the input is quantized once and all rows of all matrices share one task pool.
+/// Each pair is (W, y (batch, W.rows)); x is (batch, cols), every W has `cols` columns.
+pub fn matmul_many(jobs: &mut [(WeightView, &mut [f32])], x: &[f32], batch: usize) {
+    let Some(cols) = jobs.first().map(|(w, _)| w.cols) else { return };
+    assert_eq!(x.len(), batch * cols, "matmul: activation shape");
+    for (w, y) in jobs.iter() {
+        assert_eq!(w.cols, cols, "matmul_many: all matrices share the input width");
+        assert_eq!(y.len(), batch * w.rows, "matmul: output shape");
+    }
+    let outs: Vec<(WeightView, OutPtr)> = jobs.iter_mut().map(|(w, y)| (*w, OutPtr(y.as_mut_ptr()))).collect();
+    // Rows per task: about four tasks per thread over all matrices, so threads balance.
+    let total_rows: usize = outs.iter().map(|(w, _)| w.rows).sum();
+    let per_task = (total_rows / (4 * rayon::current_num_threads())).max(MIN_ROWS_PER_TASK);
+    let tasks: Vec<(usize, usize, usize)> = outs
+        .iter()
+        .enumerate()
+        .flat_map(|(j, (w, _))| (0..w.rows).step_by(per_task).map(move |r0| (j, r0, (r0 + per_task).min(w.rows))))
+        .collect();
+    let all_q8 = outs.iter().all(|(w, _)| q8_kernel(w.codec).is_some()) && cols % QK == 0;
+    let xq = if all_q8 { quantize_rows(x, cols) } else { Vec::new() };
+    let nb = cols / QK;
+    tasks.par_iter().for_each(|&(j, r0, r1)| {
+        let (w, out) = outs[j];
+        let rows = w.rows;
+        match q8_kernel(w.codec).filter(|_| all_q8) {
+            Some(k) => {
+                let xb = |b: usize| &xq[b * nb..(b + 1) * nb];
+                let mut b = 0;
+                while b + 4 <= batch {
                     for r in r0..r1 {
-                        // SAFETY: (b, r) is written by exactly this task.
-                        unsafe { *out.0.add(b * rows + r) = kernel(w.row(r), xb) };
+                        let y = (k.four)(w.row(r), [xb(b), xb(b + 1), xb(b + 2), xb(b + 3)]);
+                        for (t, v) in y.into_iter().enumerate() {
+                            // SAFETY: (b + t, r) of matrix j is written by exactly this task.
+                            unsafe { *out.0.add((b + t) * rows + r) = v };
+                        }
+                    }
+                    b += 4;
+                }
+                for b in b..batch {
+                    for r in r0..r1 {
+                        // SAFETY: as above.
+                        unsafe { *out.0.add(b * rows + r) = (k.one)(w.row(r), xb(b)) };
                     }
                 }
-            });
-        }
-        None => {
-            (0..tasks).into_par_iter().for_each(|t| {
-                let out = out;
-                let r0 = t * ROWS_PER_TASK;
-                let r1 = (r0 + ROWS_PER_TASK).min(rows);
+            }
+            None => {
                 for b in 0..batch {
-                    let xb = &x[b * w.cols..(b + 1) * w.cols];
+                    let xb = &x[b * cols..(b + 1) * cols];
                     for r in r0..r1 {
-                        // SAFETY: (b, r) is written by exactly this task.
+                        // SAFETY: as above.
                         unsafe { *out.0.add(b * rows + r) = dot_f32(w.codec, w.row(r), xb) };
                     }
                 }
-            });
+            }
         }
-    }
+    });
 }
 
 #[cfg(test)]
