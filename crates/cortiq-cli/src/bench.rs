@@ -71,7 +71,7 @@ pub fn bench(engine: &Engine, model_name: &str, a: &BenchArgs) -> Result<String>
     let wbytes = engine.model.weight_bytes_per_token();
     let size = engine.model.file.file_size();
     let params = engine.model.n_params();
-    let threads = rayon::current_num_threads();
+    let threads = cortiq_engine::cpu::pool::pool().threads();
     if a.json {
         let results: Vec<_> = rows
             .iter()

@@ -139,12 +139,9 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let threads = cli.threads.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).max(1);
-    // All work runs inside the pool, so the calling thread is one of the workers instead of
-    // a third thread competing for the cores.
-    let result = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
-        Ok(pool) => pool.install(|| run(cli.cmd)),
-        Err(e) => Err(anyhow::anyhow!("cannot start {threads} worker threads: {e}")),
-    };
+    cortiq_engine::cpu::pool::set_threads(threads);
+    let _ = rayon::ThreadPoolBuilder::new().num_threads(threads).build_global();
+    let result = run(cli.cmd);
     if let Err(e) = result {
         eprintln!("cortiq: error: {e:#}");
         std::process::exit(1);

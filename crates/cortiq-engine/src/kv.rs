@@ -1,16 +1,16 @@
-//! The host KV cache: per layer, K and V rows of `kv_dim` values for each cached position.
-//! Values are rounded to f16 precision on write (llama.cpp's default cache type) but kept as
-//! f32, so reads need no conversion.
+//! The host KV cache: per layer, K and V rows of `kv_dim` values for each cached position,
+//! stored as f16 (llama.cpp's default cache type: same values, half the memory traffic).
 
-use crate::cpu::f16::round_slice;
+use half::slice::HalfFloatSliceExt;
+use half::f16;
 
 pub struct KvCache {
     kv_dim: usize,
     capacity: usize,
     len: usize,
     /// Per layer: (capacity, kv_dim), filled up to `len`.
-    k: Vec<Vec<f32>>,
-    v: Vec<Vec<f32>>,
+    k: Vec<Vec<f16>>,
+    v: Vec<Vec<f16>>,
 }
 
 impl KvCache {
@@ -44,8 +44,8 @@ impl KvCache {
         let start = pos * self.kv_dim;
         for (dst, src) in [(&mut self.k[layer], k), (&mut self.v[layer], v)] {
             dst.truncate(start);
-            dst.extend_from_slice(src);
-            round_slice(&mut dst[start..]);
+            dst.resize(start + src.len(), f16::ZERO);
+            dst[start..].convert_from_f32_slice(src);
         }
     }
 
@@ -55,11 +55,11 @@ impl KvCache {
     }
 
     /// K rows of `layer` for positions 0..n: (n, kv_dim).
-    pub fn keys(&self, layer: usize, n: usize) -> &[f32] {
+    pub fn keys(&self, layer: usize, n: usize) -> &[f16] {
         &self.k[layer][..n * self.kv_dim]
     }
 
-    pub fn values(&self, layer: usize, n: usize) -> &[f32] {
+    pub fn values(&self, layer: usize, n: usize) -> &[f16] {
         &self.v[layer][..n * self.kv_dim]
     }
 }

@@ -9,8 +9,21 @@ use crate::cpu::ops::{add_in_place, rmsnorm, rope_table, rope_with, swiglu};
 use crate::error::EngineError;
 use crate::kv::KvCache;
 use crate::model::llama::{Llama, Weight};
-use rayon::prelude::*;
+use crate::cpu::pool::{parallel_for, pool};
 use std::sync::Arc;
+
+/// The attention output shared by tasks that write disjoint head slices.
+#[derive(Clone, Copy)]
+struct AttPtr(*mut f32);
+// SAFETY: every task writes a distinct slice; the buffer outlives the parallel region.
+unsafe impl Send for AttPtr {}
+unsafe impl Sync for AttPtr {}
+
+impl AttPtr {
+    fn get(self) -> *mut f32 {
+        self.0
+    }
+}
 
 /// A model plus one sequence's state (its KV cache).
 pub struct Session {
@@ -140,11 +153,21 @@ impl Session {
         let keys = self.kv.keys(li, n_all);
         let values = self.kv.values(li, n_all);
         let scale = 1.0 / (hd as f32).sqrt();
-        att.par_chunks_mut(hd).enumerate().for_each(|(idx, out)| {
-            let (i, h) = (idx / nh, idx % nh);
-            let qh = &q[i * nh * hd + h * hd..][..hd];
-            // causal: positions 0..=pos0+i
-            attend_head(qh, keys, values, pos0 + i + 1, kvd, (h / group) * hd, scale, out);
+        let out_ptr = AttPtr(att.as_mut_ptr());
+        // Contiguous ranges of (position, head) pairs per task: neighbouring heads share
+        // K/V rows (GQA), so a task keeps them in its own cache.
+        let pairs = b * nh;
+        let per_thread = if b == 1 { 1 } else { 4 };
+        let n_tasks = (per_thread * pool().threads()).min(pairs);
+        parallel_for(n_tasks, |task| {
+            for idx in task * pairs / n_tasks..(task + 1) * pairs / n_tasks {
+                let (i, h) = (idx / nh, idx % nh);
+                // SAFETY: pair idx writes only its own head_dim slice of att.
+                let out = unsafe { std::slice::from_raw_parts_mut(out_ptr.get().add(idx * hd), hd) };
+                let qh = &q[i * nh * hd + h * hd..][..hd];
+                // causal: positions 0..=pos0+i
+                attend_head(qh, keys, values, pos0 + i + 1, kvd, (h / group) * hd, scale, out);
+            }
         });
     }
 }

@@ -10,9 +10,10 @@ use cortiq_engine::sample::argmax;
 use std::sync::Arc;
 
 /// Largest logit gap (ours - llama.cpp's choice) accepted as a near-tie where our argmax
-/// differs. Two legitimate roundings of attention (llama.cpp's flash-attention f16
-/// accumulator vs its non-FA path with f16 probabilities) move these logits by up to ~0.15;
-/// a real bug moves them by whole units.
+/// differs. Measured noise of legitimate rounding choices on this model: llama.cpp's
+/// flash-attention f16 accumulator vs its non-FA path moved these logits by up to ~0.15,
+/// and one extra FMA accumulator in the int8 dot by up to ~0.26; a real bug moves them by
+/// whole units.
 const NEAR_TIE_LOGITS: f32 = 0.25;
 
 struct Case {

@@ -254,36 +254,13 @@ mod avx2 {
         out
     }
 
-    /// One activation row, two blocks per step on two accumulators (breaks the FMA chain).
+    /// One activation row: ggml's block order and single FMA chain, so results stay
+    /// bit-close to llama.cpp's CPU path (a second accumulator changes rounding enough to
+    /// flip near-tied greedy tokens).
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn dot_1(kind: Kind, w: &[u8], x: &[BlockQ8]) -> f32 {
-        let nb = x.len().min(w.len() / kind.block_bytes());
-        let p = w.as_ptr();
-        let (mut acc0, mut acc1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
-        let (mut mins0, mut mins1) = (0f32, 0f32);
-        let mut i = 0;
-        while i + 1 < nb {
-            let (d0, m0, qx0) = load_block(kind, p.add(kind.block_bytes() * i));
-            let (d1, m1, qx1) = load_block(kind, p.add(kind.block_bytes() * (i + 1)));
-            let (x0, x1) = (x.get_unchecked(i), x.get_unchecked(i + 1));
-            mins0 += m0 * x0.s;
-            mins1 += m1 * x1.s;
-            let qy0 = _mm256_loadu_si256(x0.qs.as_ptr() as *const __m256i);
-            let qy1 = _mm256_loadu_si256(x1.qs.as_ptr() as *const __m256i);
-            acc0 = _mm256_fmadd_ps(_mm256_set1_ps(d0 * x0.d), block_dot(kind, qx0, qy0), acc0);
-            acc1 = _mm256_fmadd_ps(_mm256_set1_ps(d1 * x1.d), block_dot(kind, qx1, qy1), acc1);
-            i += 2;
-        }
-        if i < nb {
-            let (d0, m0, qx0) = load_block(kind, p.add(kind.block_bytes() * i));
-            let x0 = x.get_unchecked(i);
-            mins0 += m0 * x0.s;
-            let qy0 = _mm256_loadu_si256(x0.qs.as_ptr() as *const __m256i);
-            acc0 = _mm256_fmadd_ps(_mm256_set1_ps(d0 * x0.d), block_dot(kind, qx0, qy0), acc0);
-        }
-        let mins = if let Kind::Q4_1 = kind { mins0 + mins1 } else { 0.0 };
-        hsum(_mm256_add_ps(acc0, acc1)) + mins
+        dot_n::<1>(kind, w, [x])[0]
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]

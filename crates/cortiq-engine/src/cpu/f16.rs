@@ -20,15 +20,25 @@ pub fn round_slice(x: &mut [f32]) {
     x.iter_mut().for_each(|v| *v = round(*v));
 }
 
-/// acc = f16(acc + v * s) element-wise (llama.cpp's `ggml_vec_mad_f16`).
-pub fn mad_round(acc: &mut [f32], v: &[f32], s: f32) {
+/// q . k with k stored as f16 (attention scores).
+pub fn dot_f16(q: &[f32], k: &[f16]) -> f32 {
     #[cfg(target_arch = "x86_64")]
     if has_avx2() {
-        // SAFETY: as above; lengths are checked inside.
-        return unsafe { x86::mad_round(acc, v, s) };
+        // SAFETY: as above.
+        return unsafe { x86::dot_f16(q, k) };
     }
-    for (a, &b) in acc.iter_mut().zip(v) {
-        *a = round(b * s + *a);
+    q.iter().zip(k).map(|(a, b)| a * b.to_f32()).sum()
+}
+
+/// acc = f16(acc + v * s) element-wise, v stored as f16 (llama.cpp's `ggml_vec_mad_f16`).
+pub fn mad_round_f16(acc: &mut [f32], v: &[f16], s: f32) {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2() {
+        // SAFETY: as above.
+        return unsafe { x86::mad_round_f16(acc, v, s) };
+    }
+    for (a, b) in acc.iter_mut().zip(v) {
+        *a = round(b.to_f32() * s + *a);
     }
 }
 
@@ -43,7 +53,7 @@ pub fn scale_round(acc: &mut [f32], s: f32) {
 }
 
 #[cfg(target_arch = "x86_64")]
-mod x86 {
+pub(crate) mod x86 {
     use std::arch::x86_64::*;
 
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -64,17 +74,46 @@ mod x86 {
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub unsafe fn mad_round(acc: &mut [f32], v: &[f32], s: f32) {
+    #[inline]
+    unsafe fn load8(p: *const half::f16) -> __m256 {
+        _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i))
+    }
+
+    /// ggml's `ggml_vec_dot_f16` order: four 8-lane accumulators over 32-value steps,
+    /// pairwise reduction, then two horizontal adds (the query is f16-exact already).
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn dot_f16(q: &[f32], k: &[half::f16]) -> f32 {
+        let n = q.len().min(k.len());
+        let n32 = n / 32 * 32;
+        let (pq, pk) = (q.as_ptr(), k.as_ptr());
+        let mut acc = [_mm256_setzero_ps(); 4];
+        for i in (0..n32).step_by(32) {
+            for (j, a) in acc.iter_mut().enumerate() {
+                *a = _mm256_fmadd_ps(load8(pk.add(i + 8 * j)), _mm256_loadu_ps(pq.add(i + 8 * j)), *a);
+            }
+        }
+        let s01 = _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3]));
+        let t0 = _mm_add_ps(_mm256_castps256_ps128(s01), _mm256_extractf128_ps(s01, 1));
+        let t1 = _mm_hadd_ps(t0, t0);
+        let mut sum = _mm_cvtss_f32(_mm_hadd_ps(t1, t1));
+        for i in n32..n {
+            sum += q[i] * k[i].to_f32();
+        }
+        sum
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn mad_round_f16(acc: &mut [f32], v: &[half::f16], s: f32) {
         let n = acc.len().min(v.len());
         let n8 = n / 8 * 8;
         let sv = _mm256_set1_ps(s);
         let (pa, pv) = (acc.as_mut_ptr(), v.as_ptr());
         for i in (0..n8).step_by(8) {
-            let r = _mm256_fmadd_ps(_mm256_loadu_ps(pv.add(i)), sv, _mm256_loadu_ps(pa.add(i)));
+            let r = _mm256_fmadd_ps(load8(pv.add(i)), sv, _mm256_loadu_ps(pa.add(i)));
             _mm256_storeu_ps(pa.add(i), r8(r));
         }
         for i in n8..n {
-            acc[i] = super::round(v[i].mul_add(s, acc[i]));
+            acc[i] = super::round(v[i].to_f32().mul_add(s, acc[i]));
         }
     }
 
@@ -106,12 +145,16 @@ mod tests {
         for (r, v) in a.iter().zip(&x) {
             assert_eq!(*r, round(*v));
         }
-        let v = rng.normals(37, 1.0);
+        let v: Vec<f16> = rng.normals(37, 1.0).into_iter().map(f16::from_f32).collect();
         let mut acc = a.clone();
-        mad_round(&mut acc, &v, 0.37);
+        mad_round_f16(&mut acc, &v, 0.37);
         for i in 0..37 {
-            assert!((acc[i] - round(a[i] + v[i] * 0.37)).abs() <= f32::EPSILON * 8.0 * acc[i].abs().max(1.0));
+            let want = round(a[i] + v[i].to_f32() * 0.37);
+            assert!((acc[i] - want).abs() <= 1e-3 * want.abs().max(1.0), "{} vs {want}", acc[i]);
         }
+        let q = rng.normals(37, 1.0);
+        let want: f32 = q.iter().zip(&v).map(|(a, b)| a * b.to_f32()).sum();
+        assert!((dot_f16(&q, &v) - want).abs() < 1e-4 * 37.0);
         scale_round(&mut acc, 0.5);
         assert!(acc.iter().all(|v| *v == round(*v)));
     }

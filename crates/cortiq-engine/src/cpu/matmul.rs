@@ -5,7 +5,7 @@
 use super::dot::{dot_f32, q8_kernel};
 use super::quant::{quantize_rows, QK};
 use cortiq_core::Codec;
-use rayon::prelude::*;
+use super::pool::{parallel_for, pool};
 
 /// A weight matrix: `rows` rows of `cols` values in `codec`, packed back to back.
 #[derive(Debug, Clone, Copy)]
@@ -61,7 +61,7 @@ pub fn matmul_many(jobs: &mut [(WeightView, &mut [f32])], x: &[f32], batch: usiz
     let outs: Vec<(WeightView, OutPtr)> = jobs.iter_mut().map(|(w, y)| (*w, OutPtr(y.as_mut_ptr()))).collect();
     // Rows per task: about four tasks per thread over all matrices, so threads balance.
     let total_rows: usize = outs.iter().map(|(w, _)| w.rows).sum();
-    let per_task = (total_rows / (4 * rayon::current_num_threads())).max(MIN_ROWS_PER_TASK);
+    let per_task = (total_rows / (4 * pool().threads())).max(MIN_ROWS_PER_TASK);
     let tasks: Vec<(usize, usize, usize)> = outs
         .iter()
         .enumerate()
@@ -70,7 +70,8 @@ pub fn matmul_many(jobs: &mut [(WeightView, &mut [f32])], x: &[f32], batch: usiz
     let all_q8 = outs.iter().all(|(w, _)| q8_kernel(w.codec).is_some()) && cols % QK == 0;
     let xq = if all_q8 { quantize_rows(x, cols) } else { Vec::new() };
     let nb = cols / QK;
-    tasks.par_iter().for_each(|&(j, r0, r1)| {
+    parallel_for(tasks.len(), |t| {
+        let (j, r0, r1) = tasks[t];
         let (w, out) = outs[j];
         let rows = w.rows;
         match q8_kernel(w.codec).filter(|_| all_q8) {

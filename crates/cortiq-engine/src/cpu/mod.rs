@@ -6,4 +6,5 @@ pub mod dot;
 pub mod f16;
 pub mod matmul;
 pub mod ops;
+pub mod pool;
 pub mod quant;

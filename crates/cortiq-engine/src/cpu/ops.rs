@@ -73,22 +73,6 @@ pub fn add_in_place(x: &mut [f32], y: &[f32]) {
     }
 }
 
-pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    // Eight independent partial sums let the compiler vectorize without reassociation.
-    let mut acc = [0f32; 8];
-    let chunks = a.len() / 8;
-    for c in 0..chunks {
-        for l in 0..8 {
-            acc[l] += a[8 * c + l] * b[8 * c + l];
-        }
-    }
-    let mut s: f32 = acc.iter().sum();
-    for i in 8 * chunks..a.len() {
-        s += a[i] * b[i];
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
