@@ -4,6 +4,7 @@ mod bench;
 mod convert;
 mod inspect;
 mod pull;
+mod synth;
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
@@ -127,6 +128,16 @@ enum Command {
         #[arg(long)]
         bandwidth: Option<f64>,
     },
+    /// Write a random-weight llama GGUF of a named shape (tiny, smollm2-135m, llama-1b, llama-8b).
+    Synth {
+        shape: String,
+        #[arg(long, default_value = "q4_0")]
+        codec: String,
+        #[arg(short, long)]
+        output: PathBuf,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
     /// Rewrite a model as CMF (or GGUF when OUT ends in .gguf).
     Convert {
         input: PathBuf,
@@ -247,6 +258,7 @@ fn run(cmd: Command) -> Result<()> {
             println!("{}", bench::bench(&engine, &name, &args)?);
             Ok(())
         }
+        Command::Synth { shape, codec, output, seed } => synth::synth(&shape, &codec, &output, seed),
         Command::Convert { input, output, codec } => {
             let input = pull::resolve(&input.to_string_lossy())?;
             convert::convert(&input, &output, &codec)

@@ -86,3 +86,15 @@ fn perplexity_matches_llama_cpp_within_one_percent() {
     assert_eq!(r.chunks, 14, "llama.cpp cut the file into 14 chunks");
     assert!((r.ppl - 18.3914).abs() <= 0.01 * 18.3914, "PPL {} is not within 1% of 18.3914", r.ppl);
 }
+
+/// SmolLM2 adds no BOS: an empty raw prompt has nothing to condition on.
+#[test]
+fn empty_prompt_without_bos_is_a_clear_error() {
+    let Some(path) = common::default_model() else { return };
+    let engine = Engine::load(&path).unwrap();
+    let tokens = engine.tokenize("").unwrap();
+    assert!(tokens.is_empty());
+    let mut s = Session::new(Arc::clone(&engine.model), 64);
+    let e = engine.generate(&mut s, &tokens, 4, Default::default(), &Default::default(), |_| {}).unwrap_err();
+    assert!(e.to_string().contains("empty prompt"), "{e}");
+}

@@ -1,0 +1,229 @@
+//! `cortiq synth SHAPE --codec C -o FILE.gguf [--seed S]`: a llama-architecture GGUF with
+//! random weights (normal, std 0.02; norms 1.0) and a complete byte-level BPE vocabulary,
+//! so cortiq and llama.cpp's tools both load it. Streams one tensor at a time to disk, rows
+//! generated in parallel from per-row seeds: deterministic for a seed, bounded memory.
+
+use anyhow::{bail, Context, Result};
+use cortiq_core::gguf::{GgufWriter, TensorSpec};
+use cortiq_core::rng::SplitMix64;
+use cortiq_core::{Codec, Value};
+use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
+use std::io::BufWriter;
+use std::path::Path;
+
+/// A named model geometry.
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    pub name: &'static str,
+    pub hidden: u64,
+    pub ffn: u64,
+    pub layers: u64,
+    pub heads: u64,
+    pub kv_heads: u64,
+    pub vocab: u64,
+    pub tied: bool,
+    pub ctx: u64,
+    pub rope_base: f32,
+}
+
+pub const SHAPES: &[Shape] = &[
+    Shape { name: "tiny", hidden: 256, ffn: 512, layers: 2, heads: 4, kv_heads: 2, vocab: 2048, tied: true, ctx: 2048, rope_base: 10000.0 },
+    Shape { name: "smollm2-135m", hidden: 576, ffn: 1536, layers: 30, heads: 9, kv_heads: 3, vocab: 49152, tied: true, ctx: 8192, rope_base: 100000.0 },
+    Shape { name: "llama-1b", hidden: 2048, ffn: 8192, layers: 16, heads: 32, kv_heads: 8, vocab: 128256, tied: true, ctx: 8192, rope_base: 500000.0 },
+    Shape { name: "llama-8b", hidden: 4096, ffn: 14336, layers: 32, heads: 32, kv_heads: 8, vocab: 128256, tied: false, ctx: 8192, rope_base: 500000.0 },
+];
+
+/// Weight standard deviation of every matrix.
+const WEIGHT_STD: f32 = 0.02;
+
+/// GPT-2's byte-to-unicode map: the printable form of every byte in byte-level BPE.
+fn byte_chars() -> Vec<char> {
+    let mut printable: Vec<u32> = (b'!' as u32..=b'~' as u32).chain(0xA1..=0xAC).chain(0xAE..=0xFF).collect();
+    let mut chars: Vec<u32> = printable.clone();
+    let mut n = 0;
+    for b in 0..256u32 {
+        if !printable.contains(&b) {
+            printable.push(b);
+            chars.push(256 + n);
+            n += 1;
+        }
+    }
+    let mut by_byte = vec![' '; 256];
+    for (b, c) in printable.iter().zip(&chars) {
+        by_byte[*b as usize] = char::from_u32(*c).expect("valid scalar");
+    }
+    by_byte
+}
+
+/// A vocabulary of exactly `size` tokens: 256 byte tokens, merged words built from letters
+/// and digits (with merges that produce them), then two control tokens (BOS, EOS).
+fn vocabulary(size: u64) -> Result<(Vec<String>, Vec<String>, Vec<i32>)> {
+    let size = size as usize;
+    if size < 300 {
+        bail!("vocabulary of {size} is too small (need at least 300)");
+    }
+    let bytes = byte_chars();
+    let mut tokens: Vec<String> = bytes.iter().map(|c| c.to_string()).collect();
+    let mut merges = Vec::new();
+    let alphabet: Vec<String> = ('a'..='z').chain('A'..='Z').chain('0'..='9').map(|c| c.to_string()).collect();
+    let mut frontier: Vec<String> = alphabet.clone();
+    let merged_target = size - 2;
+    'outer: loop {
+        let mut next = Vec::new();
+        for left in &frontier {
+            for right in &alphabet {
+                if tokens.len() >= merged_target {
+                    break 'outer;
+                }
+                let word = format!("{left}{right}");
+                merges.push(format!("{left} {right}"));
+                tokens.push(word.clone());
+                next.push(word);
+            }
+        }
+        frontier = next;
+    }
+    tokens.push("<|begin_of_text|>".into());
+    tokens.push("<|end_of_text|>".into());
+    let mut types = vec![1i32; tokens.len()];
+    types[size - 2] = 3;
+    types[size - 1] = 3;
+    Ok((tokens, merges, types))
+}
+
+fn metadata(shape: &Shape, codec: Codec) -> Result<Vec<(String, Value)>> {
+    let (tokens, merges, types) = vocabulary(shape.vocab)?;
+    let strs = |v: Vec<String>| Value::Array(v.into_iter().map(Value::Str).collect());
+    let file_type = match codec {
+        Codec::F32 => 0,
+        Codec::F16 => 1,
+        Codec::Q4_0 | Codec::Q4Tiled => 2,
+        Codec::Q4_1 => 3,
+        Codec::Q8_0 => 7,
+        Codec::Q4K => 15,
+        Codec::Q5K => 17,
+        Codec::Q6K => 18,
+        Codec::BF16 => 32,
+        Codec::Q8Row => bail!("q8_row has no GGUF type; synthesize q8_0 and convert"),
+    };
+    let head_dim = shape.hidden / shape.heads;
+    Ok(vec![
+        ("general.architecture".into(), Value::Str("llama".into())),
+        ("general.name".into(), Value::Str(format!("cortiq synth {} {codec}", shape.name))),
+        ("general.file_type".into(), Value::U32(file_type)),
+        ("general.quantization_version".into(), Value::U32(2)),
+        ("llama.context_length".into(), Value::U32(shape.ctx as u32)),
+        ("llama.embedding_length".into(), Value::U32(shape.hidden as u32)),
+        ("llama.block_count".into(), Value::U32(shape.layers as u32)),
+        ("llama.feed_forward_length".into(), Value::U32(shape.ffn as u32)),
+        ("llama.attention.head_count".into(), Value::U32(shape.heads as u32)),
+        ("llama.attention.head_count_kv".into(), Value::U32(shape.kv_heads as u32)),
+        ("llama.rope.freq_base".into(), Value::F32(shape.rope_base)),
+        ("llama.rope.dimension_count".into(), Value::U32(head_dim as u32)),
+        ("llama.attention.layer_norm_rms_epsilon".into(), Value::F32(1e-5)),
+        ("llama.vocab_size".into(), Value::U32(shape.vocab as u32)),
+        ("tokenizer.ggml.model".into(), Value::Str("gpt2".into())),
+        ("tokenizer.ggml.pre".into(), Value::Str("gpt2".into())),
+        ("tokenizer.ggml.tokens".into(), strs(tokens)),
+        ("tokenizer.ggml.token_type".into(), Value::Array(types.into_iter().map(Value::I32).collect())),
+        ("tokenizer.ggml.merges".into(), strs(merges)),
+        ("tokenizer.ggml.bos_token_id".into(), Value::U32(shape.vocab as u32 - 2)),
+        ("tokenizer.ggml.eos_token_id".into(), Value::U32(shape.vocab as u32 - 1)),
+        ("tokenizer.ggml.add_bos_token".into(), Value::Bool(true)),
+    ])
+}
+
+/// (name, [cols, rows]) of every tensor, in file order.
+fn tensor_list(s: &Shape) -> Vec<(String, Vec<u64>)> {
+    let hd = s.hidden / s.heads;
+    let kv = s.kv_heads * hd;
+    let mut t = vec![("token_embd.weight".to_string(), vec![s.hidden, s.vocab])];
+    for i in 0..s.layers {
+        let n = |x: &str| format!("blk.{i}.{x}.weight");
+        t.push((n("attn_norm"), vec![s.hidden]));
+        t.push((n("attn_q"), vec![s.hidden, s.hidden]));
+        t.push((n("attn_k"), vec![s.hidden, kv]));
+        t.push((n("attn_v"), vec![s.hidden, kv]));
+        t.push((n("attn_output"), vec![s.hidden, s.hidden]));
+        t.push((n("ffn_norm"), vec![s.hidden]));
+        t.push((n("ffn_gate"), vec![s.hidden, s.ffn]));
+        t.push((n("ffn_up"), vec![s.hidden, s.ffn]));
+        t.push((n("ffn_down"), vec![s.ffn, s.hidden]));
+    }
+    t.push(("output_norm.weight".into(), vec![s.hidden]));
+    if !s.tied {
+        t.push(("output.weight".into(), vec![s.hidden, s.vocab]));
+    }
+    t
+}
+
+/// A deterministic per-row seed.
+fn row_seed(seed: u64, tensor: usize, row: u64) -> u64 {
+    let mut m = SplitMix64::new(seed ^ ((tensor as u64) << 40) ^ row.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    m.next_u64()
+}
+
+pub fn synth(shape_name: &str, codec_name: &str, out: &Path, seed: u64) -> Result<()> {
+    let shape = SHAPES.iter().find(|s| s.name == shape_name).with_context(|| {
+        let names: Vec<&str> = SHAPES.iter().map(|s| s.name).collect();
+        format!("unknown shape '{shape_name}' (known: {})", names.join(", "))
+    })?;
+    let codec = Codec::from_name(codec_name).with_context(|| format!("unknown codec '{codec_name}'"))?;
+    let meta = metadata(shape, codec)?;
+    let list = tensor_list(shape);
+    let specs: Vec<TensorSpec> = list
+        .iter()
+        .map(|(name, dims)| TensorSpec { name: name.clone(), shape: dims.clone(), codec: if dims.len() == 1 { Codec::F32 } else { codec } })
+        .collect();
+    let total: u64 = specs.iter().map(|s| cortiq_core::TensorInfo::expected_bytes(&s.name, &s.shape, s.codec)).sum::<Result<u64, _>>()?;
+    let tmp = out.with_extension("partial");
+    let file = std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    let mut w = GgufWriter::new(BufWriter::with_capacity(8 << 20, file), &meta, specs.clone())?;
+    let bar = ProgressBar::new(total);
+    bar.set_style(ProgressStyle::with_template("synth {bar:40} {bytes}/{total_bytes} {bytes_per_sec} {msg}").expect("static template"));
+    for (ti, spec) in specs.iter().enumerate() {
+        bar.set_message(spec.name.clone());
+        let cols = spec.shape[0] as usize;
+        let rows = spec.shape.get(1).copied().unwrap_or(1);
+        let data: Vec<u8> = if spec.shape.len() == 1 {
+            (0..cols).flat_map(|_| 1f32.to_le_bytes()).collect()
+        } else {
+            let packed: Vec<Vec<u8>> = (0..rows)
+                .into_par_iter()
+                .map(|r| {
+                    let values = SplitMix64::new(row_seed(seed, ti, r)).normals(cols, WEIGHT_STD);
+                    spec.codec.pack_row(&values)
+                })
+                .collect::<Result<_, _>>()?;
+            packed.concat()
+        };
+        w.write_tensor(&data)?;
+        bar.inc(data.len() as u64);
+    }
+    w.finish()?;
+    bar.finish_and_clear();
+    std::fs::rename(&tmp, out).with_context(|| format!("renaming to {}", out.display()))?;
+    eprintln!("cortiq: wrote {} ({} {codec}, {} tensors)", out.display(), shape.name, specs.len());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vocabulary_has_exact_size_unique_tokens_and_valid_merges() {
+        for size in [2048u64, 49152] {
+            let (tokens, merges, types) = vocabulary(size).unwrap();
+            assert_eq!(tokens.len() as u64, size);
+            assert_eq!(types.len() as u64, size);
+            let set: std::collections::HashSet<&String> = tokens.iter().collect();
+            assert_eq!(set.len(), tokens.len(), "duplicate tokens");
+            for m in &merges {
+                let (a, b) = m.split_once(' ').unwrap();
+                assert!(set.contains(&a.to_string()) && set.contains(&b.to_string()) && set.contains(&format!("{a}{b}")), "{m}");
+            }
+        }
+    }
+}

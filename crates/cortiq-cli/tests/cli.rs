@@ -1,0 +1,118 @@
+//! The `cortiq` binary end to end on a synthesized model: synth -> inspect -> run -> bench
+//! -> convert, and the bad inputs a user can give it (each a clear error, exit code 1).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn cortiq(args: &[&str], home: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cortiq")).args(args).env("CORTIQ_HOME", home).output().expect("cortiq runs")
+}
+
+fn ok(out: &Output) -> String {
+    assert!(out.status.success(), "cortiq failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+fn err(out: &Output) -> String {
+    assert!(!out.status.success(), "cortiq should have failed: {}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(out.status.code(), Some(1), "a user error exits with 1, never a panic (101)");
+    String::from_utf8(out.stderr.clone()).unwrap()
+}
+
+fn tiny(dir: &Path) -> PathBuf {
+    let p = dir.join("tiny.gguf");
+    ok(&cortiq(&["synth", "tiny", "--codec", "q4_0", "-o", p.to_str().unwrap(), "--seed", "7"], dir));
+    p
+}
+
+#[test]
+fn synth_inspect_run_bench_convert_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = tiny(dir.path());
+    let m = model.to_str().unwrap();
+    let info = ok(&cortiq(&["inspect", m], dir.path()));
+    assert!(info.contains("tensors:       20") && info.contains("main codec: q4_0"), "{info}");
+    assert!(info.contains("2 layers, hidden 256"), "{info}");
+    // Deterministic for a seed.
+    let again = dir.path().join("again.gguf");
+    ok(&cortiq(&["synth", "tiny", "--codec", "q4_0", "-o", again.to_str().unwrap(), "--seed", "7"], dir.path()));
+    assert_eq!(std::fs::read(&model).unwrap(), std::fs::read(&again).unwrap());
+
+    let a = ok(&cortiq(&["run", "-m", m, "--raw", "--temp", "0", "-n", "8", "hello world"], dir.path()));
+    let b = ok(&cortiq(&["run", "-m", m, "--raw", "--temp", "0", "-n", "8", "hello world"], dir.path()));
+    assert_eq!(a, b, "greedy output is deterministic");
+    assert!(!a.trim().is_empty());
+    let seeded = |s: &str| ok(&cortiq(&["run", "-m", m, "--raw", "--temp", "1.0", "--seed", s, "-n", "8", "hello"], dir.path()));
+    assert_eq!(seeded("3"), seeded("3"));
+
+    let json = ok(&cortiq(&["bench", "-m", m, "-p", "32", "-n", "8", "-r", "2", "--json"], dir.path()));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[0]["test"], "pp32");
+    assert_eq!(results[1]["test"], "tg8");
+    assert!(results.iter().all(|r| r["tokens_per_s"].as_f64().unwrap() > 0.0));
+    assert_eq!(results[1]["upload_bytes_delta"], 0);
+    assert!(results[1]["weight_bytes_per_token"].as_u64().unwrap() > 900_000);
+
+    for codec in ["keep", "q8_row", "f16", "q4_tiled"] {
+        let out = dir.path().join(format!("tiny-{codec}.cmf"));
+        ok(&cortiq(&["convert", m, out.to_str().unwrap(), "--codec", codec], dir.path()));
+        let info = ok(&cortiq(&["inspect", "--verify", out.to_str().unwrap()], dir.path()));
+        assert!(info.contains("CMF v1") && info.contains("tensors:       20"), "{info}");
+        let text = ok(&cortiq(&["run", "-m", out.to_str().unwrap(), "--raw", "--temp", "0", "-n", "4", "hello world"], dir.path()));
+        if codec == "keep" || codec == "q4_tiled" {
+            assert!(a.starts_with(text.trim_end()), "same weights, same greedy tokens: {text:?} vs {a:?}");
+        }
+    }
+    // GGUF -> GGUF keeps every tensor byte.
+    let gg = dir.path().join("copy.gguf");
+    ok(&cortiq(&["convert", m, gg.to_str().unwrap()], dir.path()));
+    let (x, y) = (cortiq_core::ModelFile::open(&model).unwrap(), cortiq_core::ModelFile::open(&gg).unwrap());
+    for t in &x.tensors {
+        assert_eq!(x.tensor_data(t), y.get(&t.name).unwrap().1, "{}", t.name);
+    }
+}
+
+#[test]
+fn bad_inputs_get_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = tiny(dir.path());
+    let m = model.to_str().unwrap();
+    let e = err(&cortiq(&["run", "-m", "/nonexistent/model.gguf", "hi"], dir.path()));
+    assert!(e.contains("neither a file nor a known model"), "{e}");
+    // This model adds BOS, so an empty raw prompt is BOS alone: valid, like llama.cpp.
+    ok(&cortiq(&["run", "-m", m, "--raw", "-n", "2", ""], dir.path()));
+    let e = err(&cortiq(&["run", "-m", m, "--raw"], dir.path()));
+    assert!(e.contains("no prompt"), "{e}");
+    let long = "word ".repeat(3000);
+    let e = err(&cortiq(&["run", "-m", m, "--raw", "-c", "256", &long], dir.path()));
+    assert!(e.contains("does not fit the context"), "{e}");
+    let bad = dir.path().join("bad.txt");
+    std::fs::write(&bad, b"fine text \xff\xfe more").unwrap();
+    let e = err(&cortiq(&["run", "-m", m, "-f", bad.to_str().unwrap()], dir.path()));
+    assert!(e.contains("not valid UTF-8") && e.contains("offset 10"), "{e}");
+    let e = err(&cortiq(&["perplexity", "-m", m, "-f", bad.to_str().unwrap()], dir.path()));
+    assert!(e.contains("not valid UTF-8"), "{e}");
+    let trunc = dir.path().join("trunc.gguf");
+    let bytes = std::fs::read(&model).unwrap();
+    std::fs::write(&trunc, &bytes[..bytes.len() / 2]).unwrap();
+    let e = err(&cortiq(&["run", "-m", trunc.to_str().unwrap(), "hi"], dir.path()));
+    assert!(e.contains("past the end"), "{e}");
+    let e = err(&cortiq(&["inspect", trunc.to_str().unwrap()], dir.path()));
+    assert!(e.contains("past the end"), "{e}");
+    // An architecture this build does not run: a renamed copy of the tiny model.
+    let other = dir.path().join("other.gguf");
+    let text = bytes.windows(5).position(|w| w == b"llama").unwrap();
+    let mut patched = bytes.clone();
+    patched[text..text + 5].copy_from_slice(b"falcn");
+    std::fs::write(&other, patched).unwrap();
+    let e = err(&cortiq(&["run", "-m", other.to_str().unwrap(), "hi"], dir.path()));
+    assert!(e.contains("unsupported architecture 'falcn'"), "{e}");
+    let e = err(&cortiq(&["synth", "huge", "-o", dir.path().join("x.gguf").to_str().unwrap()], dir.path()));
+    assert!(e.contains("unknown shape"), "{e}");
+    let e = err(&cortiq(&["convert", m, dir.path().join("x.cmf").to_str().unwrap(), "--codec", "q3_z"], dir.path()));
+    assert!(e.contains("unknown codec"), "{e}");
+    let e = err(&cortiq(&["bench", "-m", m, "--backend", "cuda", "-p", "4", "-n", "2", "-r", "1"], dir.path()));
+    assert!(e.contains("not compiled"), "{e}");
+}
