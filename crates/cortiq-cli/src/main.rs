@@ -3,13 +3,13 @@
 mod bench;
 mod convert;
 mod inspect;
-mod pull;
 mod synth;
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use cortiq_core::ModelFile;
 use cortiq_engine::chat::Message;
+use cortiq_engine::hub as pull;
 use cortiq_engine::generate::{Engine, GenerationStats, DEFAULT_CTX};
 use cortiq_engine::perplexity::perplexity;
 use cortiq_engine::pipeline::Session;

@@ -4,6 +4,7 @@ pub mod chat;
 pub mod cpu;
 pub mod error;
 pub mod generate;
+pub mod hub;
 pub mod kv;
 pub mod model;
 pub mod perplexity;

