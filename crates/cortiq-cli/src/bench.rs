@@ -51,20 +51,28 @@ fn run_once(engine: &Engine, prompt: &[u32], gen: usize) -> Result<(f64, f64)> {
 }
 
 pub fn bench(engine: &Engine, model_name: &str, a: &BenchArgs) -> Result<String> {
-    if a.backend != "cpu" && a.backend != "auto" {
-        anyhow::bail!("backend '{}' is not compiled into this build (available: cpu)", a.backend);
+    let gpu = cortiq_engine::gpu::Gpu::global();
+    let compiled = cortiq_engine::gpu::selection::compiled_backends();
+    if a.backend != "auto" && !compiled.contains(&a.backend.as_str()) {
+        anyhow::bail!("backend '{}' is not compiled into this build (available: {})", a.backend, compiled.join(", "));
     }
+    if a.backend != "auto" && a.backend != gpu.backend_name() {
+        anyhow::bail!("backend '{}' was asked for but '{}' is running (select it with CMF_GPU)", a.backend, gpu.backend_name());
+    }
+    let backend = gpu.backend_name();
     let mut rng = SplitMix64::new(1234);
     let vocab = engine.model.cfg.vocab as u64;
     let prompt: Vec<u32> = (0..a.prompt.max(1)).map(|_| (rng.next_u64() % vocab) as u32).collect();
     run_once(engine, &prompt[..prompt.len().min(16)], a.gen.min(8))?;
     let (mut pps, mut tgs) = (Vec::new(), Vec::new());
+    let uploads_before = gpu.upload_bytes();
     for r in 0..a.reps.max(1) {
         let (pp, tg) = run_once(engine, &prompt, a.gen)?;
         eprintln!("run {}/{}: pp{} {:.1} tok/s, tg{} {:.1} tok/s", r + 1, a.reps, a.prompt, pp, a.gen, tg);
         pps.push(pp);
         tgs.push(tg);
     }
+    let upload_delta = gpu.upload_bytes() - uploads_before;
     let (ppm, pps_sd) = mean_sd(&pps);
     let (tgm, tg_sd) = mean_sd(&tgs);
     let rows = [Row { test: format!("pp{}", a.prompt), mean: ppm, sd: pps_sd }, Row { test: format!("tg{}", a.gen), mean: tgm, sd: tg_sd }];
@@ -78,8 +86,8 @@ pub fn bench(engine: &Engine, model_name: &str, a: &BenchArgs) -> Result<String>
             .map(|r| {
                 let floor = a.bandwidth_gbps.filter(|_| r.test.starts_with("tg")).map(|bw| r.mean / (bw * 1e9 / wbytes as f64));
                 json!({
-                    "test": r.test, "backend": "cpu", "threads": threads, "tokens_per_s": r.mean, "stddev": r.sd,
-                    "weight_bytes_per_token": wbytes, "upload_bytes_delta": 0, "floor_fraction": floor,
+                    "test": r.test, "backend": backend, "threads": threads, "tokens_per_s": r.mean, "stddev": r.sd,
+                    "weight_bytes_per_token": wbytes, "upload_bytes_delta": upload_delta, "floor_fraction": floor,
                 })
             })
             .collect();
@@ -87,7 +95,7 @@ pub fn bench(engine: &Engine, model_name: &str, a: &BenchArgs) -> Result<String>
     }
     let mut out = String::from("| model | size | params | backend | threads | test | t/s |\n| --- | --- | --- | --- | --- | --- | --- |\n");
     for r in &rows {
-        out.push_str(&format!("| {model_name} | {} | {:.1} M | cpu | {threads} | {} | {:.2} ± {:.2} |\n", human(size), params as f64 / 1e6, r.test, r.mean, r.sd));
+        out.push_str(&format!("| {model_name} | {} | {:.1} M | {backend} | {threads} | {} | {:.2} ± {:.2} |\n", human(size), params as f64 / 1e6, r.test, r.mean, r.sd));
     }
     out.push_str(&format!("\nweight bytes per decode token: {wbytes} ({})\n", human(wbytes)));
     Ok(out)

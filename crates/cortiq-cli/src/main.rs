@@ -3,13 +3,13 @@
 mod bench;
 mod convert;
 mod inspect;
-mod synth;
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use cortiq_core::ModelFile;
 use cortiq_engine::chat::Message;
 use cortiq_engine::hub as pull;
+use cortiq_engine::synth;
 use cortiq_engine::generate::{Engine, GenerationStats, DEFAULT_CTX};
 use cortiq_engine::perplexity::perplexity;
 use cortiq_engine::pipeline::Session;
@@ -71,6 +71,9 @@ enum Command {
         /// Read the prompt from a file instead.
         #[arg(short = 'f', long)]
         file: Option<PathBuf>,
+        /// After the run, print where each op class ran and why.
+        #[arg(long)]
+        explain: bool,
         #[command(flatten)]
         sample: SampleArgs,
         prompt: Option<String>,
@@ -127,7 +130,12 @@ enum Command {
         /// Memory bandwidth (GB/s) for the floor fraction.
         #[arg(long)]
         bandwidth: Option<f64>,
+        /// After the run, print where each op class ran and why.
+        #[arg(long)]
+        explain: bool,
     },
+    /// GPU facade status: compiled backends, the selected backend, adapters, budget, probe cache.
+    Gpu,
     /// Write a random-weight llama GGUF of a named shape (tiny, smollm2-135m, llama-1b, llama-8b).
     Synth {
         shape: String,
@@ -152,6 +160,8 @@ fn main() {
     let threads = cli.threads.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).max(1);
     cortiq_engine::cpu::pool::set_threads(threads);
     let _ = rayon::ThreadPoolBuilder::new().num_threads(threads).build_global();
+    // Bring the GPU facade up first, so its notices come before any output.
+    let _ = cortiq_engine::gpu::Gpu::global();
     let result = run(cli.cmd);
     if let Err(e) = result {
         eprintln!("cortiq: error: {e:#}");
@@ -201,7 +211,7 @@ fn print_stats(s: &GenerationStats) {
 
 fn run(cmd: Command) -> Result<()> {
     match cmd {
-        Command::Run { model, n_predict, raw, ctx, file, sample, prompt } => {
+        Command::Run { model, n_predict, raw, ctx, file, explain, sample, prompt } => {
             let text = match (file, prompt) {
                 (Some(f), _) => read_text(&f)?,
                 (None, Some(p)) => p,
@@ -220,6 +230,9 @@ fn run(cmd: Command) -> Result<()> {
             })?;
             println!();
             print_stats(&stats);
+            if explain {
+                eprintln!("\n{}", session.gpu.explain_table());
+            }
             Ok(())
         }
         Command::Chat { model, n_predict, ctx, system, sample } => chat(&model, n_predict, ctx, system, &sample),
@@ -250,12 +263,19 @@ fn run(cmd: Command) -> Result<()> {
             }
             Ok(())
         }
-        Command::Bench { model, prompt, gen, reps, backend, json, bandwidth } => {
+        Command::Bench { model, prompt, gen, reps, backend, json, bandwidth, explain } => {
             let path = model_path(&model)?;
             let engine = Engine::load(&path).with_context(|| format!("loading {}", path.display()))?;
             let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let args = bench::BenchArgs { prompt, gen, reps, backend, json, bandwidth_gbps: bandwidth };
             println!("{}", bench::bench(&engine, &name, &args)?);
+            if explain {
+                eprintln!("\n{}", cortiq_engine::gpu::Gpu::global().explain_table());
+            }
+            Ok(())
+        }
+        Command::Gpu => {
+            print!("{}", gpu_report());
             Ok(())
         }
         Command::Synth { shape, codec, output, seed } => synth::synth(&shape, &codec, &output, seed),
@@ -264,6 +284,34 @@ fn run(cmd: Command) -> Result<()> {
             convert::convert(&input, &output, &codec)
         }
     }
+}
+
+/// `cortiq gpu`: what the facade sees on this machine.
+fn gpu_report() -> String {
+    use cortiq_engine::gpu::{selection, Gpu};
+    let gpu = Gpu::global();
+    let cfg = gpu.config();
+    let mut s = String::new();
+    s += &format!("compiled backends: {}\n", selection::compiled_backends().join(", "));
+    s += &format!("CMF_GPU: {}\n", std::env::var("CMF_GPU").unwrap_or_else(|_| "(unset: CPU only)".into()));
+    s += &format!("backend: {}\n", gpu.backend_name());
+    match gpu.device_info() {
+        Some(d) => s += &format!("adapter 0: {} ({}, {} memory, f16 {}, subgroups {})\n", d.name, if d.discrete { "discrete" } else { "integrated/unified" }, inspect::human(d.memory_bytes), d.f16, d.subgroups),
+        None => s += "adapters: none (no GPU backend in this build or none came up)\n",
+    }
+    let budget = gpu.vram_budget();
+    s += &format!("weight budget: {}\n", if budget == 0 { "0 (no GPU)".to_string() } else if budget == u64::MAX { "unified memory".to_string() } else { inspect::human(budget) });
+    s += &format!("min_rows: {}\n", gpu.min_rows());
+    s += &format!("probe: {}\n", if cfg.probe { "on (measured per op class)" } else { "off (CMF_GPU_PROBE=0: device trusted)" });
+    s += &format!("probe cache: {}\n", cfg.cache.path.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "off (CMF_PROBE_CACHE=0)".into()));
+    let verdicts = gpu.verdicts();
+    if verdicts.is_empty() {
+        s += "remembered verdicts: none\n";
+    }
+    for (c, v) in verdicts {
+        s += &format!("verdict {}: {}\n", c.name(), v.name());
+    }
+    s
 }
 
 fn chat(model: &Option<String>, n_predict: usize, ctx: usize, system: Option<String>, sample: &SampleArgs) -> Result<()> {
@@ -292,7 +340,7 @@ fn chat(model: &Option<String>, n_predict: usize, ctx: usize, system: Option<Str
         messages.push(Message::new("user", line));
         let tokens = engine.tokenize(&engine.chat_prompt(&messages)?)?;
         let common = cached.iter().zip(&tokens).take_while(|(a, b)| a == b).count().min(tokens.len() - 1);
-        session.kv.truncate(common);
+        session.truncate(common);
         let mut reply = String::new();
         let stdout = std::io::stdout();
         let stats = engine.generate(&mut session, &tokens[common..], n_predict, sample.config(), &cancel, |piece| {
@@ -307,12 +355,12 @@ fn chat(model: &Option<String>, n_predict: usize, ctx: usize, system: Option<Str
                 cached = tokens[..common].to_vec();
                 cached.extend_from_slice(&tokens[common..]);
                 cached.extend_from_slice(&s.generated[..s.generated.len().saturating_sub(1)]);
-                cached.truncate(session.kv.len());
+                cached.truncate(session.len());
             }
             Err(e) => {
                 eprintln!("cortiq: {e}");
                 messages.pop();
-                session.kv.truncate(0);
+                session.truncate(0);
                 cached.clear();
                 continue;
             }

@@ -20,6 +20,8 @@ pub enum EngineError {
     EmptyPrompt,
     #[error("token id {id} is outside the vocabulary of {vocab}")]
     BadToken { id: u32, vocab: usize },
+    #[error("the GPU failed mid-sequence ({0}); the sequence was reset")]
+    DeviceFailed(String),
     #[error("chat template: {0}")]
     Template(String),
 }

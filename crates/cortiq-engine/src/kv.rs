@@ -54,6 +54,23 @@ impl KvCache {
         self.len = len;
     }
 
+    /// Write rows already in f16 (a device mirror pulled back) for positions pos.. of `layer`.
+    pub fn write_f16(&mut self, layer: usize, pos: usize, k: &[f16], v: &[f16]) {
+        let start = pos * self.kv_dim;
+        for (dst, src) in [(&mut self.k[layer], k), (&mut self.v[layer], v)] {
+            dst.truncate(start);
+            dst.extend_from_slice(src);
+        }
+    }
+
+    pub fn n_layer(&self) -> usize {
+        self.k.len()
+    }
+
+    pub fn kv_dim(&self) -> usize {
+        self.kv_dim
+    }
+
     /// K rows of `layer` for positions 0..n: (n, kv_dim).
     pub fn keys(&self, layer: usize, n: usize) -> &[f16] {
         &self.k[layer][..n * self.kv_dim]

@@ -4,12 +4,14 @@ pub mod chat;
 pub mod cpu;
 pub mod error;
 pub mod generate;
+pub mod gpu;
 pub mod hub;
 pub mod kv;
 pub mod model;
 pub mod perplexity;
 pub mod pipeline;
 pub mod sample;
+pub mod synth;
 pub mod tokenizer;
 
 pub use error::EngineError;

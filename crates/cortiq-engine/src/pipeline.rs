@@ -1,15 +1,19 @@
-//! One forward pass of a llama-family model over a batch of consecutive positions.
-//! Every heavy op goes through `Ops` (one entry point per op kind): that is where the GPU
-//! facade plugs in; the CPU kernels are the reference and the fallback.
+//! One forward pass of a llama-family model over a batch of consecutive positions. Every
+//! heavy op asks the GPU facade first and hands it its CPU twin: the model code never
+//! branches on the device, and a decline costs one call.
 
-use crate::cpu::matmul::{matmul, matmul_many, WeightView};
 use crate::cpu::attention::attend_head;
 use crate::cpu::f16::round_slice;
+use crate::cpu::matmul::{matmul, matmul_many};
 use crate::cpu::ops::{add_in_place, rmsnorm, rope_table, rope_with, swiglu};
+use crate::cpu::pool::{parallel_for, pool};
 use crate::error::EngineError;
+use crate::gpu::backend::{Activation, FfnJob, MatmulJob, MultiMatmulJob, TokenGraphJob, WeightArg};
+use crate::gpu::race::GraphArm;
+use crate::gpu::{scope, Gpu, GraphOutcome};
 use crate::kv::KvCache;
 use crate::model::llama::{Llama, Weight};
-use crate::cpu::pool::{parallel_for, pool};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The attention output shared by tasks that write disjoint head slices.
@@ -25,35 +29,84 @@ impl AttPtr {
     }
 }
 
-/// A model plus one sequence's state (its KV cache).
-pub struct Session {
-    pub model: Arc<Llama>,
-    pub kv: KvCache,
-}
-
 /// Prompt positions per forward call during prefill: big enough for weight reuse across
 /// tokens, small enough that activations stay in cache.
 pub const PREFILL_CHUNK: usize = 256;
 
+static NEXT_SEQ: AtomicU64 = AtomicU64::new(1);
+
+/// A model plus one sequence's state: the host KV cache and, when the token graph runs,
+/// the device's mirror of it.
+pub struct Session {
+    pub model: Arc<Llama>,
+    pub kv: KvCache,
+    pub gpu: Arc<Gpu>,
+    /// The sequence id of this session's device state.
+    seq: u64,
+    /// Logical length of the sequence; `kv.len()` may lag it while the device mirror leads.
+    pos: usize,
+    /// How decode tokens run this generation.
+    arm: GraphArm,
+    /// The graph refused this model once: no per-token retry.
+    graph_refused: bool,
+}
+
 impl Session {
-    /// A session with room for `n_ctx` positions (capped by the model's trained context).
+    /// A session with room for `n_ctx` positions (capped by the model's trained context),
+    /// on the process GPU facade.
     pub fn new(model: Arc<Llama>, n_ctx: usize) -> Self {
+        Self::with_gpu(model, n_ctx, Gpu::global())
+    }
+
+    /// The same on a given facade (tests build their own).
+    pub fn with_gpu(model: Arc<Llama>, n_ctx: usize, gpu: Arc<Gpu>) -> Self {
         let cfg = &model.cfg;
         let kv = KvCache::new(cfg.n_layer, cfg.kv_dim(), n_ctx.min(cfg.n_ctx_train).max(1));
-        Session { model, kv }
+        Session { model, kv, gpu, seq: NEXT_SEQ.fetch_add(1, Ordering::Relaxed), pos: 0, arm: GraphArm::PerOp, graph_refused: false }
     }
 
     pub fn n_ctx(&self) -> usize {
         self.kv.capacity()
     }
 
-    /// Run `tokens` at positions `kv.len()..` and return the final-normed hidden states
-    /// (tokens.len(), n_embd). The cache grows by tokens.len().
+    /// Positions in the sequence so far.
+    pub fn len(&self) -> usize {
+        self.pos
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pos == 0
+    }
+
+    /// Forget positions from `pos` on (0 = reset), on the host and on the device.
+    pub fn truncate(&mut self, pos: usize) {
+        if pos < self.pos {
+            self.gpu.reset_sequence(self.seq);
+        }
+        self.pos = self.pos.min(pos);
+        self.kv.truncate(self.pos);
+    }
+
+    /// Set the logical length after seeding the cache by hand (the scripted test device).
+    #[cfg(test)]
+    pub(crate) fn set_len_for_tests(&mut self, pos: usize) {
+        self.pos = pos;
+    }
+
+    /// Pick how this generation's decode tokens run (arms switch only between generations).
+    pub fn begin_generation(&mut self) -> GraphArm {
+        self.arm = if self.graph_refused { GraphArm::PerOp } else { self.gpu.graph_arm() };
+        self.arm
+    }
+
+    /// Run `tokens` at positions `len()..` and return the final-normed hidden states
+    /// (tokens.len(), n_embd).
     pub fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, EngineError> {
+        self.sync_host_kv()?;
         let m = Arc::clone(&self.model);
         let cfg = &m.cfg;
         let (b, d) = (tokens.len(), cfg.n_embd);
-        let pos0 = self.kv.len();
+        let pos0 = self.pos;
         if pos0 + b > self.kv.capacity() {
             return Err(EngineError::PromptTooLong { tokens: pos0 + b, ctx: self.kv.capacity(), reserve: 0 });
         }
@@ -73,14 +126,13 @@ impl Session {
         let mut v = vec![0f32; b * kvd];
         let mut att = vec![0f32; b * qd]; // (b, n_head * head_dim) attention output
         let mut proj = vec![0f32; b * d]; // (b, n_embd) projections back to the stream
-        let mut gate = vec![0f32; b * cfg.n_ff]; // (b, n_ff)
-        let mut up = vec![0f32; b * cfg.n_ff];
         let rope_tables: Vec<_> = (0..b).map(|i| rope_table(pos0 + i, cfg.rope_dims, cfg.rope_base)).collect();
         for (li, layer) in m.layers.iter().enumerate() {
+            let _layer = scope::in_layer(Some(li as u32));
             for i in 0..b {
                 rmsnorm(&mut xn[i * d..(i + 1) * d], &x[i * d..(i + 1) * d], &layer.attn_norm, cfg.eps);
             }
-            matmul_many(&mut [(m.view(&layer.wq), &mut q[..]), (m.view(&layer.wk), &mut k[..]), (m.view(&layer.wv), &mut v[..])], &xn, b);
+            self.qkv(&[layer.wq, layer.wk, layer.wv], &xn, b, &mut [&mut q[..], &mut k[..], &mut v[..]]);
             for (i, table) in rope_tables.iter().enumerate() {
                 for h in q[i * qd..(i + 1) * qd].chunks_exact_mut(hd) {
                     rope_with(h, table, cfg.rope_neox);
@@ -97,12 +149,11 @@ impl Session {
             for i in 0..b {
                 rmsnorm(&mut xn[i * d..(i + 1) * d], &x[i * d..(i + 1) * d], &layer.ffn_norm, cfg.eps);
             }
-            matmul_many(&mut [(m.view(&layer.gate), &mut gate[..]), (m.view(&layer.up), &mut up[..])], &xn, b);
-            swiglu(&mut gate, &up);
-            self.matmul(&layer.down, &gate, b, &mut proj);
+            self.ffn(layer.gate, layer.up, layer.down, &xn, b, &mut proj);
             add_in_place(&mut x, &proj);
         }
-        self.kv.set_len(pos0 + b);
+        self.pos = pos0 + b;
+        self.kv.set_len(self.pos);
         for i in 0..b {
             rmsnorm(&mut xn[i * d..(i + 1) * d], &x[i * d..(i + 1) * d], &m.output_norm, cfg.eps);
         }
@@ -131,20 +182,90 @@ impl Session {
         Ok(self.logits(&last[last.len() - d..]))
     }
 
-    /// One decode step: logits of `token` appended at the end of the cache.
+    /// One decode step: logits of `token` appended at the end of the sequence. Runs the
+    /// whole-token graph when this generation's arm is the graph; a decline falls back to
+    /// the per-op path for this token; a device failure resets the sequence.
     pub fn step(&mut self, token: u32) -> Result<Vec<f32>, EngineError> {
+        if self.arm == GraphArm::Graph && !self.graph_refused {
+            if self.pos >= self.kv.capacity() {
+                return Err(EngineError::PromptTooLong { tokens: self.pos + 1, ctx: self.kv.capacity(), reserve: 0 });
+            }
+            if token as usize >= self.model.cfg.vocab {
+                return Err(EngineError::BadToken { id: token, vocab: self.model.cfg.vocab });
+            }
+            let mut logits = vec![0f32; self.model.cfg.vocab];
+            let job = TokenGraphJob { model: &self.model, seq: self.seq, token, pos: self.pos, host_kv: &self.kv };
+            match self.gpu.token_graph(&job, &mut logits) {
+                GraphOutcome::Completed => {
+                    self.pos += 1;
+                    return Ok(logits);
+                }
+                GraphOutcome::Declined(reason) => {
+                    if reason.starts_with("cannot build") {
+                        self.graph_refused = true;
+                    }
+                }
+                GraphOutcome::Failed(e) => {
+                    self.truncate(0);
+                    return Err(EngineError::DeviceFailed(e));
+                }
+            }
+        }
         let h = self.forward(&[token])?;
         Ok(self.logits(&h))
     }
 
-    /// The matmul entry point of the pipeline.
+    /// Bring the host cache up to the logical length (rows the device mirror computed).
+    fn sync_host_kv(&mut self) -> Result<(), EngineError> {
+        let have = self.kv.len();
+        if have < self.pos {
+            if let Err(e) = self.gpu.pull_kv(self.seq, have, self.pos, &mut self.kv) {
+                self.truncate(0);
+                return Err(EngineError::DeviceFailed(format!("reading the device KV mirror back: {e}")));
+            }
+        }
+        Ok(())
+    }
+
+    fn arg<'a>(m: &'a Llama, w: &Weight) -> WeightArg<'a> {
+        let view = m.view(w);
+        WeightArg { key: view.bytes.as_ptr() as u64 ^ ((view.bytes.len() as u64) << 48), view }
+    }
+
+    /// The matmul entry point.
     fn matmul(&self, w: &Weight, x: &[f32], batch: usize, y: &mut [f32]) {
-        let view: WeightView = self.model.view(w);
-        matmul(&view, x, batch, y);
+        let m = &self.model;
+        let job = MatmulJob { w: Self::arg(m, w), x, batch };
+        self.gpu.matmul(&job, y, |y| matmul(&job.w.view, x, batch, y));
+    }
+
+    /// Several projections of one input (QKV).
+    fn qkv(&self, ws: &[Weight], x: &[f32], batch: usize, outs: &mut [&mut [f32]]) {
+        let m = &self.model;
+        let job = MultiMatmulJob { ws: ws.iter().map(|w| Self::arg(m, w)).collect(), x, batch };
+        self.gpu.matmul_many(&job, outs, |outs| {
+            let mut jobs: Vec<_> = job.ws.iter().zip(outs.iter_mut()).map(|(w, o)| (w.view, &mut **o)).collect();
+            matmul_many(&mut jobs, x, batch);
+        });
+    }
+
+    /// The dense SwiGLU FFN: out = down(silu(gate(x)) * up(x)).
+    fn ffn(&self, gate: Weight, up: Weight, down: Weight, x: &[f32], batch: usize, out: &mut [f32]) {
+        let m = &self.model;
+        let job = FfnJob { gate: Self::arg(m, &gate), up: Self::arg(m, &up), down: Self::arg(m, &down), act: Activation::Silu, x, batch };
+        self.gpu.ffn(&job, out, |out| {
+            let ff = gate.rows;
+            let mut g = vec![0f32; batch * ff]; // (batch, n_ff)
+            let mut u = vec![0f32; batch * ff];
+            matmul_many(&mut [(job.gate.view, &mut g[..]), (job.up.view, &mut u[..])], x, batch);
+            swiglu(&mut g, &u);
+            matmul(&job.down.view, &g, batch, out);
+        });
     }
 
     /// Causal attention of `b` queries at positions pos0.. over the cache of layer `li`.
-    /// q: (b, n_head * head_dim) -> att: (b, n_head * head_dim).
+    /// q: (b, n_head * head_dim) -> att: (b, n_head * head_dim). Per-op attention runs on
+    /// the CPU; on a device it runs inside the token graph.
     fn attention(&self, li: usize, pos0: usize, b: usize, q: &[f32], att: &mut [f32]) {
         let cfg = &self.model.cfg;
         let (hd, nh, kvd) = (cfg.head_dim, cfg.n_head, cfg.kv_dim());

@@ -1,0 +1,195 @@
+//! What a GPU backend implements: a capability record and one method per job kind, each
+//! defaulting to a decline. Job descriptors are defined here, once; backends implement them,
+//! they never redefine them.
+
+use crate::cpu::matmul::WeightView;
+use crate::kv::KvCache;
+use crate::model::Llama;
+use half::f16;
+
+/// What a device is and can do (plain data, as ggml-backend's device caps).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceInfo {
+    /// `wgpu`, `cuda`, `metal` (or `scripted` in tests).
+    pub backend: &'static str,
+    pub name: String,
+    /// A discrete card (PCIe VRAM) rather than unified memory.
+    pub discrete: bool,
+    /// Device memory in bytes; `u64::MAX` for unified memory.
+    pub memory_bytes: u64,
+    pub f16: bool,
+    pub subgroups: bool,
+    pub max_binding_bytes: u64,
+}
+
+/// A weight matrix handed to a backend: a residency key (stable per loaded tensor) and the
+/// host bytes, which the backend uploads once and keeps.
+#[derive(Clone, Copy)]
+pub struct WeightArg<'a> {
+    pub key: u64,
+    pub view: WeightView<'a>,
+}
+
+/// y (batch, rows) = x (batch, cols) . W^T.
+pub struct MatmulJob<'a> {
+    pub w: WeightArg<'a>,
+    /// (batch, cols)
+    pub x: &'a [f32],
+    pub batch: usize,
+}
+
+/// Several matrices applied to one input in one submission (QKV).
+pub struct MultiMatmulJob<'a> {
+    pub ws: Vec<WeightArg<'a>>,
+    /// (batch, cols)
+    pub x: &'a [f32],
+    pub batch: usize,
+}
+
+/// The activation of a dense FFN. A backend without it declines; it never substitutes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activation {
+    Silu,
+    GeluExact,
+    GeluTanh,
+}
+
+/// down(act(gate(x)) * up(x)) in one submission.
+pub struct FfnJob<'a> {
+    pub gate: WeightArg<'a>,
+    pub up: WeightArg<'a>,
+    pub down: WeightArg<'a>,
+    pub act: Activation,
+    /// (batch, n_embd)
+    pub x: &'a [f32],
+    pub batch: usize,
+}
+
+/// Chunked causal attention of `batch` queries at positions pos0.. against cached K/V.
+pub struct AttentionJob<'a> {
+    /// (batch, n_head * head_dim)
+    pub q: &'a [f32],
+    /// (pos0 + batch, n_head_kv * head_dim)
+    pub keys: &'a [f16],
+    pub values: &'a [f16],
+    pub n_head: usize,
+    pub n_head_kv: usize,
+    pub head_dim: usize,
+    pub pos0: usize,
+    pub batch: usize,
+    /// Sliding window in positions, if any.
+    pub window: Option<usize>,
+}
+
+/// C (m, n) = A (m, k) . B (n, k)^T in f32.
+pub struct GemmNtJob<'a> {
+    pub a: &'a [f32],
+    pub b: &'a [f32],
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+}
+
+/// How MoE router scores are turned into weights.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouterScoring {
+    Softmax,
+    Sigmoid,
+}
+
+/// A whole MoE layer: router, top-k, the selected experts, optional shared expert.
+pub struct MoeJob<'a> {
+    pub router: WeightArg<'a>,
+    pub experts: Vec<(WeightArg<'a>, WeightArg<'a>, WeightArg<'a>)>,
+    pub shared: Option<(WeightArg<'a>, WeightArg<'a>, WeightArg<'a>)>,
+    pub top_k: usize,
+    pub scoring: RouterScoring,
+    pub renormalize: bool,
+    pub act: Activation,
+    /// (batch, n_embd)
+    pub x: &'a [f32],
+    pub batch: usize,
+}
+
+/// One decode token through the whole layer stack (SPEC section 8).
+pub struct TokenGraphJob<'a> {
+    pub model: &'a Llama,
+    /// The sequence whose device KV mirror this token extends.
+    pub seq: u64,
+    pub token: u32,
+    /// Position of the token; the mirror must hold exactly `pos` rows (seeded from
+    /// `host_kv` when it does not: a zero state is never assumed).
+    pub pos: usize,
+    pub host_kv: &'a KvCache,
+}
+
+/// What a backend did with a job.
+#[must_use]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeviceOutcome {
+    /// The whole job ran. `cold`: it paid a one-off cost (upload, buffer, pipeline build)
+    /// and its time is not steady state.
+    Completed { cold: bool },
+    /// Nothing observable changed; the caller runs the CPU twin.
+    Declined(&'static str),
+    /// The device failed after admitting persistent state (a KV mirror): the caller must
+    /// reset that sequence.
+    Failed(String),
+}
+
+/// One backend context (one per adapter). Every method declines unless implemented.
+pub trait Backend: Send + Sync {
+    fn info(&self) -> DeviceInfo;
+
+    /// Whether this weight is already in device memory.
+    fn is_resident(&self, _key: u64) -> bool {
+        false
+    }
+
+    fn matmul(&self, _job: &MatmulJob, _out: &mut [f32]) -> DeviceOutcome {
+        DeviceOutcome::Declined("matmul not implemented")
+    }
+
+    /// `outs[i]` is (batch, ws[i].rows).
+    fn matmul_many(&self, _job: &MultiMatmulJob, _outs: &mut [&mut [f32]]) -> DeviceOutcome {
+        DeviceOutcome::Declined("multi-matmul not implemented")
+    }
+
+    /// `out` is (batch, n_embd).
+    fn ffn(&self, _job: &FfnJob, _out: &mut [f32]) -> DeviceOutcome {
+        DeviceOutcome::Declined("ffn not implemented")
+    }
+
+    fn attention(&self, _job: &AttentionJob, _out: &mut [f32]) -> DeviceOutcome {
+        DeviceOutcome::Declined("attention not implemented")
+    }
+
+    fn gemm_nt(&self, _job: &GemmNtJob, _out: &mut [f32]) -> DeviceOutcome {
+        DeviceOutcome::Declined("gemm-nt not implemented")
+    }
+
+    fn moe(&self, _job: &MoeJob, _out: &mut [f32]) -> DeviceOutcome {
+        DeviceOutcome::Declined("moe not implemented")
+    }
+
+    /// `logits` is (vocab).
+    fn token_graph(&self, _job: &TokenGraphJob, _logits: &mut [f32]) -> DeviceOutcome {
+        DeviceOutcome::Declined("token graph not implemented")
+    }
+
+    /// Copy mirror rows `from..to` of `seq` into the host cache layout.
+    fn pull_kv(&self, _seq: u64, _from: usize, _to: usize, _host: &mut KvCache) -> Result<(), String> {
+        Err("no KV mirror".into())
+    }
+
+    /// Drop a sequence's device state (KV mirror, recurrent state).
+    fn reset_sequence(&self, _seq: u64) {}
+
+    fn resident_bytes(&self) -> u64 {
+        0
+    }
+
+    fn upload_bytes(&self) -> u64 {
+        0
+    }
+}

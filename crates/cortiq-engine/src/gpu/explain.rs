@@ -1,0 +1,101 @@
+//! Why each op ran where it did: per op class, calls, the arm that ran, the reasons, and the
+//! time per arm. `cortiq run --explain` prints it.
+
+use super::probe::{OpClass, ALL_CLASSES};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Why a call ran on the CPU, or that it ran on the GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Reason {
+    NoBackend,
+    CpuScope,
+    LayerNotAllowed,
+    Paused,
+    BelowMinRows,
+    Contention,
+    VerdictCpu,
+    VerdictGpu,
+    ProbeGpu,
+    ProbeCpu,
+    ProbeUploadCap,
+    Declined,
+    FailedStateless,
+    Trusted,
+}
+
+impl Reason {
+    pub fn text(self) -> &'static str {
+        match self {
+            Reason::NoBackend => "no GPU backend",
+            Reason::CpuScope => "CPU scope",
+            Reason::LayerNotAllowed => "layer not allowed",
+            Reason::Paused => "GPU paused",
+            Reason::BelowMinRows => "below min_rows",
+            Reason::Contention => "contention kill",
+            Reason::VerdictCpu => "verdict cpu",
+            Reason::VerdictGpu => "verdict gpu",
+            Reason::ProbeGpu => "probe (gpu arm)",
+            Reason::ProbeCpu => "probe (cpu arm)",
+            Reason::ProbeUploadCap => "probe upload cap",
+            Reason::Declined => "declined",
+            Reason::FailedStateless => "device error",
+            Reason::Trusted => "trusted",
+        }
+    }
+}
+
+/// Counters of one class.
+#[derive(Debug, Clone, Default)]
+pub struct ClassStats {
+    pub calls: u64,
+    pub gpu_runs: u64,
+    pub cpu_runs: u64,
+    pub gpu_time: Duration,
+    pub cpu_time: Duration,
+    pub reasons: BTreeMap<Reason, u64>,
+}
+
+/// All classes' counters.
+#[derive(Debug, Clone, Default)]
+pub struct Explain {
+    pub classes: BTreeMap<OpClass, ClassStats>,
+}
+
+impl Explain {
+    pub fn record(&mut self, class: OpClass, on_gpu: bool, reason: Reason, t: Duration) {
+        let s = self.classes.entry(class).or_default();
+        s.calls += 1;
+        if on_gpu {
+            s.gpu_runs += 1;
+            s.gpu_time += t;
+        } else {
+            s.cpu_runs += 1;
+            s.cpu_time += t;
+        }
+        *s.reasons.entry(reason).or_default() += 1;
+    }
+
+    /// A markdown table, one row per class that saw calls.
+    pub fn table(&self, backend: &str) -> String {
+        let mut out = format!("op placement (backend: {backend})\n\n| class | calls | gpu | cpu | why | gpu time | cpu time |\n| --- | --- | --- | --- | --- | --- | --- |\n");
+        for c in ALL_CLASSES {
+            let Some(s) = self.classes.get(&c) else { continue };
+            let why: Vec<String> = s.reasons.iter().map(|(r, n)| format!("{} x{n}", r.text())).collect();
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {:.1} ms | {:.1} ms |\n",
+                c.name(),
+                s.calls,
+                s.gpu_runs,
+                s.cpu_runs,
+                why.join(", "),
+                s.gpu_time.as_secs_f64() * 1e3,
+                s.cpu_time.as_secs_f64() * 1e3
+            ));
+        }
+        if self.classes.is_empty() {
+            out.push_str("| (no heavy ops ran) | | | | | | |\n");
+        }
+        out
+    }
+}

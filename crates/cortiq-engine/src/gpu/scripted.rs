@@ -1,0 +1,141 @@
+//! A scripted backend for tests: a "device" that computes with the CPU kernels (so its
+//! results are exact) and whose speed, declines and failures the test sets. It lets the
+//! probe, fallback and graph rules run end to end through the real pipeline on CI.
+
+use super::backend::{Backend, DeviceInfo, DeviceOutcome, FfnJob, MatmulJob, MultiMatmulJob, TokenGraphJob};
+use super::{scope, Gpu, GpuConfig};
+use crate::cpu::matmul::{matmul, matmul_many};
+use crate::cpu::ops::swiglu;
+use crate::kv::KvCache;
+use crate::pipeline::Session;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+#[derive(Default)]
+pub struct Scripted {
+    pub discrete: bool,
+    /// Decline every stateless job.
+    pub decline_ops: bool,
+    /// Extra time every stateless job takes.
+    pub delay: Duration,
+    /// Whether the token graph is offered at all.
+    pub graph: bool,
+    /// Fail the n-th token-graph call (1-based) after admitting state.
+    pub fail_graph_call: Option<usize>,
+    pub graph_calls: AtomicUsize,
+    pub op_calls: AtomicUsize,
+    pub resident: Mutex<HashSet<u64>>,
+    pub uploaded: AtomicU64,
+    /// Device KV mirrors: one CPU session per sequence.
+    pub mirrors: Mutex<HashMap<u64, Session>>,
+}
+
+impl Scripted {
+    /// Mark weights resident; true when any was not (the call is cold).
+    fn upload(&self, keys: &[(u64, usize)]) -> bool {
+        let mut r = self.resident.lock().unwrap();
+        let mut cold = false;
+        for &(k, bytes) in keys {
+            if r.insert(k) {
+                self.uploaded.fetch_add(bytes as u64, Ordering::SeqCst);
+                cold = true;
+            }
+        }
+        cold
+    }
+
+    fn op(&self, keys: &[(u64, usize)], run: impl FnOnce()) -> DeviceOutcome {
+        self.op_calls.fetch_add(1, Ordering::SeqCst);
+        if self.decline_ops {
+            return DeviceOutcome::Declined("scripted decline");
+        }
+        let cold = self.upload(keys);
+        // Device work may use the CPU kernels: a device-owned scope inside any CPU scope.
+        scope::gpu_scope(run);
+        std::thread::sleep(self.delay);
+        DeviceOutcome::Completed { cold }
+    }
+}
+
+impl Backend for Scripted {
+    fn info(&self) -> DeviceInfo {
+        DeviceInfo { backend: "scripted", name: "Scripted GPU".into(), discrete: self.discrete, memory_bytes: 1 << 30, f16: true, subgroups: true, max_binding_bytes: 1 << 30 }
+    }
+
+    fn is_resident(&self, key: u64) -> bool {
+        self.resident.lock().unwrap().contains(&key)
+    }
+
+    fn matmul(&self, job: &MatmulJob, out: &mut [f32]) -> DeviceOutcome {
+        self.op(&[(job.w.key, job.w.view.bytes.len())], || matmul(&job.w.view, job.x, job.batch, out))
+    }
+
+    fn matmul_many(&self, job: &MultiMatmulJob, outs: &mut [&mut [f32]]) -> DeviceOutcome {
+        let keys: Vec<_> = job.ws.iter().map(|w| (w.key, w.view.bytes.len())).collect();
+        self.op(&keys, || {
+            let mut jobs: Vec<_> = job.ws.iter().zip(outs.iter_mut()).map(|(w, o)| (w.view, &mut **o)).collect();
+            matmul_many(&mut jobs, job.x, job.batch);
+        })
+    }
+
+    fn ffn(&self, job: &FfnJob, out: &mut [f32]) -> DeviceOutcome {
+        let keys = [(job.gate.key, job.gate.view.bytes.len()), (job.up.key, job.up.view.bytes.len()), (job.down.key, job.down.view.bytes.len())];
+        self.op(&keys, || {
+            let ff = job.gate.view.rows;
+            let mut g = vec![0f32; job.batch * ff];
+            let mut u = vec![0f32; job.batch * ff];
+            matmul_many(&mut [(job.gate.view, &mut g[..]), (job.up.view, &mut u[..])], job.x, job.batch);
+            swiglu(&mut g, &u);
+            matmul(&job.down.view, &g, job.batch, out);
+        })
+    }
+
+    fn token_graph(&self, job: &TokenGraphJob, logits: &mut [f32]) -> DeviceOutcome {
+        if !self.graph {
+            return DeviceOutcome::Declined("cannot build a graph for this model (scripted)");
+        }
+        let call = self.graph_calls.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut mirrors = self.mirrors.lock().unwrap();
+        if self.fail_graph_call == Some(call) {
+            mirrors.remove(&job.seq);
+            return DeviceOutcome::Failed(format!("scripted device loss at graph call {call}"));
+        }
+        let mirror = mirrors.entry(job.seq).or_insert_with(|| {
+            let model = Arc::new(crate::model::Llama::load(Arc::clone(&job.model.file)).expect("model loads"));
+            Session::with_gpu(model, job.host_kv.capacity(), Arc::new(Gpu::new(None, GpuConfig::for_tests())))
+        });
+        if mirror.len() != job.pos {
+            // Seed from the host cache: a zero state is never assumed.
+            mirror.truncate(0);
+            for l in 0..job.host_kv.n_layer() {
+                mirror.kv.write_f16(l, 0, job.host_kv.keys(l, job.pos), job.host_kv.values(l, job.pos));
+            }
+            mirror.kv.set_len(job.pos);
+            mirror.set_len_for_tests(job.pos);
+        }
+        let out = scope::gpu_scope(|| mirror.step(job.token)).expect("mirror step");
+        logits.copy_from_slice(&out);
+        DeviceOutcome::Completed { cold: false }
+    }
+
+    fn pull_kv(&self, seq: u64, from: usize, to: usize, host: &mut KvCache) -> Result<(), String> {
+        let mirrors = self.mirrors.lock().unwrap();
+        let m = mirrors.get(&seq).ok_or("no mirror for this sequence")?;
+        let d = host.kv_dim();
+        for l in 0..host.n_layer() {
+            host.write_f16(l, from, &m.kv.keys(l, to)[from * d..], &m.kv.values(l, to)[from * d..]);
+        }
+        host.set_len(to);
+        Ok(())
+    }
+
+    fn reset_sequence(&self, seq: u64) {
+        self.mirrors.lock().unwrap().remove(&seq);
+    }
+
+    fn upload_bytes(&self) -> u64 {
+        self.uploaded.load(Ordering::SeqCst)
+    }
+}

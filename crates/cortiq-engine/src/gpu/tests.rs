@@ -1,0 +1,254 @@
+//! The facade end to end with the scripted backend: probe, gates, fallback and graph rules
+//! through the real pipeline, outputs compared with the CPU-only path.
+
+use super::backend::{MatmulJob, WeightArg};
+use super::explain::Reason;
+use super::probe::{OpClass, Verdict, VerdictCache, CACHE_FILE, DECLINE_LIMIT};
+use super::scripted::Scripted;
+use super::*;
+use crate::cpu::matmul::WeightView;
+use crate::generate::Engine;
+use crate::pipeline::Session;
+use crate::sample::SamplerConfig;
+use cortiq_core::Codec;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+
+fn tiny_model(dir: &tempfile::TempDir) -> PathBuf {
+    let p = dir.path().join("tiny.gguf");
+    crate::synth::synth("tiny", "q8_0", &p, 11).unwrap();
+    p
+}
+
+fn greedy() -> SamplerConfig {
+    SamplerConfig { temperature: 0.0, ..Default::default() }
+}
+
+/// Greedy tokens of one generation on a facade.
+fn generate_on(engine: &Engine, gpu: Arc<Gpu>, n: usize) -> Result<Vec<u32>, crate::EngineError> {
+    let prompt = engine.tokenize("hello world 42").unwrap();
+    let mut s = Session::with_gpu(Arc::clone(&engine.model), 128, gpu);
+    engine.generate(&mut s, &prompt, n, greedy(), &AtomicBool::new(false), |_| {}).map(|st| st.generated)
+}
+
+fn facade(backend: Scripted) -> Arc<Gpu> {
+    Arc::new(Gpu::new(Some(Box::new(backend)), GpuConfig::for_tests()))
+}
+
+fn stats(gpu: &Gpu, class: OpClass) -> explain::ClassStats {
+    gpu.explain.lock().unwrap().classes.get(&class).cloned().unwrap_or_default()
+}
+
+#[test]
+fn a_declining_backend_settles_on_the_cpu_with_identical_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::load(&tiny_model(&dir)).unwrap();
+    let reference = generate_on(&engine, Arc::new(Gpu::new(None, GpuConfig::for_tests())), 24).unwrap();
+    let gpu = facade(Scripted { decline_ops: true, ..Default::default() });
+    let got = generate_on(&engine, Arc::clone(&gpu), 24).unwrap();
+    assert_eq!(got, reference);
+    for class in [OpClass::QkvBatch, OpClass::Ffn, OpClass::Matvec] {
+        let p = gpu.probes.lock().unwrap();
+        let cp = &p.classes[&class];
+        assert_eq!(cp.verdict, Some(Verdict::Cpu), "{class:?} settles on the CPU");
+        assert_eq!(cp.declines, DECLINE_LIMIT, "{class:?}: no device calls after the verdict");
+    }
+    assert!(stats(&gpu, OpClass::Ffn).reasons[&Reason::VerdictCpu] > 0);
+    assert!(gpu.explain_table().contains("declined x16"), "{}", gpu.explain_table());
+}
+
+#[test]
+fn a_working_backend_gives_identical_output_and_uploads_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::load(&tiny_model(&dir)).unwrap();
+    let reference = generate_on(&engine, Arc::new(Gpu::new(None, GpuConfig::for_tests())), 24).unwrap();
+    let gpu = facade(Scripted::default());
+    assert_eq!(generate_on(&engine, Arc::clone(&gpu), 24).unwrap(), reference);
+    let uploaded = gpu.upload_bytes();
+    assert!(uploaded > 0);
+    assert_eq!(generate_on(&engine, Arc::clone(&gpu), 24).unwrap(), reference);
+    assert_eq!(gpu.upload_bytes(), uploaded, "steady state: no re-upload");
+    assert!(stats(&gpu, OpClass::Ffn).gpu_runs > 0);
+}
+
+#[test]
+fn the_token_graph_matches_the_cpu_path_and_a_device_failure_resets_the_sequence() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::load(&tiny_model(&dir)).unwrap();
+    let reference = generate_on(&engine, Arc::new(Gpu::new(None, GpuConfig::for_tests())), 24).unwrap();
+    let graph = facade(Scripted { discrete: true, graph: true, ..Default::default() });
+    assert_eq!(generate_on(&engine, Arc::clone(&graph), 24).unwrap(), reference);
+
+    let failing = Scripted { discrete: true, graph: true, fail_graph_call: Some(5), ..Default::default() };
+    let gpu = facade(failing);
+    let prompt = engine.tokenize("hello world 42").unwrap();
+    let mut s = Session::with_gpu(Arc::clone(&engine.model), 128, Arc::clone(&gpu));
+    let err = engine.generate(&mut s, &prompt, 24, greedy(), &AtomicBool::new(false), |_| {}).unwrap_err();
+    assert!(matches!(err, crate::EngineError::DeviceFailed(_)), "{err}");
+    assert_eq!(s.len(), 0, "the sequence was reset, not continued on stale host state");
+    assert_eq!(s.kv.len(), 0);
+    // The reset session works again from scratch.
+    let again = engine.generate(&mut s, &prompt, 24, greedy(), &AtomicBool::new(false), |_| {}).unwrap();
+    assert_eq!(again.generated, reference);
+}
+
+#[test]
+fn a_graph_that_cannot_be_built_is_remembered_and_per_op_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::load(&tiny_model(&dir)).unwrap();
+    let reference = generate_on(&engine, Arc::new(Gpu::new(None, GpuConfig::for_tests())), 12).unwrap();
+    let backend = Scripted { discrete: true, graph: false, ..Default::default() };
+    let gpu = facade(backend);
+    assert_eq!(generate_on(&engine, Arc::clone(&gpu), 12).unwrap(), reference);
+}
+
+#[test]
+fn pulling_the_mirror_back_lets_the_per_op_path_continue_mid_sequence() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::load(&tiny_model(&dir)).unwrap();
+    let gpu = facade(Scripted { discrete: true, graph: true, ..Default::default() });
+    let prompt = engine.tokenize("hello world 42").unwrap();
+    let mut cpu = Session::with_gpu(Arc::clone(&engine.model), 64, Arc::new(Gpu::new(None, GpuConfig::for_tests())));
+    let mut dev = Session::with_gpu(Arc::clone(&engine.model), 64, gpu);
+    let mut a = cpu.prefill(&prompt).unwrap();
+    assert_eq!(dev.prefill(&prompt).unwrap(), a);
+    dev.begin_generation();
+    for _ in 0..5 {
+        let t = crate::sample::argmax(&a);
+        a = cpu.step(t).unwrap();
+        assert_eq!(dev.step(t).unwrap(), a);
+    }
+    assert!(dev.kv.len() < dev.len(), "the device mirror leads the host cache");
+    // A prompt-style forward on the host pulls the mirror rows back first.
+    let ha = cpu.forward(&[5, 6]).unwrap();
+    let hb = dev.forward(&[5, 6]).unwrap();
+    assert_eq!(ha, hb);
+}
+
+fn weight(bytes: &[u8], rows: usize, cols: usize) -> WeightArg<'_> {
+    WeightArg { key: bytes.as_ptr() as u64, view: WeightView { codec: Codec::F32, rows, cols, bytes } }
+}
+
+/// Real timings through the facade: a slow device loses, a fast one wins, the verdict is
+/// written to the cache and a new facade reads it back without probing.
+#[test]
+fn the_probe_measures_both_arms_and_persists_its_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join(CACHE_FILE);
+    let cfg = GpuConfig { cache: VerdictCache { path: Some(cache.clone()) }, ..GpuConfig::for_tests() };
+    let bytes = vec![0u8; 8 * 4 * 4];
+    let x = vec![1f32; 8];
+    let job = MatmulJob { w: weight(&bytes, 4, 8), x: &x, batch: 1 };
+    let slow = Gpu::new(Some(Box::new(Scripted { delay: Duration::from_millis(20), ..Default::default() })), cfg.clone());
+    for _ in 0..12 {
+        let mut out = vec![0f32; 4];
+        slow.matmul(&job, &mut out, |o| o.fill(0.0));
+    }
+    assert_eq!(slow.verdicts(), vec![(OpClass::Matvec, Verdict::Cpu)]);
+
+    let fast_cfg = GpuConfig { cache: VerdictCache { path: Some(dir.path().join("other.tsv")) }, ..GpuConfig::for_tests() };
+    let fast = Gpu::new(Some(Box::new(Scripted::default())), fast_cfg);
+    for _ in 0..12 {
+        let mut out = vec![0f32; 4];
+        fast.matmul(&job, &mut out, |o| {
+            std::thread::sleep(Duration::from_millis(10));
+            o.fill(0.0)
+        });
+    }
+    assert_eq!(fast.verdicts(), vec![(OpClass::Matvec, Verdict::Gpu)]);
+
+    let text = std::fs::read_to_string(&cache).unwrap();
+    assert!(text.contains("\tScripted GPU\tmatvec\tcpu"), "{text}");
+    let backend = Scripted { delay: Duration::from_millis(20), ..Default::default() };
+    let reloaded = Gpu::new(Some(Box::new(backend)), cfg);
+    let mut out = vec![0f32; 4];
+    reloaded.matmul(&job, &mut out, |o| o.fill(0.0));
+    assert_eq!(stats(&reloaded, OpClass::Matvec).reasons.get(&Reason::VerdictCpu), Some(&1), "no re-probe");
+}
+
+#[test]
+fn gates_keep_work_on_the_cpu_and_say_why() {
+    let bytes = vec![0u8; 8 * 4 * 4];
+    let x = vec![1f32; 8];
+    let job = MatmulJob { w: weight(&bytes, 4, 8), x: &x, batch: 1 };
+    let run = |gpu: &Gpu| {
+        let mut out = vec![0f32; 4];
+        gpu.matmul(&job, &mut out, |o| o.fill(1.0));
+    };
+    let only_cpu = Gpu::new(None, GpuConfig::for_tests());
+    run(&only_cpu);
+    assert_eq!(stats(&only_cpu, OpClass::Matvec).reasons.get(&Reason::NoBackend), Some(&1));
+    assert!(!only_cpu.enabled_here());
+    assert_eq!(only_cpu.backend_name(), "cpu");
+
+    let gpu = Gpu::new(Some(Box::new(Scripted::default())), GpuConfig { layers: LayerFilter::parse("0-1").unwrap(), ..GpuConfig::for_tests() });
+    scope::cpu_scope(|| run(&gpu));
+    {
+        let _l = scope::in_layer(Some(5));
+        run(&gpu);
+    }
+    {
+        let _p = scope::pause_gpu();
+        run(&gpu);
+    }
+    let big = Gpu::new(Some(Box::new(Scripted::default())), GpuConfig { min_rows: Some(100), ..GpuConfig::for_tests() });
+    run(&big);
+    let s = stats(&gpu, OpClass::Matvec);
+    assert_eq!(s.reasons.get(&Reason::CpuScope), Some(&1));
+    assert_eq!(s.reasons.get(&Reason::LayerNotAllowed), Some(&1));
+    assert_eq!(s.reasons.get(&Reason::Paused), Some(&1));
+    assert_eq!(stats(&big, OpClass::Matvec).reasons.get(&Reason::BelowMinRows), Some(&1));
+    assert_eq!(s.gpu_runs, 0);
+    // gpu_scope re-opens the gate inside a CPU scope.
+    scope::cpu_scope(|| scope::gpu_scope(|| run(&gpu)));
+    assert_eq!(stats(&gpu, OpClass::Matvec).gpu_runs, 1);
+}
+
+#[test]
+fn probe_uploads_are_capped_at_four_tensors_per_class() {
+    let gpu = Gpu::new(Some(Box::new(Scripted::default())), GpuConfig::for_tests());
+    let bufs: Vec<Vec<u8>> = (0..8).map(|_| vec![0u8; 8 * 4 * 4]).collect();
+    let x = vec![1f32; 8];
+    for b in &bufs {
+        let job = MatmulJob { w: weight(b, 4, 8), x: &x, batch: 1 };
+        let mut out = vec![0f32; 4];
+        gpu.matmul(&job, &mut out, |o| o.fill(0.0));
+    }
+    let s = stats(&gpu, OpClass::Matvec);
+    assert_eq!(s.gpu_runs, 4, "four cold uploads took the GPU arm");
+    assert_eq!(s.reasons.get(&Reason::ProbeUploadCap), Some(&4));
+}
+
+#[test]
+fn min_rows_defaults_follow_the_device_class_and_env_overrides() {
+    let unified = Gpu::new(Some(Box::new(Scripted::default())), GpuConfig { min_rows: None, ..GpuConfig::for_tests() });
+    assert_eq!(unified.min_rows(), GPU_MIN_ROWS_UNIFIED);
+    let discrete = Gpu::new(Some(Box::new(Scripted { discrete: true, ..Default::default() })), GpuConfig { min_rows: None, ..GpuConfig::for_tests() });
+    assert_eq!(discrete.min_rows(), GPU_MIN_ROWS_DISCRETE);
+    assert!(discrete.discrete());
+    let (cfg, notes) = {
+        std::env::set_var("CMF_GPU_MIN_ROWS", "lots");
+        std::env::set_var("CMF_GPU_LAYERS", "3-1");
+        let r = GpuConfig::from_env(std::path::Path::new("/tmp"));
+        std::env::remove_var("CMF_GPU_MIN_ROWS");
+        std::env::remove_var("CMF_GPU_LAYERS");
+        r
+    };
+    assert_eq!(cfg.min_rows, None);
+    assert_eq!(cfg.layers, LayerFilter::All);
+    assert_eq!(notes.len(), 2, "{notes:?}");
+}
+
+#[test]
+fn trust_guard_skips_probing_for_wide_classes_only() {
+    let gpu = Arc::new(Gpu::new(Some(Box::new(Scripted::default())), GpuConfig::for_tests()));
+    let bytes = vec![0u8; 8 * 4 * 4];
+    let x = vec![1f32; 8 * 128];
+    let job = MatmulJob { w: weight(&bytes, 4, 8), x: &x, batch: 128 };
+    {
+        let _t = gpu.trust_wide();
+        let mut out = vec![0f32; 4 * 128];
+        gpu.matmul(&job, &mut out, |o| o.fill(0.0));
+    }
+    assert_eq!(stats(&gpu, OpClass::MatmatWide).reasons.get(&Reason::Trusted), Some(&1));
+}
