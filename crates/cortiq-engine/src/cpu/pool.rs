@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use crate::gpu::scope::{self, ScopeState};
+
 /// How long an idle worker spins before it sleeps: longer than the gap between two
 /// regions of a token (sampling included), far shorter than a user's pause.
 const SPIN: Duration = Duration::from_micros(300);
@@ -17,6 +19,8 @@ struct Job {
     run: *const (dyn Fn(usize) + Sync),
     n_tasks: usize,
     next: AtomicUsize,
+    /// The caller's GPU gates (CPU scope, layer, device pin), adopted by every worker.
+    scope: ScopeState,
 }
 
 struct Shared {
@@ -106,7 +110,7 @@ impl Pool {
         // SAFETY (lifetime erasure): the job and `f` stay alive until `active` drops back
         // to zero below, after which no worker touches them.
         let run: *const (dyn Fn(usize) + Sync) = unsafe { std::mem::transmute::<&(dyn Fn(usize) + Sync), &'static (dyn Fn(usize) + Sync)>(f) };
-        let job = Job { run, n_tasks, next: AtomicUsize::new(0) };
+        let job = Job { run, n_tasks, next: AtomicUsize::new(0), scope: scope::current() };
         let s = &self.shared;
         s.job.store(&job as *const Job as u64, Ordering::Release);
         s.epoch.fetch_add(1, Ordering::SeqCst);
@@ -169,7 +173,9 @@ fn worker(s: &Shared) {
         let ptr = s.job.load(Ordering::SeqCst);
         if ptr != 0 {
             // SAFETY: the caller keeps the job alive while `active` > 0.
-            work_on(unsafe { &*(ptr as *const Job) });
+            let job = unsafe { &*(ptr as *const Job) };
+            let _inherited = scope::adopt(job.scope);
+            work_on(job);
         }
         s.active.fetch_sub(1, Ordering::AcqRel);
     }
@@ -204,5 +210,20 @@ mod tests {
             }
         });
         assert_eq!(total.load(Ordering::Relaxed), 4 * 50 * 10);
+    }
+
+    #[test]
+    fn workers_inherit_the_callers_cpu_scope_and_device_pin() {
+        let p = Pool::new(2);
+        let seen = std::sync::Mutex::new(Vec::new());
+        scope::cpu_scope(|| {
+            scope::with_device(3, || {
+                p.run(64, &|_| seen.lock().unwrap().push(scope::current()));
+            })
+        });
+        let seen = seen.into_inner().unwrap();
+        assert_eq!(seen.len(), 64);
+        assert!(seen.iter().all(|s| s.cpu_only() && s.device == Some(3)));
+        p.run(8, &|_| assert!(!scope::current().cpu_only(), "scope does not leak into later jobs"));
     }
 }
