@@ -116,3 +116,29 @@ fn bad_inputs_get_clear_errors() {
     let e = err(&cortiq(&["bench", "-m", m, "--backend", "cuda", "-p", "4", "-n", "2", "-r", "1"], dir.path()));
     assert!(e.contains("not compiled"), "{e}");
 }
+
+/// The default model converted to GGUF and to CMF: `inspect` agrees on every tensor and the
+/// bytes are identical where the codec is kept.
+#[test]
+fn default_model_round_trips_through_convert() {
+    let model = match cortiq_engine::hub::resolve(cortiq_engine::hub::DEFAULT_MODEL) {
+        Ok(p) => p,
+        Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => panic!("default model unavailable in CI: {e:#}"),
+        Err(e) => return eprintln!("SKIP convert round trip: default model unavailable ({e:#})"),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let m = model.to_str().unwrap();
+    let info = ok(&cortiq(&["inspect", m], dir.path()));
+    assert!(info.contains("tensors:       272") && info.contains("main codec: q4_1"), "{info}");
+    let table = |s: &str| s.lines().filter(|l| l.starts_with("| blk.") || l.starts_with("| token_embd") || l.starts_with("| output")).map(str::to_string).collect::<Vec<_>>();
+    for out in ["copy.gguf", "copy.cmf"] {
+        let p = dir.path().join(out);
+        ok(&cortiq(&["convert", m, p.to_str().unwrap()], dir.path()));
+        let other = ok(&cortiq(&["inspect", p.to_str().unwrap()], dir.path()));
+        assert_eq!(table(&info), table(&other), "{out}: inspect tables differ");
+        let (a, b) = (cortiq_core::ModelFile::open(&model).unwrap(), cortiq_core::ModelFile::open(&p).unwrap());
+        for t in &a.tensors {
+            assert_eq!(a.tensor_data(t), b.get(&t.name).unwrap().1, "{out}: {}", t.name);
+        }
+    }
+}

@@ -250,3 +250,27 @@ fn safetensors_directory_reads_tensors_and_config() {
     std::fs::write(dir.path().join("model.safetensors"), b"\xff\xff\xff\xff\xff\xff\xff\x7fjunk").unwrap();
     assert!(ModelFile::open(dir.path()).is_err());
 }
+
+/// A file written by gguf-py (llama.cpp's own Python writer, not ours): committed as the
+/// fuzzing seed, read here value by value.
+#[test]
+fn reads_a_gguf_written_by_gguf_py() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fuzz/seeds/gguf/small.gguf");
+    let m = ModelFile::open(path).unwrap();
+    assert_eq!(m.architecture(), "llama");
+    assert_eq!(m.meta_u64("x.u32"), Some(7));
+    assert_eq!(m.meta_str("x.s"), Some("hello"));
+    let (a, bytes) = m.get("a").unwrap();
+    assert_eq!((a.shape.clone(), a.codec), (vec![32, 1], Codec::F32));
+    let mut row = vec![0f32; 32];
+    a.codec.unpack_row(bytes, &mut row).unwrap();
+    assert_eq!(row, (0..32).map(|i| i as f32).collect::<Vec<_>>());
+    let (c, cb) = m.get("c").unwrap();
+    assert_eq!(c.codec, Codec::Q8_0);
+    let mut q = vec![0f32; 64];
+    c.codec.unpack_row(cb, &mut q).unwrap();
+    for (i, v) in q.iter().enumerate() {
+        let want = -1.0 + 2.0 * i as f32 / 63.0;
+        assert!((v - want).abs() < 0.01, "{i}: {v} vs {want}");
+    }
+}

@@ -4,8 +4,8 @@
 
 use crate::cpu::attention::attend_head;
 use crate::cpu::f16::round_slice;
-use crate::cpu::matmul::{matmul, matmul_many};
-use crate::cpu::ops::{add_in_place, rmsnorm, rope_table, rope_with, swiglu};
+use crate::cpu::matmul::{ffn_swiglu, matmul, matmul_many};
+use crate::cpu::ops::{add_in_place, rmsnorm, rope_table, rope_with};
 use crate::cpu::pool::{parallel_for, pool};
 use crate::error::EngineError;
 use crate::gpu::backend::{Activation, FfnJob, MatmulJob, MultiMatmulJob, TokenGraphJob, WeightArg};
@@ -253,14 +253,7 @@ impl Session {
     fn ffn(&self, gate: Weight, up: Weight, down: Weight, x: &[f32], batch: usize, out: &mut [f32]) {
         let m = &self.model;
         let job = FfnJob { gate: Self::arg(m, &gate), up: Self::arg(m, &up), down: Self::arg(m, &down), act: Activation::Silu, x, batch };
-        self.gpu.ffn(&job, out, |out| {
-            let ff = gate.rows;
-            let mut g = vec![0f32; batch * ff]; // (batch, n_ff)
-            let mut u = vec![0f32; batch * ff];
-            matmul_many(&mut [(job.gate.view, &mut g[..]), (job.up.view, &mut u[..])], x, batch);
-            swiglu(&mut g, &u);
-            matmul(&job.down.view, &g, batch, out);
-        });
+        self.gpu.ffn(&job, out, |out| ffn_swiglu(&job.gate.view, &job.up.view, &job.down.view, x, batch, out));
     }
 
     /// Causal attention of `b` queries at positions pos0.. over the cache of layer `li`.

@@ -108,6 +108,16 @@ pub fn matmul_many(jobs: &mut [(WeightView, &mut [f32])], x: &[f32], batch: usiz
     });
 }
 
+/// The dense SwiGLU FFN on the CPU: out (batch, down.rows) = down(silu(gate(x)) * up(x)).
+pub fn ffn_swiglu(gate: &WeightView, up: &WeightView, down: &WeightView, x: &[f32], batch: usize, out: &mut [f32]) {
+    let ff = gate.rows;
+    let mut g = vec![0f32; batch * ff]; // (batch, n_ff)
+    let mut u = vec![0f32; batch * ff];
+    matmul_many(&mut [(*gate, &mut g[..]), (*up, &mut u[..])], x, batch);
+    super::ops::swiglu(&mut g, &u);
+    matmul(down, &g, batch, out);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

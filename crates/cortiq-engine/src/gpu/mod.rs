@@ -4,6 +4,8 @@
 //! the backend, the gates (`scope`), `min_rows`, and the measured per-class probe.
 
 pub mod backend;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 pub mod explain;
 pub mod memory;
 pub mod probe;
@@ -491,6 +493,17 @@ impl Drop for TrustGuard {
 fn open_backend(name: &str) -> Option<Box<dyn Backend>> {
     match name {
         "cpu" => None,
+        #[cfg(feature = "cuda")]
+        "cuda" => {
+            let ordinal = std::env::var("CMF_GPU_ADAPTER").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+            match cuda::CudaBackend::new(ordinal) {
+                Ok(b) => Some(Box::new(b)),
+                Err(e) => {
+                    notice(&format!("the CUDA backend could not come up ({e}); running on the CPU"));
+                    None
+                }
+            }
+        }
         other => {
             notice(&format!("backend {other} could not be brought up; running on the CPU"));
             None

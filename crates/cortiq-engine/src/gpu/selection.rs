@@ -27,7 +27,11 @@ pub fn parse_request(value: Option<&str>) -> (Request, Option<String>) {
 /// Backends compiled into this build, in the names `backend_name()` reports. GPU backends
 /// join this list when their modules land (features `gpu`, `cuda`; Metal on macOS).
 pub fn compiled_backends() -> Vec<&'static str> {
-    vec!["cpu"]
+    let mut v = vec!["cpu"];
+    if cfg!(feature = "cuda") {
+        v.push("cuda");
+    }
+    v
 }
 
 /// The backend a request resolves to in this build, and a notice when the request names a
