@@ -274,3 +274,18 @@ fn reads_a_gguf_written_by_gguf_py() {
         assert!((v - want).abs() < 0.01, "{i}: {v} vs {want}");
     }
 }
+
+/// Every input the fuzzers kept (fuzz/seeds) parses to Ok or an error, never a panic.
+#[test]
+fn fuzz_corpus_never_panics() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fuzz/seeds");
+    let mut n = 0;
+    for (dir, parse) in [("gguf", (|b: &[u8]| gguf::parse(b).is_ok()) as fn(&[u8]) -> bool), ("cmf", |b: &[u8]| cortiq_core::cmf::parse(b).is_ok())] {
+        for entry in std::fs::read_dir(format!("{root}/{dir}")).unwrap() {
+            let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+            let _ = parse(&bytes);
+            n += 1;
+        }
+    }
+    assert!(n > 2, "the corpus is committed");
+}

@@ -8,7 +8,7 @@ use crate::cpu::matmul::{ffn_swiglu, matmul, matmul_many};
 use crate::cpu::ops::{add_in_place, rmsnorm, rope_table, rope_with};
 use crate::cpu::pool::{parallel_for, pool};
 use crate::error::EngineError;
-use crate::gpu::backend::{Activation, FfnJob, MatmulJob, MultiMatmulJob, TokenGraphJob, WeightArg};
+use crate::gpu::backend::{Activation, FfnJob, MatmulJob, MultiMatmulJob, TokenGraphJob};
 use crate::gpu::race::GraphArm;
 use crate::gpu::{scope, Gpu, GraphOutcome};
 use crate::kv::KvCache;
@@ -227,22 +227,17 @@ impl Session {
         Ok(())
     }
 
-    fn arg<'a>(m: &'a Llama, w: &Weight) -> WeightArg<'a> {
-        let view = m.view(w);
-        WeightArg { key: view.bytes.as_ptr() as u64 ^ ((view.bytes.len() as u64) << 48), view }
-    }
-
     /// The matmul entry point.
     fn matmul(&self, w: &Weight, x: &[f32], batch: usize, y: &mut [f32]) {
         let m = &self.model;
-        let job = MatmulJob { w: Self::arg(m, w), x, batch };
+        let job = MatmulJob { w: m.weight_arg(w), x, batch };
         self.gpu.matmul(&job, y, |y| matmul(&job.w.view, x, batch, y));
     }
 
     /// Several projections of one input (QKV).
     fn qkv(&self, ws: &[Weight], x: &[f32], batch: usize, outs: &mut [&mut [f32]]) {
         let m = &self.model;
-        let job = MultiMatmulJob { ws: ws.iter().map(|w| Self::arg(m, w)).collect(), x, batch };
+        let job = MultiMatmulJob { ws: ws.iter().map(|w| m.weight_arg(w)).collect(), x, batch };
         self.gpu.matmul_many(&job, outs, |outs| {
             let mut jobs: Vec<_> = job.ws.iter().zip(outs.iter_mut()).map(|(w, o)| (w.view, &mut **o)).collect();
             matmul_many(&mut jobs, x, batch);
@@ -252,7 +247,7 @@ impl Session {
     /// The dense SwiGLU FFN: out = down(silu(gate(x)) * up(x)).
     fn ffn(&self, gate: Weight, up: Weight, down: Weight, x: &[f32], batch: usize, out: &mut [f32]) {
         let m = &self.model;
-        let job = FfnJob { gate: Self::arg(m, &gate), up: Self::arg(m, &up), down: Self::arg(m, &down), act: Activation::Silu, x, batch };
+        let job = FfnJob { gate: m.weight_arg(&gate), up: m.weight_arg(&up), down: m.weight_arg(&down), act: Activation::Silu, x, batch };
         self.gpu.ffn(&job, out, |out| ffn_swiglu(&job.gate.view, &job.up.view, &job.down.view, x, batch, out));
     }
 

@@ -154,6 +154,13 @@ impl Llama {
         WeightView { codec: w.codec, rows: w.rows, cols: w.cols, bytes: self.file.tensor_data(&self.file.tensors[w.index]) }
     }
 
+    /// A weight as the GPU facade takes it: the residency key (stable for this mapping of
+    /// the tensor) and its bytes.
+    pub fn weight_arg(&self, w: &Weight) -> crate::gpu::backend::WeightArg<'_> {
+        let view = self.view(w);
+        crate::gpu::backend::WeightArg { key: view.bytes.as_ptr() as u64 ^ ((view.bytes.len() as u64) << 48), view }
+    }
+
     /// Weight bytes one decode token reads (every matrix once, plus one embedding row).
     pub fn weight_bytes_per_token(&self) -> u64 {
         let mut total = 0u64;
