@@ -41,6 +41,7 @@ fn run_once(engine: &Engine, prompt: &[u32], gen: usize) -> Result<(f64, f64)> {
     let t0 = Instant::now();
     let mut logits = s.prefill(prompt)?;
     let pp = prompt.len() as f64 / t0.elapsed().as_secs_f64();
+    s.begin_generation();
     let t1 = Instant::now();
     for _ in 0..gen {
         let next = argmax(&logits);

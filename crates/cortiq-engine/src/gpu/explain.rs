@@ -60,6 +60,9 @@ pub struct ClassStats {
 #[derive(Debug, Clone, Default)]
 pub struct Explain {
     pub classes: BTreeMap<OpClass, ClassStats>,
+    /// Decode tokens that ran as one whole-token graph, and their time.
+    pub graph_tokens: u64,
+    pub graph_time: Duration,
 }
 
 impl Explain {
@@ -93,7 +96,10 @@ impl Explain {
                 s.cpu_time.as_secs_f64() * 1e3
             ));
         }
-        if self.classes.is_empty() {
+        if self.graph_tokens > 0 {
+            out.push_str(&format!("| token graph | {} | {} | 0 | whole token in one submission | {:.1} ms | 0.0 ms |\n", self.graph_tokens, self.graph_tokens, self.graph_time.as_secs_f64() * 1e3));
+        }
+        if self.classes.is_empty() && self.graph_tokens == 0 {
             out.push_str("| (no heavy ops ran) | | | | | | |\n");
         }
         out

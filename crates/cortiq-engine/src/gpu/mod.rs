@@ -266,9 +266,17 @@ impl Gpu {
         v
     }
 
-    /// The `--explain` table.
+    /// The `--explain` table (with the graph's host/GPU split under `CMF_GRAPH_HOSTPROF=1`).
     pub fn explain_table(&self) -> String {
-        self.explain.lock().unwrap_or_else(|e| e.into_inner()).table(self.backend_name())
+        let mut t = self.explain.lock().unwrap_or_else(|e| e.into_inner()).table(self.backend_name());
+        let hostprof = std::env::var("CMF_GRAPH_HOSTPROF").is_ok_and(|v| v == "1");
+        if let (true, Some((n, host, tail))) = (hostprof, self.backend.as_ref().and_then(|b| b.graph_profile())) {
+            if n > 0 {
+                let per = |d: Duration| d.as_secs_f64() * 1e6 / n as f64;
+                t.push_str(&format!("\ntoken graph, per token over {n} tokens: host encode {:.1} us, GPU tail (wait for the readback) {:.1} us\n", per(host), per(tail)));
+            }
+        }
+        t
     }
 
     /// y = x . W^T, on the device or by `cpu`.
@@ -313,8 +321,14 @@ impl Gpu {
     /// One decode token through the whole stack on the device.
     pub fn token_graph(&self, job: &TokenGraphJob, logits: &mut [f32]) -> GraphOutcome {
         let Some(b) = &self.backend else { return GraphOutcome::Declined("no GPU backend") };
+        let t = Instant::now();
         match b.token_graph(job, logits) {
-            DeviceOutcome::Completed { .. } => GraphOutcome::Completed,
+            DeviceOutcome::Completed { .. } => {
+                let mut e = self.explain.lock().unwrap_or_else(|e| e.into_inner());
+                e.graph_tokens += 1;
+                e.graph_time += t.elapsed();
+                GraphOutcome::Completed
+            }
             DeviceOutcome::Declined(r) => GraphOutcome::Declined(r),
             DeviceOutcome::Failed(e) => GraphOutcome::Failed(e),
         }

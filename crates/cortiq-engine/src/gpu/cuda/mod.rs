@@ -4,10 +4,13 @@
 //! key and proven by a content fingerprint. Every job here is one stream, one synchronize;
 //! on any CUDA error nothing is written to the caller's outputs.
 //!
-//! This is the first cut: per-op matvec/GEMM (one warp per row) and the dense FFN. No token
-//! graph yet, so decode still pays one submission per op.
+//! This is the first cut: per-op matvec/GEMM (one warp per row), the dense FFN, and the
+//! whole-token decode graph (`graph.rs`) built from the same kernels.
 
-use super::backend::{Activation, Backend, DeviceInfo, DeviceOutcome, FfnJob, MatmulJob, MultiMatmulJob, WeightArg};
+mod graph;
+
+use super::backend::{Activation, Backend, DeviceInfo, DeviceOutcome, FfnJob, MatmulJob, MultiMatmulJob, TokenGraphJob, WeightArg};
+use crate::kv::KvCache;
 use super::memory::fingerprint;
 use cortiq_core::Codec;
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
@@ -16,6 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 const KERNELS: &str = include_str!("kernels/matvec.cu");
+const GRAPH_KERNELS: &str = include_str!("kernels/graph.cu");
 /// Fraction of device memory weights may occupy (the rest: activations, KV, the driver).
 const WEIGHT_BUDGET_FRACTION: f64 = 0.9;
 /// Threads per block of the matvec kernels: 8 warps, one row each.
@@ -33,8 +37,14 @@ pub struct CudaBackend {
     stream: Arc<CudaStream>,
     funcs: HashMap<&'static str, CudaFunction>,
     weights: Mutex<HashMap<u64, Resident>>,
+    /// The token graph's buffers for the model last run.
+    graph: Mutex<Option<graph::ModelGraph>>,
+    /// KV mirrors per sequence.
+    mirrors: Mutex<HashMap<u64, graph::Mirror>>,
     uploaded: AtomicU64,
     resident: AtomicU64,
+    /// Token-graph profile: (tokens, host encode, GPU tail).
+    profile: Mutex<(u64, std::time::Duration, std::time::Duration)>,
     budget: u64,
     info: DeviceInfo,
 }
@@ -66,16 +76,25 @@ impl CudaBackend {
             return Err("the NVRTC library (libnvrtc.so) was not found; is /usr/local/cuda/lib64 on LD_LIBRARY_PATH?".into());
         }
         let ctx = CudaContext::new(ordinal).map_err(err)?;
-        let stream = ctx.default_stream();
+        // One stream does all the work (the null stream cannot be captured into a graph).
+        // SAFETY: nothing here uses a second stream, so cudarc's cross-stream event tracking
+        // has nothing to order and only adds API calls to every launch.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.new_stream().map_err(err)?;
         let ptx = cudarc::nvrtc::compile_ptx(KERNELS).map_err(|e| format!("NVRTC: {e:?}"))?;
         let module = ctx.load_module(ptx).map_err(err)?;
         let mut funcs = HashMap::new();
         for name in ["matvec_q4_0", "matvec_q4_1", "matvec_q8_0", "matvec_f16", "matvec_f32", "silu_mul"] {
             funcs.insert(name, module.load_function(name).map_err(err)?);
         }
+        let graph_ptx = cudarc::nvrtc::compile_ptx(GRAPH_KERNELS).map_err(|e| format!("NVRTC: {e:?}"))?;
+        let graph_module = ctx.load_module(graph_ptx).map_err(err)?;
+        for name in ["embed_row", "rmsnorm", "rope", "kv_store", "attention", "add_inplace"] {
+            funcs.insert(name, graph_module.load_function(name).map_err(err)?);
+        }
         let total = ctx.total_mem().map_err(err)? as u64;
         let info = DeviceInfo { backend: "cuda", name: ctx.name().map_err(err)?, discrete: true, memory_bytes: total, f16: true, subgroups: true, max_binding_bytes: total };
-        Ok(CudaBackend { _ctx: ctx, stream, funcs, weights: Mutex::new(HashMap::new()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, info })
+        Ok(CudaBackend { _ctx: ctx, stream, funcs, weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, info })
     }
 
     /// Make sure every weight is resident; `Ok(true)` when something was uploaded (cold).
@@ -211,6 +230,22 @@ impl Backend for CudaBackend {
             },
             &mut [out],
         )
+    }
+
+    fn token_graph(&self, job: &TokenGraphJob, logits: &mut [f32]) -> DeviceOutcome {
+        self.run_graph(job, logits)
+    }
+
+    fn pull_kv(&self, seq: u64, from: usize, to: usize, host: &mut KvCache) -> Result<(), String> {
+        self.pull_rows(seq, from, to, host)
+    }
+
+    fn reset_sequence(&self, seq: u64) {
+        self.mirrors.lock().unwrap_or_else(|e| e.into_inner()).remove(&seq);
+    }
+
+    fn graph_profile(&self) -> Option<(u64, std::time::Duration, std::time::Duration)> {
+        Some(*self.profile.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     fn resident_bytes(&self) -> u64 {

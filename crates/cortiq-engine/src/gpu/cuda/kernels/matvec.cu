@@ -14,11 +14,18 @@ __device__ __forceinline__ float warp_sum(float v) {
     return v;
 }
 
-__device__ __forceinline__ unsigned short rd16(const unsigned char* p) {
-    return (unsigned short)(p[0] | (p[1] << 8));
+// The 32 activations of block i as 8 float4 loads (x rows are 16-byte aligned: cols % 32 == 0).
+__device__ __forceinline__ void load_x32(const float* xv, float* xs) {
+    const float4* p = (const float4*)xv;
+    #pragma unroll
+    for (int k = 0; k < 8; k++) {
+        float4 f = p[k];
+        xs[4 * k] = f.x; xs[4 * k + 1] = f.y; xs[4 * k + 2] = f.z; xs[4 * k + 3] = f.w;
+    }
 }
 
 // Q4_0 / q4_tiled: 18-byte blocks (f16 d, 16 nibble bytes), w = d * (q - 8).
+// Nibbles read as 8 two-byte loads (blocks are 2-byte aligned).
 extern "C" __global__ void matvec_q4_0(const unsigned char* w, const float* x, float* y, int rows, int cols, int batch) {
     int row = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31, b = blockIdx.y;
     if (row >= rows) return;
@@ -27,20 +34,24 @@ extern "C" __global__ void matvec_q4_0(const unsigned char* w, const float* x, f
     const float* xb = x + (size_t)b * cols;
     float sum = 0.f;
     for (int i = lane; i < nb; i += 32) {
-        const unsigned char* blk = wr + (size_t)i * 18;
-        const float* xv = xb + i * 32;
+        const unsigned short* blk = (const unsigned short*)(wr + (size_t)i * 18);
+        float xs[32];
+        load_x32(xb + i * 32, xs);
         float s = 0.f;
-        for (int j = 0; j < 16; j++) {
-            unsigned char q = blk[2 + j];
-            s += (float)((int)(q & 15) - 8) * xv[j] + (float)((int)(q >> 4) - 8) * xv[j + 16];
+        #pragma unroll
+        for (int k = 0; k < 8; k++) {
+            unsigned short q2 = blk[1 + k];
+            unsigned char q0 = q2 & 0xff, q1 = q2 >> 8;
+            s += (float)((int)(q0 & 15) - 8) * xs[2 * k] + (float)((int)(q0 >> 4) - 8) * xs[2 * k + 16]
+               + (float)((int)(q1 & 15) - 8) * xs[2 * k + 1] + (float)((int)(q1 >> 4) - 8) * xs[2 * k + 17];
         }
-        sum += h2f(rd16(blk)) * s;
+        sum += h2f(blk[0]) * s;
     }
     sum = warp_sum(sum);
     if (lane == 0) y[(size_t)b * rows + row] = sum;
 }
 
-// Q4_1: 20-byte blocks (f16 d, f16 m, 16 nibble bytes), w = d * q + m.
+// Q4_1: 20-byte blocks (f16 d, f16 m, 16 nibble bytes), w = d * q + m; 4-byte aligned.
 extern "C" __global__ void matvec_q4_1(const unsigned char* w, const float* x, float* y, int rows, int cols, int batch) {
     int row = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31, b = blockIdx.y;
     if (row >= rows) return;
@@ -49,21 +60,29 @@ extern "C" __global__ void matvec_q4_1(const unsigned char* w, const float* x, f
     const float* xb = x + (size_t)b * cols;
     float sum = 0.f;
     for (int i = lane; i < nb; i += 32) {
-        const unsigned char* blk = wr + (size_t)i * 20;
-        const float* xv = xb + i * 32;
+        const unsigned int* blk = (const unsigned int*)(wr + (size_t)i * 20);
+        float xs[32];
+        load_x32(xb + i * 32, xs);
         float s = 0.f, sx = 0.f;
-        for (int j = 0; j < 16; j++) {
-            unsigned char q = blk[4 + j];
-            s += (float)(q & 15) * xv[j] + (float)(q >> 4) * xv[j + 16];
-            sx += xv[j] + xv[j + 16];
+        #pragma unroll
+        for (int k = 0; k < 4; k++) {
+            unsigned int q4 = blk[1 + k];
+            #pragma unroll
+            for (int t = 0; t < 4; t++) {
+                unsigned char q = (q4 >> (8 * t)) & 0xff;
+                int j = 4 * k + t;
+                s += (float)(q & 15) * xs[j] + (float)(q >> 4) * xs[j + 16];
+                sx += xs[j] + xs[j + 16];
+            }
         }
-        sum += h2f(rd16(blk)) * s + h2f(rd16(blk + 2)) * sx;
+        unsigned int dm = blk[0];
+        sum += h2f(dm & 0xffff) * s + h2f(dm >> 16) * sx;
     }
     sum = warp_sum(sum);
     if (lane == 0) y[(size_t)b * rows + row] = sum;
 }
 
-// Q8_0: 34-byte blocks (f16 d, 32 int8), w = d * q.
+// Q8_0: 34-byte blocks (f16 d, 32 int8), w = d * q; 2-byte aligned.
 extern "C" __global__ void matvec_q8_0(const unsigned char* w, const float* x, float* y, int rows, int cols, int batch) {
     int row = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31, b = blockIdx.y;
     if (row >= rows) return;
@@ -72,11 +91,16 @@ extern "C" __global__ void matvec_q8_0(const unsigned char* w, const float* x, f
     const float* xb = x + (size_t)b * cols;
     float sum = 0.f;
     for (int i = lane; i < nb; i += 32) {
-        const unsigned char* blk = wr + (size_t)i * 34;
-        const float* xv = xb + i * 32;
+        const unsigned short* blk = (const unsigned short*)(wr + (size_t)i * 34);
+        float xs[32];
+        load_x32(xb + i * 32, xs);
         float s = 0.f;
-        for (int j = 0; j < 32; j++) s += (float)(signed char)blk[2 + j] * xv[j];
-        sum += h2f(rd16(blk)) * s;
+        #pragma unroll
+        for (int k = 0; k < 16; k++) {
+            unsigned short q2 = blk[1 + k];
+            s += (float)(signed char)(q2 & 0xff) * xs[2 * k] + (float)(signed char)(q2 >> 8) * xs[2 * k + 1];
+        }
+        sum += h2f(blk[0]) * s;
     }
     sum = warp_sum(sum);
     if (lane == 0) y[(size_t)b * rows + row] = sum;
