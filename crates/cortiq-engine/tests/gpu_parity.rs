@@ -173,9 +173,12 @@ fn token_graph_matches_the_cpu_path() {
             let cuda = Box::new(cortiq_engine::gpu::cuda::CudaBackend::new(0).unwrap());
             let gpu = Arc::new(Gpu::new(Some(cuda), GpuConfig { min_rows: Some(usize::MAX), ..GpuConfig::for_tests() }));
             let cpu_gpu = Arc::new(Gpu::new(None, GpuConfig::for_tests()));
-            let prompt = engine.tokenize("hello world 12 34").unwrap();
-            let mut cpu = Session::with_gpu(Arc::clone(&engine.model), 256, cpu_gpu);
-            let mut dev = Session::with_gpu(Arc::clone(&engine.model), 256, Arc::clone(&gpu));
+            // A long prompt, so attention spans several 64-position chunks of the split kernel.
+            let prompt = engine.tokenize(&"hello world 12 34 ".repeat(20)).unwrap();
+            assert!(prompt.len() > 150, "{}", prompt.len());
+            let ctx = prompt.len() + 80;
+            let mut cpu = Session::with_gpu(Arc::clone(&engine.model), ctx, cpu_gpu);
+            let mut dev = Session::with_gpu(Arc::clone(&engine.model), ctx, Arc::clone(&gpu));
             let mut a = cpu.prefill(&prompt).unwrap();
             let mut b = dev.prefill(&prompt).unwrap();
             assert_eq!(a, b, "prefill ran on the CPU in both");

@@ -4,19 +4,19 @@
 //! trip; one readback of the logits. Token and position travel through device memory, so
 //! the launch sequence is the same for every token.
 
-use super::{err, kernel_name, CudaBackend, Resident};
+use super::{err, kind, CudaBackend, Resident};
 use crate::gpu::backend::{DeviceOutcome, TokenGraphJob, WeightArg};
 use crate::kv::KvCache;
 use crate::model::llama::{Llama, Weight};
-use cortiq_core::Codec;
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::{CudaGraph, CudaSlice, LaunchConfig, PushKernelArg};
 use half::slice::HalfFloatSliceExt;
 use std::collections::HashMap;
 
-/// Positions the attention kernel can hold in shared memory (48 KiB per block, less its
-/// static reduction buffer).
-pub const MAX_GRAPH_POSITIONS: usize = 12_000;
+/// Positions per split-attention block (`ATT_CHUNK` in graph.cu).
+const ATT_CHUNK: usize = 64;
+/// Largest head size the attention kernels handle.
+const MAX_HEAD_DIM: usize = 256;
 
 /// Device buffers of one model's graph: norms and per-token scratch.
 pub(super) struct ModelGraph {
@@ -27,16 +27,18 @@ pub(super) struct ModelGraph {
     out_norm: CudaSlice<f32>,
     /// [token, pos]
     params: CudaSlice<i32>,
-    x: CudaSlice<f32>,     // (n_embd) residual stream
-    xn: CudaSlice<f32>,    // (n_embd) normed
-    q: CudaSlice<f32>,     // (n_head * head_dim)
-    k: CudaSlice<f32>,     // (n_head_kv * head_dim)
-    v: CudaSlice<f32>,     // (n_head_kv * head_dim)
-    att: CudaSlice<f32>,   // (n_head * head_dim)
-    proj: CudaSlice<f32>,  // (n_embd)
-    gate: CudaSlice<f32>,  // (n_ff)
-    up: CudaSlice<f32>,    // (n_ff)
+    x: CudaSlice<f32>,      // (n_embd) residual stream
+    xn: CudaSlice<f32>,     // (n_embd) normed
+    q: CudaSlice<f32>,      // (n_head * head_dim)
+    k: CudaSlice<f32>,      // (n_head_kv * head_dim)
+    v: CudaSlice<f32>,      // (n_head_kv * head_dim)
+    att: CudaSlice<f32>,    // (n_head * head_dim)
+    proj: CudaSlice<f32>,   // (n_embd)
+    h: CudaSlice<f32>,      // (n_ff) silu(gate) * up
     logits: CudaSlice<f32>, // (vocab)
+    /// Split-attention partials (n_head, splits, head_dim + 2), sized for `splits`.
+    part: CudaSlice<f32>,
+    splits: usize,
 }
 
 /// A captured CUDA graph of one token's launches.
@@ -59,18 +61,6 @@ fn model_key(m: &Llama) -> u64 {
     m.file.tensor_data(&m.file.tensors[0]).as_ptr() as u64
 }
 
-/// Which `embed_row` decoder a codec uses.
-fn embed_kind(c: Codec) -> Option<i32> {
-    Some(match c {
-        Codec::Q4_0 | Codec::Q4Tiled => 0,
-        Codec::Q4_1 => 1,
-        Codec::Q8_0 => 2,
-        Codec::F16 => 3,
-        Codec::F32 => 4,
-        _ => return None,
-    })
-}
-
 fn all_weights(m: &Llama) -> Vec<Weight> {
     let mut ws: Vec<Weight> = m.layers.iter().flat_map(|l| [l.wq, l.wk, l.wv, l.wo, l.gate, l.up, l.down]).collect();
     ws.push(m.output);
@@ -80,13 +70,13 @@ fn all_weights(m: &Llama) -> Vec<Weight> {
 
 /// Why this model cannot run as a graph, if it cannot.
 pub(super) fn unsupported(m: &Llama, capacity: usize) -> Option<&'static str> {
-    if capacity > MAX_GRAPH_POSITIONS {
-        return Some("cannot build a graph: context longer than the attention kernel holds");
+    if m.cfg.head_dim > MAX_HEAD_DIM || capacity >= i32::MAX as usize / m.cfg.kv_dim().max(1) {
+        return Some("cannot build a graph: head size or context beyond the attention kernels");
     }
-    if embed_kind(m.embed.codec).is_none() {
+    if kind(m.embed.codec).is_none() {
         return Some("cannot build a graph: embedding codec has no CUDA decoder");
     }
-    if all_weights(m).iter().any(|w| kernel_name(w.codec).is_none() || w.cols % 32 != 0) {
+    if all_weights(m).iter().any(|w| kind(w.codec).is_none() || w.cols % 32 != 0) {
         return Some("cannot build a graph: a weight codec has no CUDA kernel");
     }
     if m.cfg.head_dim % 2 != 0 {
@@ -100,7 +90,8 @@ fn grid(n: usize, threads: u32) -> LaunchConfig {
 }
 
 impl CudaBackend {
-    fn build_graph(&self, m: &Llama) -> Result<ModelGraph, String> {
+    fn build_graph(&self, m: &Llama, capacity: usize) -> Result<ModelGraph, String> {
+        let splits = capacity.div_ceil(ATT_CHUNK);
         let c = &m.cfg;
         let s = &self.stream;
         let zeros = |n: usize| s.alloc_zeros::<f32>(n).map_err(err);
@@ -120,9 +111,10 @@ impl CudaBackend {
             v: zeros(c.kv_dim())?,
             att: zeros(c.q_dim())?,
             proj: zeros(c.n_embd)?,
-            gate: zeros(c.n_ff)?,
-            up: zeros(c.n_ff)?,
+            h: zeros(c.n_ff)?,
             logits: zeros(c.vocab)?,
+            part: zeros(c.n_head * splits * (c.head_dim + 2))?,
+            splits,
         })
     }
 
@@ -171,10 +163,11 @@ impl CudaBackend {
         };
         let mut graph = self.graph.lock().unwrap_or_else(|e| e.into_inner());
         let mut mirrors = self.mirrors.lock().unwrap_or_else(|e| e.into_inner());
-        if graph.as_ref().is_none_or(|g| g.model_key != model_key(m)) {
+        let splits = job.host_kv.capacity().div_ceil(ATT_CHUNK);
+        if graph.as_ref().is_none_or(|g| g.model_key != model_key(m) || g.splits < splits) {
             // Captured launch sequences point at the old buffers: drop them with the buffers.
             mirrors.values_mut().for_each(|mi| mi.captured = None);
-            match self.build_graph(m) {
+            match self.build_graph(m, job.host_kv.capacity()) {
                 Ok(g) => *graph = Some(g),
                 Err(e) => return DeviceOutcome::Failed(e),
             }
@@ -224,60 +217,63 @@ impl CudaBackend {
         Ok(graph.map(CapturedToken))
     }
 
-    /// Queue every kernel of one token (token and position are read from `g.params`).
-    /// `args` is `all_weights` order; `capacity` bounds the attention scores in shared memory.
+    /// Queue every kernel of one token (token and position are read from `g.params`):
+    /// per layer qkv, rope_store, attention, o-proj, add_rmsnorm, gate_up_silu, down, and
+    /// the residual add fused into the next layer's norm. `args` is `all_weights` order;
+    /// `capacity` sizes the split-attention grid.
     fn queue_token(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &mut ModelGraph, mirror: &mut Mirror, capacity: usize) -> Result<(), String> {
         let c = &m.cfg;
         let s = &self.stream;
         let f = |n: &str| &self.funcs[n];
-        let (d, kvd, ff) = (c.n_embd as i32, c.kv_dim() as i32, c.n_ff as i32);
+        let dev = |w: &WeightArg| map.get(&w.key).map(|r| &r.data).ok_or_else(|| "weight not resident".to_string());
+        let kd = |w: &WeightArg| kind(w.view.codec).expect("checked by unsupported()");
+        let (d, ff) = (c.n_embd as i32, c.n_ff as i32);
         let (nh, nkv, hd, rot) = (c.n_head as i32, c.n_head_kv as i32, c.head_dim as i32, c.rope_dims as i32);
+        let (qd, kvd) = (c.q_dim() as i32, c.kv_dim() as i32);
         let (eps, base, neox) = (c.eps, c.rope_base, c.rope_neox as i32);
         let scale = 1.0f32 / (c.head_dim as f32).sqrt();
         let pos_ptr = g.params.slice(1..2);
         let tok_ptr = g.params.slice(0..1);
         let embed = &args[args.len() - 1];
-        let kind = embed_kind(embed.view.codec).expect("checked by unsupported()");
-        let edev = &map.get(&embed.key).ok_or("embedding not resident")?.data;
+        let ekind = kd(embed);
+        let warps = |rows: usize| LaunchConfig { grid_dim: ((rows as u32).div_ceil(8), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let norm_cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1024, 1, 1), shared_mem_bytes: 0 };
+        let splits = capacity.div_ceil(ATT_CHUNK) as i32;
+        let split_cfg = LaunchConfig { grid_dim: (c.n_head as u32, splits as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let combine_cfg = LaunchConfig { grid_dim: (c.n_head as u32, 1, 1), block_dim: (c.head_dim.min(256) as u32, 1, 1), shared_mem_bytes: 0 };
+        let part_splits = g.splits as i32;
+        let rope_threads = (c.n_head + c.n_head_kv) * c.rope_dims / 2 + c.kv_dim();
         // SAFETY (every launch below): buffer sizes are the model's geometry, allocated in
         // build_graph / mirror_at for exactly these shapes; positions are bounded by the
-        // mirror capacity (checked by the session before the call).
+        // mirror capacity (the session checks it before the call).
         unsafe {
-            s.launch_builder(f("embed_row")).arg(edev).arg(&tok_ptr).arg(&mut g.x).arg(&d).arg(&kind).launch(grid(c.n_embd, 256)).map_err(err)?;
+            s.launch_builder(f("embed_row")).arg(dev(embed)?).arg(&tok_ptr).arg(&mut g.x).arg(&d).arg(&ekind).launch(grid(c.n_embd, 256)).map_err(err)?;
+            s.launch_builder(f("rmsnorm")).arg(&g.x).arg(&g.norms[0].0).arg(&mut g.xn).arg(&d).arg(&eps).launch(norm_cfg).map_err(err)?;
         }
-        let norm_cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1024, 1, 1), shared_mem_bytes: 0 };
-        let attn_cfg = LaunchConfig { grid_dim: (c.n_head as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: (capacity * 4) as u32 };
-        for (li, (an, fnorm)) in g.norms.iter().enumerate() {
+        for li in 0..c.n_layer {
             let w = &args[li * 7..li * 7 + 7];
+            let next_norm = if li + 1 < c.n_layer { &g.norms[li + 1].0 } else { &g.out_norm };
             unsafe {
-                s.launch_builder(f("rmsnorm")).arg(&g.x).arg(an).arg(&mut g.xn).arg(&d).arg(&eps).launch(norm_cfg).map_err(err)?;
-            }
-            self.launch_matvec(&w[0], map, &g.xn, &mut g.q, 1)?;
-            self.launch_matvec(&w[1], map, &g.xn, &mut g.k, 1)?;
-            self.launch_matvec(&w[2], map, &g.xn, &mut g.v, 1)?;
-            unsafe {
-                s.launch_builder(f("rope")).arg(&mut g.q).arg(&nh).arg(&hd).arg(&rot).arg(&pos_ptr).arg(&base).arg(&neox).launch(grid(c.n_head * c.rope_dims / 2, 128)).map_err(err)?;
-                s.launch_builder(f("rope")).arg(&mut g.k).arg(&nkv).arg(&hd).arg(&rot).arg(&pos_ptr).arg(&base).arg(&neox).launch(grid(c.n_head_kv * c.rope_dims / 2, 128)).map_err(err)?;
-                s.launch_builder(f("kv_store")).arg(&g.k).arg(&g.v).arg(&mut mirror.k[li]).arg(&mut mirror.v[li]).arg(&pos_ptr).arg(&kvd).launch(grid(c.kv_dim(), 256)).map_err(err)?;
-                s.launch_builder(f("attention")).arg(&g.q).arg(&mirror.k[li]).arg(&mirror.v[li]).arg(&mut g.att).arg(&nh).arg(&nkv).arg(&hd).arg(&pos_ptr).arg(&scale).launch(attn_cfg).map_err(err)?;
+                s.launch_builder(f("qkv"))
+                    .arg(dev(&w[0])?).arg(dev(&w[1])?).arg(dev(&w[2])?).arg(&kd(&w[0])).arg(&kd(&w[1])).arg(&kd(&w[2]))
+                    .arg(&g.xn).arg(&mut g.q).arg(&mut g.k).arg(&mut g.v).arg(&qd).arg(&kvd).arg(&kvd).arg(&d)
+                    .launch(warps(c.q_dim() + 2 * c.kv_dim())).map_err(err)?;
+                s.launch_builder(f("rope_store"))
+                    .arg(&mut g.q).arg(&mut g.k).arg(&g.v).arg(&mut mirror.k[li]).arg(&mut mirror.v[li])
+                    .arg(&nh).arg(&nkv).arg(&hd).arg(&rot).arg(&pos_ptr).arg(&base).arg(&neox)
+                    .launch(grid(rope_threads, 128)).map_err(err)?;
+                s.launch_builder(f("attn_split")).arg(&g.q).arg(&mirror.k[li]).arg(&mirror.v[li]).arg(&mut g.part).arg(&nh).arg(&nkv).arg(&hd).arg(&pos_ptr).arg(&scale).arg(&part_splits).launch(split_cfg).map_err(err)?;
+                s.launch_builder(f("attn_combine")).arg(&g.part).arg(&mut g.att).arg(&hd).arg(&pos_ptr).arg(&part_splits).launch(combine_cfg).map_err(err)?;
             }
             self.launch_matvec(&w[3], map, &g.att, &mut g.proj, 1)?;
             unsafe {
-                s.launch_builder(f("add_inplace")).arg(&mut g.x).arg(&g.proj).arg(&d).launch(grid(c.n_embd, 256)).map_err(err)?;
-                s.launch_builder(f("rmsnorm")).arg(&g.x).arg(fnorm).arg(&mut g.xn).arg(&d).arg(&eps).launch(norm_cfg).map_err(err)?;
+                s.launch_builder(f("add_rmsnorm")).arg(&mut g.x).arg(&g.proj).arg(&g.norms[li].1).arg(&mut g.xn).arg(&d).arg(&eps).launch(norm_cfg).map_err(err)?;
+                s.launch_builder(f("gate_up_silu")).arg(dev(&w[4])?).arg(dev(&w[5])?).arg(&kd(&w[4])).arg(&kd(&w[5])).arg(&g.xn).arg(&mut g.h).arg(&ff).arg(&d).launch(warps(c.n_ff)).map_err(err)?;
             }
-            self.launch_matvec(&w[4], map, &g.xn, &mut g.gate, 1)?;
-            self.launch_matvec(&w[5], map, &g.xn, &mut g.up, 1)?;
+            self.launch_matvec(&w[6], map, &g.h, &mut g.proj, 1)?;
             unsafe {
-                s.launch_builder(f("silu_mul")).arg(&mut g.gate).arg(&g.up).arg(&ff).launch(grid(c.n_ff, 256)).map_err(err)?;
+                s.launch_builder(f("add_rmsnorm")).arg(&mut g.x).arg(&g.proj).arg(next_norm).arg(&mut g.xn).arg(&d).arg(&eps).launch(norm_cfg).map_err(err)?;
             }
-            self.launch_matvec(&w[6], map, &g.gate, &mut g.proj, 1)?;
-            unsafe {
-                s.launch_builder(f("add_inplace")).arg(&mut g.x).arg(&g.proj).arg(&d).launch(grid(c.n_embd, 256)).map_err(err)?;
-            }
-        }
-        unsafe {
-            s.launch_builder(f("rmsnorm")).arg(&g.x).arg(&g.out_norm).arg(&mut g.xn).arg(&d).arg(&eps).launch(norm_cfg).map_err(err)?;
         }
         self.launch_matvec(&args[args.len() - 2], map, &g.xn, &mut g.logits, 1)
     }

@@ -18,8 +18,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-const KERNELS: &str = include_str!("kernels/matvec.cu");
-const GRAPH_KERNELS: &str = include_str!("kernels/graph.cu");
+/// One module: the matvec helpers, then the graph kernels that use them.
+const KERNELS: [&str; 2] = [include_str!("kernels/matvec.cu"), include_str!("kernels/graph.cu")];
+const KERNEL_NAMES: [&str; 10] = ["matvec", "silu_mul", "embed_row", "rmsnorm", "attn_split", "attn_combine", "qkv", "gate_up_silu", "rope_store", "add_rmsnorm"];
 /// Fraction of device memory weights may occupy (the rest: activations, KV, the driver).
 const WEIGHT_BUDGET_FRACTION: f64 = 0.9;
 /// Threads per block of the matvec kernels: 8 warps, one row each.
@@ -53,14 +54,14 @@ fn err(e: impl std::fmt::Debug) -> String {
     format!("{e:?}")
 }
 
-/// The kernel for a weight codec, if there is one.
-fn kernel_name(codec: Codec) -> Option<&'static str> {
+/// The kernels' codec kind for a weight codec, if they decode it.
+fn kind(codec: Codec) -> Option<i32> {
     Some(match codec {
-        Codec::Q4_0 | Codec::Q4Tiled => "matvec_q4_0",
-        Codec::Q4_1 => "matvec_q4_1",
-        Codec::Q8_0 => "matvec_q8_0",
-        Codec::F16 => "matvec_f16",
-        Codec::F32 => "matvec_f32",
+        Codec::Q4_0 | Codec::Q4Tiled => 0,
+        Codec::Q4_1 => 1,
+        Codec::Q8_0 => 2,
+        Codec::F16 => 3,
+        Codec::F32 => 4,
         _ => return None,
     })
 }
@@ -81,16 +82,11 @@ impl CudaBackend {
         // has nothing to order and only adds API calls to every launch.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream().map_err(err)?;
-        let ptx = cudarc::nvrtc::compile_ptx(KERNELS).map_err(|e| format!("NVRTC: {e:?}"))?;
+        let ptx = cudarc::nvrtc::compile_ptx(KERNELS.concat()).map_err(|e| format!("NVRTC: {e:?}"))?;
         let module = ctx.load_module(ptx).map_err(err)?;
         let mut funcs = HashMap::new();
-        for name in ["matvec_q4_0", "matvec_q4_1", "matvec_q8_0", "matvec_f16", "matvec_f32", "silu_mul"] {
+        for name in KERNEL_NAMES {
             funcs.insert(name, module.load_function(name).map_err(err)?);
-        }
-        let graph_ptx = cudarc::nvrtc::compile_ptx(GRAPH_KERNELS).map_err(|e| format!("NVRTC: {e:?}"))?;
-        let graph_module = ctx.load_module(graph_ptx).map_err(err)?;
-        for name in ["embed_row", "rmsnorm", "rope", "kv_store", "attention", "add_inplace"] {
-            funcs.insert(name, graph_module.load_function(name).map_err(err)?);
         }
         let total = ctx.total_mem().map_err(err)? as u64;
         let info = DeviceInfo { backend: "cuda", name: ctx.name().map_err(err)?, discrete: true, memory_bytes: total, f16: true, subgroups: true, max_binding_bytes: total };
@@ -123,14 +119,14 @@ impl CudaBackend {
 
     /// Queue y (batch, rows) = x (batch, cols) . W^T on the stream.
     fn launch_matvec(&self, w: &WeightArg, weights: &HashMap<u64, Resident>, x: &CudaSlice<f32>, y: &mut CudaSlice<f32>, batch: usize) -> Result<(), String> {
-        let name = kernel_name(w.view.codec).ok_or("codec has no CUDA kernel")?;
-        let f = &self.funcs[name];
+        let kind = kind(w.view.codec).ok_or("codec has no CUDA kernel")?;
+        let f = &self.funcs["matvec"];
         let dev = &weights.get(&w.key).ok_or("weight not resident")?.data;
         let (rows, cols, batch) = (w.view.rows as i32, w.view.cols as i32, batch as i32);
         let warps_per_block = MATVEC_THREADS / 32;
         let cfg = LaunchConfig { grid_dim: ((rows as u32).div_ceil(warps_per_block), batch as u32, 1), block_dim: (MATVEC_THREADS, 1, 1), shared_mem_bytes: 0 };
         let mut b = self.stream.launch_builder(f);
-        b.arg(dev).arg(x).arg(y).arg(&rows).arg(&cols).arg(&batch);
+        b.arg(dev).arg(&kind).arg(x).arg(y).arg(&rows).arg(&cols).arg(&batch);
         // SAFETY: the kernel reads rows * row_bytes weight bytes, batch * cols floats of x and
         // writes batch * rows floats of y; all three buffers were sized for exactly that.
         unsafe { b.launch(cfg) }.map_err(err)?;
@@ -138,7 +134,7 @@ impl CudaBackend {
     }
 
     fn supported(ws: &[&WeightArg]) -> bool {
-        ws.iter().all(|w| kernel_name(w.view.codec).is_some() && w.view.cols % 32 == 0 && w.view.rows < i32::MAX as usize && w.view.cols < i32::MAX as usize)
+        ws.iter().all(|w| kind(w.view.codec).is_some() && w.view.cols % 32 == 0 && w.view.rows < i32::MAX as usize && w.view.cols < i32::MAX as usize)
     }
 
     /// Run `body` (which queues work and returns host results); map errors to `Failed`.

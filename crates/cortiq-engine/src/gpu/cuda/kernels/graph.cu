@@ -1,11 +1,6 @@
-// Kernels of the CUDA whole-token decode graph: everything between the weight matvecs.
-// One token per launch sequence; shapes come in as arguments.
-
-__device__ __forceinline__ float g_h2f(unsigned short h) {
-    float f;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-    return f;
-}
+// Kernels of the CUDA whole-token decode graph (compiled in one module after matvec.cu,
+// whose helpers they use). One token per launch sequence; shapes come in as arguments;
+// token and position are read from device memory so a captured graph can be replayed.
 
 __device__ __forceinline__ unsigned short g_rd16(const unsigned char* p) {
     return (unsigned short)(p[0] | (p[1] << 8));
@@ -22,17 +17,17 @@ extern "C" __global__ void embed_row(const unsigned char* w, const int* token, f
         const unsigned char* b = w + (row * (cols >> 5) + blk) * 18;
         unsigned char q = b[2 + (j & 15)];
         int n = j < 16 ? (q & 15) : (q >> 4);
-        v = g_h2f(g_rd16(b)) * (float)(n - 8);
+        v = h2f(g_rd16(b)) * (float)(n - 8);
     } else if (kind == 1) {
         const unsigned char* b = w + (row * (cols >> 5) + blk) * 20;
         unsigned char q = b[4 + (j & 15)];
         int n = j < 16 ? (q & 15) : (q >> 4);
-        v = g_h2f(g_rd16(b)) * (float)n + g_h2f(g_rd16(b + 2));
+        v = h2f(g_rd16(b)) * (float)n + h2f(g_rd16(b + 2));
     } else if (kind == 2) {
         const unsigned char* b = w + (row * (cols >> 5) + blk) * 34;
-        v = g_h2f(g_rd16(b)) * (float)(signed char)b[2 + j];
+        v = h2f(g_rd16(b)) * (float)(signed char)b[2 + j];
     } else if (kind == 3) {
-        v = g_h2f(((const unsigned short*)w)[row * cols + i]);
+        v = h2f(((const unsigned short*)w)[row * cols + i]);
     } else {
         v = ((const float*)w)[row * cols + i];
     }
@@ -57,85 +52,140 @@ extern "C" __global__ void rmsnorm(const float* x, const float* w, float* out, i
     for (int i = threadIdx.x; i < n; i += blockDim.x) out[i] = x[i] * scale * w[i];
 }
 
-// Rotary embedding of n_heads heads at position *pos; neox: pairs (i, i + rot/2).
-extern "C" __global__ void rope(float* v, int n_heads, int head_dim, int rot, const int* pos, float base, int neox) {
-    int t = blockIdx.x * blockDim.x + threadIdx.x;
-    int half = rot >> 1;
-    if (t >= n_heads * half) return;
-    int h = t / half, i = t % half;
-    float theta = (float)(*pos) * powf(base, -2.f * (float)i / (float)rot);
-    float s, c;
-    sincosf(theta, &s, &c);
-    float* hv = v + h * head_dim;
-    int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
-    float x0 = hv[a], x1 = hv[b];
-    hv[a] = x0 * c - x1 * s;
-    hv[b] = x0 * s + x1 * c;
-}
-
-// Append k, v (kvd each) at row *pos of this layer's cache.
-extern "C" __global__ void kv_store(const float* k, const float* v, float* kc, float* vc, const int* pos, int kvd) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= kvd) return;
-    long at = (long)(*pos) * kvd + i;
-    kc[at] = k[i];
-    vc[at] = v[i];
-}
-
-// One block per query head: softmax(q . K^T * scale) . V over positions 0..*pos.
-// Dynamic shared memory: (*pos + 1) floats of scores (the caller bounds the context).
-extern "C" __global__ void attention(const float* q, const float* kc, const float* vc, float* out, int n_head, int n_head_kv, int head_dim, const int* pos, float scale) {
-    extern __shared__ float sc[];
-    __shared__ float red[32];
-    int h = blockIdx.x;
-    int kvh = h / (n_head / n_head_kv);
-    int n = *pos + 1, kvd = n_head_kv * head_dim;
+// Split attention (flash-decoding): block (h, c) takes positions [64 c, 64 c + 64) of
+// head h and writes its partial (max, sum of exps, exp-weighted V sum) to `part`
+// (n_head, splits, head_dim + 2); blocks past *pos exit at once, so the grid can be sized
+// for the whole context and captured once. head_dim <= 256.
+#define ATT_CHUNK 64
+extern "C" __global__ void attn_split(const float* q, const float* kc, const float* vc, float* part, int n_head, int n_head_kv, int head_dim, const int* pos, float scale, int splits) {
+    __shared__ float sc[ATT_CHUNK];
+    __shared__ float acc4[4][256];
+    int h = blockIdx.x, c = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    int n = *pos + 1, t0 = c * ATT_CHUNK;
+    if (t0 >= n) return;
+    int cnt = min(ATT_CHUNK, n - t0);
+    int kvh = h / (n_head / n_head_kv), kvd = n_head_kv * head_dim;
     const float* qh = q + h * head_dim;
-    for (int t = threadIdx.x; t < n; t += blockDim.x) {
-        const float* kr = kc + (long)t * kvd + kvh * head_dim;
+    for (int j = warp; j < cnt; j += 8) {
+        const float* kr = kc + (long)(t0 + j) * kvd + kvh * head_dim;
         float s = 0.f;
-        for (int d = 0; d < head_dim; d++) s += qh[d] * kr[d];
-        sc[t] = s * scale;
+        for (int d = lane; d < head_dim; d += 32) s += qh[d] * kr[d];
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        if (lane == 0) sc[j] = s * scale;
     }
     __syncthreads();
     float m = -3.4e38f;
-    for (int t = threadIdx.x; t < n; t += blockDim.x) m = fmaxf(m, sc[t]);
-    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_down_sync(0xffffffffu, m, o));
-    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = m;
+    for (int j = 0; j < cnt; j++) m = fmaxf(m, sc[j]);
     __syncthreads();
+    if (threadIdx.x < cnt) sc[threadIdx.x] = expf(sc[threadIdx.x] - m);
+    __syncthreads();
+    // Thread (g, d): positions j = g, g + 4, ...; dimension d.
+    int g = threadIdx.x >> 6, d = threadIdx.x & 63;
+    for (int dd = d; dd < head_dim; dd += 64) {
+        float a = 0.f;
+        for (int j = g; j < cnt; j += 4) a += sc[j] * vc[(long)(t0 + j) * kvd + kvh * head_dim + dd];
+        acc4[g][dd] = a;
+    }
+    __syncthreads();
+    float* out = part + ((long)h * splits + c) * (head_dim + 2);
+    for (int dd = threadIdx.x; dd < head_dim; dd += blockDim.x) out[dd] = acc4[0][dd] + acc4[1][dd] + acc4[2][dd] + acc4[3][dd];
     if (threadIdx.x == 0) {
-        float mm = red[0];
-        for (int w = 1; w < (blockDim.x >> 5); w++) mm = fmaxf(mm, red[w]);
-        red[0] = mm;
-    }
-    __syncthreads();
-    m = red[0];
-    __syncthreads();
-    float sum = 0.f;
-    for (int t = threadIdx.x; t < n; t += blockDim.x) {
-        float e = expf(sc[t] - m);
-        sc[t] = e;
-        sum += e;
-    }
-    for (int o = 16; o > 0; o >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, o);
-    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = sum;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        float ss = 0.f;
-        for (int w = 0; w < (blockDim.x >> 5); w++) ss += red[w];
-        red[0] = ss;
-    }
-    __syncthreads();
-    float inv = 1.f / red[0];
-    for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
-        float acc = 0.f;
-        for (int t = 0; t < n; t++) acc += sc[t] * vc[(long)t * kvd + kvh * head_dim + d];
-        out[h * head_dim + d] = acc * inv;
+        float s = 0.f;
+        for (int j = 0; j < cnt; j++) s += sc[j];
+        out[head_dim] = m;
+        out[head_dim + 1] = s;
     }
 }
 
-// x += y.
-extern "C" __global__ void add_inplace(float* x, const float* y, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) x[i] += y[i];
+// Combine the partials of the chunks that exist at *pos: one block per head.
+extern "C" __global__ void attn_combine(const float* part, float* out, int head_dim, const int* pos, int splits) {
+    int h = blockIdx.x;
+    int used = (*pos + ATT_CHUNK) / ATT_CHUNK;
+    const float* p = part + (long)h * splits * (head_dim + 2);
+    float m = -3.4e38f;
+    for (int c = 0; c < used; c++) m = fmaxf(m, p[c * (head_dim + 2) + head_dim]);
+    float total = 0.f;
+    for (int c = 0; c < used; c++) total += expf(p[c * (head_dim + 2) + head_dim] - m) * p[c * (head_dim + 2) + head_dim + 1];
+    for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
+        float a = 0.f;
+        for (int c = 0; c < used; c++) a += expf(p[c * (head_dim + 2) + head_dim] - m) * p[c * (head_dim + 2) + d];
+        out[h * head_dim + d] = a / total;
+    }
+}
+
+// Q, K and V projections of one input in one launch: warps 0..rows0 compute q, the next
+// rows1 k, the next rows2 v.
+extern "C" __global__ void qkv(const unsigned char* wq, const unsigned char* wk, const unsigned char* wv, int kq, int kk, int kvk,
+                               const float* x, float* q, float* k, float* v, int rows0, int rows1, int rows2, int cols) {
+    int row = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+    const unsigned char* w; int kind; float* y;
+    if (row < rows0) { w = wq; kind = kq; y = q; }
+    else if (row < rows0 + rows1) { row -= rows0; w = wk; kind = kk; y = k; }
+    else if (row < rows0 + rows1 + rows2) { row -= rows0 + rows1; w = wv; kind = kvk; y = v; }
+    else return;
+    float sum = warp_sum(lane_dot(kind, w, row, x, cols, lane));
+    if (lane == 0) y[row] = sum;
+}
+
+// h = silu(gate . x) * (up . x) for every FFN row, one warp per row.
+extern "C" __global__ void gate_up_silu(const unsigned char* wg, const unsigned char* wu, int kg, int ku, const float* x, float* h, int rows, int cols) {
+    int row = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+    if (row >= rows) return;
+    float g = warp_sum(lane_dot(kg, wg, row, x, cols, lane));
+    float u = warp_sum(lane_dot(ku, wu, row, x, cols, lane));
+    if (lane == 0) h[row] = g / (1.f + expf(-g)) * u;
+}
+
+// RoPE on q (n_head heads) and k (n_head_kv heads) at *pos, then k and v appended to this
+// layer's cache row *pos. One thread per rotary pair of q and k, plus one per v value.
+extern "C" __global__ void rope_store(float* q, float* k, const float* v, float* kc, float* vc, int n_head, int n_head_kv, int head_dim, int rot, const int* pos, float base, int neox) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    int half = rot >> 1, kvd = n_head_kv * head_dim, p = *pos;
+    int nq = n_head * half, nk = n_head_kv * half;
+    if (t < nq + nk) {
+        bool is_q = t < nq;
+        int u = is_q ? t : t - nq;
+        int h = u / half, i = u % half;
+        float theta = (float)p * powf(base, -2.f * (float)i / (float)rot);
+        float s, c;
+        sincosf(theta, &s, &c);
+        float* hv = (is_q ? q : k) + h * head_dim;
+        int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
+        float x0 = hv[a], x1 = hv[b];
+        float y0 = x0 * c - x1 * s, y1 = x0 * s + x1 * c;
+        hv[a] = y0;
+        hv[b] = y1;
+        if (!is_q) {
+            kc[(long)p * kvd + h * head_dim + a] = y0;
+            kc[(long)p * kvd + h * head_dim + b] = y1;
+        }
+    } else if (t < nq + nk + kvd) {
+        int i = t - nq - nk;
+        vc[(long)p * kvd + i] = v[i];
+        // Dimensions past the rotary width are copied unrotated.
+        int d = i % head_dim;
+        if (d >= rot) kc[(long)p * kvd + i] = k[i];
+    }
+}
+
+// x += y, then out = x / rms(x) * w (the residual add fused into the next norm); one block.
+extern "C" __global__ void add_rmsnorm(float* x, const float* y, const float* w, float* out, int n, float eps) {
+    __shared__ float part[32];
+    float s = 0.f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        float v = x[i] + y[i];
+        x[i] = v;
+        s += v * v;
+    }
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = s;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        s = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : 0.f;
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+        if (threadIdx.x == 0) part[0] = s;
+    }
+    __syncthreads();
+    float scale = rsqrtf(part[0] / n + eps);
+    for (int i = threadIdx.x; i < n; i += blockDim.x) out[i] = x[i] * scale * w[i];
 }

@@ -24,110 +24,81 @@ __device__ __forceinline__ void load_x32(const float* xv, float* xs) {
     }
 }
 
-// Q4_0 / q4_tiled: 18-byte blocks (f16 d, 16 nibble bytes), w = d * (q - 8).
-// Nibbles read as 8 two-byte loads (blocks are 2-byte aligned).
-extern "C" __global__ void matvec_q4_0(const unsigned char* w, const float* x, float* y, int rows, int cols, int batch) {
-    int row = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31, b = blockIdx.y;
-    if (row >= rows) return;
+// Codec kinds shared with the host: 0 q4_0, 1 q4_1, 2 q8_0, 3 f16, 4 f32.
+// This lane's part of row . x: blocks lane, lane + 32, ... (quantized) or values (floats).
+__device__ __forceinline__ float lane_dot(int kind, const unsigned char* w, long row, const float* xb, int cols, int lane) {
     int nb = cols >> 5;
-    const unsigned char* wr = w + (size_t)row * nb * 18;
-    const float* xb = x + (size_t)b * cols;
     float sum = 0.f;
-    for (int i = lane; i < nb; i += 32) {
-        const unsigned short* blk = (const unsigned short*)(wr + (size_t)i * 18);
-        float xs[32];
-        load_x32(xb + i * 32, xs);
-        float s = 0.f;
-        #pragma unroll
-        for (int k = 0; k < 8; k++) {
-            unsigned short q2 = blk[1 + k];
-            unsigned char q0 = q2 & 0xff, q1 = q2 >> 8;
-            s += (float)((int)(q0 & 15) - 8) * xs[2 * k] + (float)((int)(q0 >> 4) - 8) * xs[2 * k + 16]
-               + (float)((int)(q1 & 15) - 8) * xs[2 * k + 1] + (float)((int)(q1 >> 4) - 8) * xs[2 * k + 17];
-        }
-        sum += h2f(blk[0]) * s;
-    }
-    sum = warp_sum(sum);
-    if (lane == 0) y[(size_t)b * rows + row] = sum;
-}
-
-// Q4_1: 20-byte blocks (f16 d, f16 m, 16 nibble bytes), w = d * q + m; 4-byte aligned.
-extern "C" __global__ void matvec_q4_1(const unsigned char* w, const float* x, float* y, int rows, int cols, int batch) {
-    int row = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31, b = blockIdx.y;
-    if (row >= rows) return;
-    int nb = cols >> 5;
-    const unsigned char* wr = w + (size_t)row * nb * 20;
-    const float* xb = x + (size_t)b * cols;
-    float sum = 0.f;
-    for (int i = lane; i < nb; i += 32) {
-        const unsigned int* blk = (const unsigned int*)(wr + (size_t)i * 20);
-        float xs[32];
-        load_x32(xb + i * 32, xs);
-        float s = 0.f, sx = 0.f;
-        #pragma unroll
-        for (int k = 0; k < 4; k++) {
-            unsigned int q4 = blk[1 + k];
+    if (kind == 0) {
+        // 18-byte blocks (f16 d, 16 nibble bytes), w = d * (q - 8); read as 2-byte words.
+        const unsigned char* wr = w + row * nb * 18;
+        for (int i = lane; i < nb; i += 32) {
+            const unsigned short* blk = (const unsigned short*)(wr + (long)i * 18);
+            float xs[32];
+            load_x32(xb + i * 32, xs);
+            float s = 0.f;
             #pragma unroll
-            for (int t = 0; t < 4; t++) {
-                unsigned char q = (q4 >> (8 * t)) & 0xff;
-                int j = 4 * k + t;
-                s += (float)(q & 15) * xs[j] + (float)(q >> 4) * xs[j + 16];
-                sx += xs[j] + xs[j + 16];
+            for (int k = 0; k < 8; k++) {
+                unsigned short q2 = blk[1 + k];
+                unsigned char q0 = q2 & 0xff, q1 = q2 >> 8;
+                s += (float)((int)(q0 & 15) - 8) * xs[2 * k] + (float)((int)(q0 >> 4) - 8) * xs[2 * k + 16]
+                   + (float)((int)(q1 & 15) - 8) * xs[2 * k + 1] + (float)((int)(q1 >> 4) - 8) * xs[2 * k + 17];
             }
+            sum += h2f(blk[0]) * s;
         }
-        unsigned int dm = blk[0];
-        sum += h2f(dm & 0xffff) * s + h2f(dm >> 16) * sx;
-    }
-    sum = warp_sum(sum);
-    if (lane == 0) y[(size_t)b * rows + row] = sum;
-}
-
-// Q8_0: 34-byte blocks (f16 d, 32 int8), w = d * q; 2-byte aligned.
-extern "C" __global__ void matvec_q8_0(const unsigned char* w, const float* x, float* y, int rows, int cols, int batch) {
-    int row = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31, b = blockIdx.y;
-    if (row >= rows) return;
-    int nb = cols >> 5;
-    const unsigned char* wr = w + (size_t)row * nb * 34;
-    const float* xb = x + (size_t)b * cols;
-    float sum = 0.f;
-    for (int i = lane; i < nb; i += 32) {
-        const unsigned short* blk = (const unsigned short*)(wr + (size_t)i * 34);
-        float xs[32];
-        load_x32(xb + i * 32, xs);
-        float s = 0.f;
-        #pragma unroll
-        for (int k = 0; k < 16; k++) {
-            unsigned short q2 = blk[1 + k];
-            s += (float)(signed char)(q2 & 0xff) * xs[2 * k] + (float)(signed char)(q2 >> 8) * xs[2 * k + 1];
+    } else if (kind == 1) {
+        // 20-byte blocks (f16 d, f16 m, 16 nibble bytes), w = d * q + m; 4-byte words.
+        const unsigned char* wr = w + row * nb * 20;
+        for (int i = lane; i < nb; i += 32) {
+            const unsigned int* blk = (const unsigned int*)(wr + (long)i * 20);
+            float xs[32];
+            load_x32(xb + i * 32, xs);
+            float s = 0.f, sx = 0.f;
+            #pragma unroll
+            for (int k = 0; k < 4; k++) {
+                unsigned int q4 = blk[1 + k];
+                #pragma unroll
+                for (int t = 0; t < 4; t++) {
+                    unsigned char q = (q4 >> (8 * t)) & 0xff;
+                    int j = 4 * k + t;
+                    s += (float)(q & 15) * xs[j] + (float)(q >> 4) * xs[j + 16];
+                    sx += xs[j] + xs[j + 16];
+                }
+            }
+            unsigned int dm = blk[0];
+            sum += h2f(dm & 0xffff) * s + h2f(dm >> 16) * sx;
         }
-        sum += h2f(blk[0]) * s;
+    } else if (kind == 2) {
+        // 34-byte blocks (f16 d, 32 int8), w = d * q; 2-byte words.
+        const unsigned char* wr = w + row * nb * 34;
+        for (int i = lane; i < nb; i += 32) {
+            const unsigned short* blk = (const unsigned short*)(wr + (long)i * 34);
+            float xs[32];
+            load_x32(xb + i * 32, xs);
+            float s = 0.f;
+            #pragma unroll
+            for (int k = 0; k < 16; k++) {
+                unsigned short q2 = blk[1 + k];
+                s += (float)(signed char)(q2 & 0xff) * xs[2 * k] + (float)(signed char)(q2 >> 8) * xs[2 * k + 1];
+            }
+            sum += h2f(blk[0]) * s;
+        }
+    } else if (kind == 3) {
+        const unsigned short* wr = (const unsigned short*)w + row * cols;
+        for (int i = lane; i < cols; i += 32) sum += h2f(wr[i]) * xb[i];
+    } else {
+        const float* wr = (const float*)w + row * cols;
+        for (int i = lane; i < cols; i += 32) sum += wr[i] * xb[i];
     }
-    sum = warp_sum(sum);
-    if (lane == 0) y[(size_t)b * rows + row] = sum;
+    return sum;
 }
 
-// F16 rows.
-extern "C" __global__ void matvec_f16(const unsigned char* w, const float* x, float* y, int rows, int cols, int batch) {
+// y (batch, rows) = x (batch, cols) . W^T: one warp per (row, batch row).
+extern "C" __global__ void matvec(const unsigned char* w, int kind, const float* x, float* y, int rows, int cols, int batch) {
     int row = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31, b = blockIdx.y;
     if (row >= rows) return;
-    const unsigned short* wr = (const unsigned short*)w + (size_t)row * cols;
-    const float* xb = x + (size_t)b * cols;
-    float sum = 0.f;
-    for (int i = lane; i < cols; i += 32) sum += h2f(wr[i]) * xb[i];
-    sum = warp_sum(sum);
-    if (lane == 0) y[(size_t)b * rows + row] = sum;
-}
-
-// F32 rows.
-extern "C" __global__ void matvec_f32(const unsigned char* w, const float* x, float* y, int rows, int cols, int batch) {
-    int row = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31, b = blockIdx.y;
-    if (row >= rows) return;
-    const float* wr = (const float*)w + (size_t)row * cols;
-    const float* xb = x + (size_t)b * cols;
-    float sum = 0.f;
-    for (int i = lane; i < cols; i += 32) sum += wr[i] * xb[i];
-    sum = warp_sum(sum);
-    if (lane == 0) y[(size_t)b * rows + row] = sum;
+    float sum = warp_sum(lane_dot(kind, w, row, x + (long)b * cols, cols, lane));
+    if (lane == 0) y[(long)b * rows + row] = sum;
 }
 
 // g = silu(g) * u, element-wise over n values.
