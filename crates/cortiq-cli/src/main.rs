@@ -271,6 +271,10 @@ fn run(cmd: Command) -> Result<()> {
             println!("{}", bench::bench(&engine, &name, &args)?);
             if explain {
                 eprintln!("\n{}", cortiq_engine::gpu::Gpu::global().explain_table());
+                eprintln!("weight bytes per decode token by stage:");
+                for (stage, bytes) in engine.model.weight_bytes_by_stage() {
+                    eprintln!("  {stage}: {bytes} ({})", inspect::human(bytes));
+                }
             }
             Ok(())
         }
@@ -302,6 +306,9 @@ fn gpu_report() -> String {
     let budget = gpu.vram_budget();
     s += &format!("weight budget: {}\n", if budget == 0 { "0 (no GPU)".to_string() } else if budget == u64::MAX { "unified memory".to_string() } else { inspect::human(budget) });
     s += &format!("min_rows: {}\n", gpu.min_rows());
+    if let Some(bw) = gpu.upload_bandwidth_probe() {
+        s += &format!("upload bandwidth: {:.1} GB/s (64 MiB host-to-device)\n", bw / 1e9);
+    }
     s += &format!("probe: {}\n", if cfg.probe { "on (measured per op class)" } else { "off (CMF_GPU_PROBE=0: device trusted)" });
     s += &format!("probe cache: {}\n", cfg.cache.path.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "off (CMF_PROBE_CACHE=0)".into()));
     let verdicts = gpu.verdicts();

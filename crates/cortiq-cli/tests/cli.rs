@@ -142,3 +142,33 @@ fn default_model_round_trips_through_convert() {
         }
     }
 }
+
+/// On a machine without a GPU backend, every CMF_GPU value gives exactly the CPU output
+/// plus at most one notice line, and `cortiq gpu` reports `backend: cpu`.
+#[test]
+fn gpu_requests_without_a_backend_run_the_cpu_path_with_one_notice() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = tiny(dir.path());
+    let m = model.to_str().unwrap();
+    let run = |gpu: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_cortiq"))
+            .args(["run", "-m", m, "--raw", "--temp", "0", "-n", "8", "hello world"])
+            .env("CORTIQ_HOME", dir.path())
+            .env("CMF_GPU", gpu)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let notices = String::from_utf8_lossy(&out.stderr).lines().filter(|l| l.contains("CMF_GPU")).count();
+        (String::from_utf8(out.stdout).unwrap(), notices)
+    };
+    let (cpu, none) = run("0");
+    assert_eq!(none, 0);
+    for gpu in ["1", "wgpu", "cuda", "bogus"] {
+        let (text, notices) = run(gpu);
+        assert_eq!(text, cpu, "CMF_GPU={gpu}");
+        let compiled_cuda = cfg!(feature = "cuda") && gpu == "cuda";
+        assert!(notices == 1 || compiled_cuda, "CMF_GPU={gpu}: {notices} notice lines");
+    }
+    let info = ok(&Command::new(env!("CARGO_BIN_EXE_cortiq")).arg("gpu").env("CMF_GPU", "1").output().unwrap());
+    assert!(info.contains("backend: cpu"), "{info}");
+}

@@ -185,6 +185,11 @@ pub trait Backend: Send + Sync {
     /// Drop a sequence's device state (KV mirror, recurrent state).
     fn reset_sequence(&self, _seq: u64) {}
 
+    /// Host-to-device copy bandwidth in bytes/s, measured once (None: not measured).
+    fn upload_bandwidth(&self) -> Option<f64> {
+        None
+    }
+
     /// Token-graph time split (tokens, host encode, GPU tail) for `CMF_GRAPH_HOSTPROF=1`.
     fn graph_profile(&self) -> Option<(u64, std::time::Duration, std::time::Duration)> {
         None

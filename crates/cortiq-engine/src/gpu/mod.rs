@@ -220,6 +220,11 @@ impl Gpu {
         self.backend.as_ref().map(|b| b.upload_bytes()).unwrap_or(0)
     }
 
+    /// Measured host-to-device bandwidth in bytes/s (None without a device).
+    pub fn upload_bandwidth_probe(&self) -> Option<f64> {
+        self.backend.as_ref().and_then(|b| b.upload_bandwidth())
+    }
+
     pub fn config(&self) -> &GpuConfig {
         &self.cfg
     }

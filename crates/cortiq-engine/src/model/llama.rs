@@ -172,6 +172,16 @@ impl Llama {
         total + self.view(&self.output).bytes.len() as u64 + self.view(&self.embed).row_bytes() as u64
     }
 
+    /// Weight bytes one decode token reads, by stage (SPEC section 12): the honest floor of
+    /// each stage is its bytes over the measured bandwidth.
+    pub fn weight_bytes_by_stage(&self) -> Vec<(&'static str, u64)> {
+        let bytes = |w: &Weight| self.view(w).bytes.len() as u64;
+        let attention: u64 = self.layers.iter().map(|l| bytes(&l.wq) + bytes(&l.wk) + bytes(&l.wv) + bytes(&l.wo)).sum();
+        let ffn: u64 = self.layers.iter().map(|l| bytes(&l.gate) + bytes(&l.up) + bytes(&l.down)).sum();
+        let norms = 4 * self.cfg.n_embd as u64 * (2 * self.cfg.n_layer as u64 + 1);
+        vec![("misc (embedding row, norms)", self.view(&self.embed).row_bytes() as u64 + norms), ("attention", attention), ("dense ffn", ffn), ("head", bytes(&self.output))]
+    }
+
     /// Parameter count (all tensors).
     pub fn n_params(&self) -> u64 {
         self.file.tensors.iter().map(|t| t.elements()).sum()

@@ -240,6 +240,17 @@ impl Backend for CudaBackend {
         self.mirrors.lock().unwrap_or_else(|e| e.into_inner()).remove(&seq);
     }
 
+    fn upload_bandwidth(&self) -> Option<f64> {
+        // 64 MiB through a pageable host buffer, timed around a synchronize.
+        let host = vec![0x5Au8; 64 << 20];
+        let t = std::time::Instant::now();
+        let dev = self.stream.clone_htod(&host).ok()?;
+        self.stream.synchronize().ok()?;
+        let secs = t.elapsed().as_secs_f64();
+        drop(dev);
+        Some(host.len() as f64 / secs)
+    }
+
     fn graph_profile(&self) -> Option<(u64, std::time::Duration, std::time::Duration)> {
         Some(*self.profile.lock().unwrap_or_else(|e| e.into_inner()))
     }
