@@ -266,9 +266,10 @@ impl CudaBackend {
                 s.launch_builder(f("attn_combine")).arg(&g.part).arg(&mut g.att).arg(&hd).arg(&pos_ptr).arg(&part_splits).launch(combine_cfg).map_err(err)?;
             }
             self.launch_matvec(&w[3], map, &g.att, &mut g.proj, 1)?;
+            let rpw = super::rows_per_warp(c.n_ff, 2);
             unsafe {
                 s.launch_builder(f("add_rmsnorm")).arg(&mut g.x).arg(&g.proj).arg(&g.norms[li].1).arg(&mut g.xn).arg(&d).arg(&eps).launch(norm_cfg).map_err(err)?;
-                s.launch_builder(f("gate_up_silu")).arg(dev(&w[4])?).arg(dev(&w[5])?).arg(&kd(&w[4])).arg(&kd(&w[5])).arg(&g.xn).arg(&mut g.h).arg(&ff).arg(&d).launch(warps(c.n_ff)).map_err(err)?;
+                s.launch_builder(f("gate_up_silu")).arg(dev(&w[4])?).arg(dev(&w[5])?).arg(&kd(&w[4])).arg(&kd(&w[5])).arg(&g.xn).arg(&mut g.h).arg(&ff).arg(&d).arg(&(rpw as i32)).launch(warps(c.n_ff.div_ceil(rpw as usize))).map_err(err)?;
             }
             self.launch_matvec(&w[6], map, &g.h, &mut g.proj, 1)?;
             unsafe {

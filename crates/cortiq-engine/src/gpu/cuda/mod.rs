@@ -23,8 +23,24 @@ const KERNELS: [&str; 2] = [include_str!("kernels/matvec.cu"), include_str!("ker
 const KERNEL_NAMES: [&str; 10] = ["matvec", "silu_mul", "embed_row", "rmsnorm", "attn_split", "attn_combine", "qkv", "gate_up_silu", "rope_store", "add_rmsnorm"];
 /// Fraction of device memory weights may occupy (the rest: activations, KV, the driver).
 const WEIGHT_BUDGET_FRACTION: f64 = 0.9;
-/// Threads per block of the matvec kernels: 8 warps, one row each.
+/// Threads per block of the matvec kernel: 8 warps.
 const MATVEC_THREADS: u32 = 256;
+/// Rows each matvec warp computes on large matrices (`MV_ROWS` in matvec.cu).
+const MATVEC_ROWS_PER_WARP: u32 = 4;
+/// From this many rows a matrix has warps enough to fill the H200's 132 SMs even with
+/// several rows per warp (measured, bench/NOTES.md: 4 rows per warp everywhere took
+/// llama-8b decode from 95 to 140 tok/s but smollm2-135m's 576-row matrices from 673 to 553;
+/// from 8192 rows only, 8b fell back to 124).
+pub(super) const MULTI_ROW_MIN_ROWS: usize = 4096;
+
+/// Rows per warp for a matrix of `rows` rows.
+pub(super) fn rows_per_warp(rows: usize, most: u32) -> u32 {
+    if rows >= MULTI_ROW_MIN_ROWS {
+        most
+    } else {
+        1
+    }
+}
 
 /// A resident weight: its device bytes and the fingerprint of the host bytes it came from.
 struct Resident {
@@ -123,10 +139,12 @@ impl CudaBackend {
         let f = &self.funcs["matvec"];
         let dev = &weights.get(&w.key).ok_or("weight not resident")?.data;
         let (rows, cols, batch) = (w.view.rows as i32, w.view.cols as i32, batch as i32);
-        let warps_per_block = MATVEC_THREADS / 32;
-        let cfg = LaunchConfig { grid_dim: ((rows as u32).div_ceil(warps_per_block), batch as u32, 1), block_dim: (MATVEC_THREADS, 1, 1), shared_mem_bytes: 0 };
+        let rpw = rows_per_warp(w.view.rows, MATVEC_ROWS_PER_WARP);
+        let rows_per_block = (MATVEC_THREADS / 32) * rpw;
+        let rpw = rpw as i32;
+        let cfg = LaunchConfig { grid_dim: ((rows as u32).div_ceil(rows_per_block), batch as u32, 1), block_dim: (MATVEC_THREADS, 1, 1), shared_mem_bytes: 0 };
         let mut b = self.stream.launch_builder(f);
-        b.arg(dev).arg(&kind).arg(x).arg(y).arg(&rows).arg(&cols).arg(&batch);
+        b.arg(dev).arg(&kind).arg(x).arg(y).arg(&rows).arg(&cols).arg(&batch).arg(&rpw);
         // SAFETY: the kernel reads rows * row_bytes weight bytes, batch * cols floats of x and
         // writes batch * rows floats of y; all three buffers were sized for exactly that.
         unsafe { b.launch(cfg) }.map_err(err)?;

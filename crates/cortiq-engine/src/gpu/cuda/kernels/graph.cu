@@ -127,13 +127,40 @@ extern "C" __global__ void qkv(const unsigned char* wq, const unsigned char* wk,
     if (lane == 0) y[row] = sum;
 }
 
-// h = silu(gate . x) * (up . x) for every FFN row, one warp per row.
-extern "C" __global__ void gate_up_silu(const unsigned char* wg, const unsigned char* wu, int kg, int ku, const float* x, float* h, int rows, int cols) {
-    int row = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
-    if (row >= rows) return;
-    float g = warp_sum(lane_dot(kg, wg, row, x, cols, lane));
-    float u = warp_sum(lane_dot(ku, wu, row, x, cols, lane));
-    if (lane == 0) h[row] = g / (1.f + expf(-g)) * u;
+// h = silu(gate . x) * (up . x) for every FFN row; each warp takes `rpw` (1 or 2) rows, so
+// one activation load serves up to 4 weight rows (2 of gate, 2 of up).
+extern "C" __global__ void gate_up_silu(const unsigned char* wg, const unsigned char* wu, int kg, int ku, const float* x, float* h, int rows, int cols, int rpw) {
+    int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+    long r0 = (long)warp * rpw;
+    if (r0 >= rows) return;
+    bool two = rpw == 2 && r0 + 1 < rows;
+    float g0 = 0.f, g1 = 0.f, u0 = 0.f, u1 = 0.f;
+    if (kg <= 2 && ku <= 2) {
+        int nb = cols >> 5;
+        long bg = (long)nb * block_bytes(kg), bu = (long)nb * block_bytes(ku);
+        for (int i = lane; i < nb; i += 32) {
+            float xs[32];
+            load_x32(x + i * 32, xs);
+            g0 += block_dot(kg, wg + r0 * bg, i, xs);
+            u0 += block_dot(ku, wu + r0 * bu, i, xs);
+            if (two) {
+                g1 += block_dot(kg, wg + (r0 + 1) * bg, i, xs);
+                u1 += block_dot(ku, wu + (r0 + 1) * bu, i, xs);
+            }
+        }
+    } else {
+        g0 = lane_dot(kg, wg, r0, x, cols, lane);
+        u0 = lane_dot(ku, wu, r0, x, cols, lane);
+        if (two) {
+            g1 = lane_dot(kg, wg, r0 + 1, x, cols, lane);
+            u1 = lane_dot(ku, wu, r0 + 1, x, cols, lane);
+        }
+    }
+    g0 = warp_sum(g0); u0 = warp_sum(u0); g1 = warp_sum(g1); u1 = warp_sum(u1);
+    if (lane == 0) {
+        h[r0] = g0 / (1.f + expf(-g0)) * u0;
+        if (two) h[r0 + 1] = g1 / (1.f + expf(-g1)) * u1;
+    }
 }
 
 // RoPE on q (n_head heads) and k (n_head_kv heads) at *pos, then k and v appended to this
