@@ -14,7 +14,7 @@ use std::path::Path;
 fn target_codec(t: &TensorInfo, want: Option<Codec>) -> Codec {
     match want {
         None => t.codec,
-        Some(c) if t.shape.len() < 2 || t.cols() % c.block_len() as u64 != 0 => t.codec,
+        Some(c) if t.shape.len() < 2 || !t.cols().is_multiple_of(c.block_len() as u64) => t.codec,
         Some(c) => c,
     }
 }

@@ -105,7 +105,7 @@ impl Value {
             Value::F32(v) => format!("{v}"),
             Value::F64(v) => format!("{v}"),
             Value::Bool(v) => format!("{v}"),
-            other => format!("{}", other.as_u64().map(|v| v.to_string()).unwrap_or_else(|| format!("{other:?}"))),
+            other => other.as_u64().map(|v| v.to_string()).unwrap_or_else(|| format!("{other:?}")).to_string(),
         }
     }
 }
@@ -135,7 +135,7 @@ fn min_encoded_size(id: u32) -> u64 {
     match id {
         0 | 1 | 7 => 1,
         2 | 3 => 2,
-        4 | 5 | 6 => 4,
+        4..=6 => 4,
         8 | 10 | 11 | 12 => 8,
         9 => 12,
         _ => 1,

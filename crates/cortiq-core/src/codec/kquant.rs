@@ -2,6 +2,7 @@
 //! - Q4_K (144 B): f16 d, f16 dmin, 12 B of packed 6-bit (scale, min) x 8, 128 B nibbles.
 //! - Q5_K (176 B): as Q4_K plus 32 B of fifth bits (qh) before the nibbles.
 //! - Q6_K (210 B): 128 B low nibbles, 64 B high 2-bit pairs, 16 int8 scales, f16 d.
+//!
 //! Packing uses a simple min/max quantizer (valid encodings, not ggml's error-optimal search).
 
 use super::q4::f16_at;

@@ -135,7 +135,7 @@ impl Codec {
     /// blocks (or the size overflows).
     pub fn row_bytes(self, cols: u64) -> Option<u64> {
         let bl = self.block_len() as u64;
-        if cols % bl != 0 {
+        if !cols.is_multiple_of(bl) {
             return None;
         }
         let body = (cols / bl).checked_mul(self.block_bytes() as u64)?;

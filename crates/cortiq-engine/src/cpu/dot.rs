@@ -125,7 +125,7 @@ pub fn dot_f32(codec: Codec, w: &[u8], x: &[f32]) -> f32 {
         return w.chunks_exact(4).zip(x).map(|(b, &v)| f32::from_le_bytes([b[0], b[1], b[2], b[3]]) * v).sum();
     }
     let chunk = codec.block_len().max(256).min(x.len().max(1));
-    if codec == Codec::Q8Row || x.len() % chunk != 0 {
+    if codec == Codec::Q8Row || !x.len().is_multiple_of(chunk) {
         let mut buf = vec![0f32; x.len()];
         codec.unpack_row(w, &mut buf).expect("row length checked at load");
         return buf.iter().zip(x).map(|(a, b)| a * b).sum();

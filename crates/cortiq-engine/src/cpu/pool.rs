@@ -156,7 +156,7 @@ fn worker(s: &Shared) {
                 break;
             }
             spins += 1;
-            if spins % 1024 == 0 && start.elapsed() > SPIN {
+            if spins.is_multiple_of(1024) && start.elapsed() > SPIN {
                 let mut l = s.sleep_lock.lock().unwrap_or_else(|e| e.into_inner());
                 s.sleepers.fetch_add(1, Ordering::SeqCst);
                 while s.epoch.load(Ordering::SeqCst) == seen && !s.shutdown.load(Ordering::Relaxed) {

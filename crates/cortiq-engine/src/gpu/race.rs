@@ -33,7 +33,7 @@ impl GraphRace {
     pub fn arm_for_generation(&self) -> GraphArm {
         match self.winner {
             Some(w) => w,
-            None if self.generations % 2 == 0 => GraphArm::PerOp,
+            None if self.generations.is_multiple_of(2) => GraphArm::PerOp,
             None => GraphArm::Graph,
         }
     }

@@ -60,7 +60,7 @@ impl LlamaConfig {
             n_ctx_train: m.meta_u64(&format!("{arch}.context_length")).map(|v| v as usize).unwrap_or(2048),
             vocab: emb.rows() as usize,
         };
-        if cfg.rope_dims > cfg.head_dim || cfg.rope_dims % 2 != 0 || cfg.head_dim == 0 {
+        if cfg.rope_dims > cfg.head_dim || !cfg.rope_dims.is_multiple_of(2) || cfg.head_dim == 0 {
             return Err(EngineError::BadModel(format!("rope width {} does not fit head size {}", cfg.rope_dims, cfg.head_dim)));
         }
         Ok(cfg)

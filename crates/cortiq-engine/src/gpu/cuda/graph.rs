@@ -79,7 +79,7 @@ pub(super) fn unsupported(m: &Llama, capacity: usize) -> Option<&'static str> {
     if all_weights(m).iter().any(|w| kind(w.codec).is_none() || w.cols % 32 != 0) {
         return Some("cannot build a graph: a weight codec has no CUDA kernel");
     }
-    if m.cfg.head_dim % 2 != 0 {
+    if !m.cfg.head_dim.is_multiple_of(2) {
         return Some("cannot build a graph: odd head size");
     }
     None
@@ -122,14 +122,14 @@ impl CudaBackend {
     fn mirror_at(&self, mirrors: &mut HashMap<u64, Mirror>, job: &TokenGraphJob) -> Result<(), String> {
         let c = &job.model.cfg;
         let (kvd, cap) = (c.kv_dim(), job.host_kv.capacity());
-        if !mirrors.contains_key(&job.seq) {
+        if let std::collections::hash_map::Entry::Vacant(slot) = mirrors.entry(job.seq) {
             let mut k = Vec::new();
             let mut v = Vec::new();
             for _ in 0..c.n_layer {
                 k.push(self.stream.alloc_zeros::<f32>(cap * kvd).map_err(err)?);
                 v.push(self.stream.alloc_zeros::<f32>(cap * kvd).map_err(err)?);
             }
-            mirrors.insert(job.seq, Mirror { k, v, len: 0, captured: None });
+            slot.insert(Mirror { k, v, len: 0, captured: None });
         }
         let mirror = mirrors.get_mut(&job.seq).expect("inserted above");
         if mirror.len != job.pos {
