@@ -100,6 +100,7 @@ fn metadata(shape: &Shape, codec: Codec) -> Result<Vec<(String, Value)>> {
         Codec::F16 => 1,
         Codec::Q4_0 | Codec::Q4Tiled => 2,
         Codec::Q4_1 => 3,
+        Codec::Q5_0 => 8,
         Codec::Q8_0 => 7,
         Codec::Q4K => 15,
         Codec::Q5K => 17,

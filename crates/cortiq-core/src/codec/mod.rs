@@ -18,6 +18,7 @@ pub enum Codec {
     BF16,
     Q4_0,
     Q4_1,
+    Q5_0,
     Q8_0,
     Q4K,
     Q5K,
@@ -29,12 +30,13 @@ pub enum Codec {
     Q4Tiled,
 }
 
-pub const ALL_CODECS: [Codec; 11] = [
+pub const ALL_CODECS: [Codec; 12] = [
     Codec::F32,
     Codec::F16,
     Codec::BF16,
     Codec::Q4_0,
     Codec::Q4_1,
+    Codec::Q5_0,
     Codec::Q8_0,
     Codec::Q4K,
     Codec::Q5K,
@@ -51,6 +53,7 @@ impl Codec {
             Codec::F16 => 1,
             Codec::Q4_0 => 2,
             Codec::Q4_1 => 3,
+            Codec::Q5_0 => 6,
             Codec::Q8_0 => 8,
             Codec::Q4K => 12,
             Codec::Q5K => 13,
@@ -79,6 +82,7 @@ impl Codec {
             Codec::Q6K => 8,
             Codec::Q8Row => 9,
             Codec::Q4Tiled => 10,
+            Codec::Q5_0 => 11,
         }
     }
 
@@ -94,6 +98,7 @@ impl Codec {
             Codec::BF16 => "bf16",
             Codec::Q4_0 => "q4_0",
             Codec::Q4_1 => "q4_1",
+            Codec::Q5_0 => "q5_0",
             Codec::Q8_0 => "q8_0",
             Codec::Q4K => "q4_k",
             Codec::Q5K => "q5_k",
@@ -112,7 +117,7 @@ impl Codec {
     pub fn block_len(self) -> usize {
         match self {
             Codec::F32 | Codec::F16 | Codec::BF16 | Codec::Q8Row => 1,
-            Codec::Q4_0 | Codec::Q4_1 | Codec::Q8_0 | Codec::Q4Tiled => 32,
+            Codec::Q4_0 | Codec::Q4_1 | Codec::Q5_0 | Codec::Q8_0 | Codec::Q4Tiled => 32,
             Codec::Q4K | Codec::Q5K | Codec::Q6K => 256,
         }
     }
@@ -124,6 +129,7 @@ impl Codec {
             Codec::Q8Row => 1,
             Codec::Q4_0 | Codec::Q4Tiled => 18,
             Codec::Q4_1 => 20,
+            Codec::Q5_0 => 22,
             Codec::Q8_0 => 34,
             Codec::Q4K => 144,
             Codec::Q5K => 176,
@@ -161,6 +167,7 @@ impl Codec {
             Codec::F32 | Codec::F16 | Codec::BF16 => float::pack(self, row, &mut out),
             Codec::Q4_0 | Codec::Q4Tiled => q4::pack_q4_0(row, &mut out),
             Codec::Q4_1 => q4::pack_q4_1(row, &mut out),
+            Codec::Q5_0 => q4::pack_q5_0(row, &mut out),
             Codec::Q8_0 => q8::pack_q8_0(row, &mut out),
             Codec::Q8Row => q8::pack_q8_row(row, &mut out),
             Codec::Q4K => kquant::pack_q4_k(row, &mut out),
@@ -178,6 +185,7 @@ impl Codec {
             Codec::F32 | Codec::F16 | Codec::BF16 => float::unpack(self, bytes, out),
             Codec::Q4_0 | Codec::Q4Tiled => q4::unpack_q4_0(bytes, out),
             Codec::Q4_1 => q4::unpack_q4_1(bytes, out),
+            Codec::Q5_0 => q4::unpack_q5_0(bytes, out),
             Codec::Q8_0 => q8::unpack_q8_0(bytes, out),
             Codec::Q8Row => q8::unpack_q8_row(bytes, out),
             Codec::Q4K => kquant::unpack_q4_k(bytes, out),

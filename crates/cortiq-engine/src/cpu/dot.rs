@@ -37,6 +37,7 @@ pub fn q8_kernel(codec: Codec) -> Option<Q8Kernels> {
             Codec::Q4_1 => Some(Q8Kernels { one: avx2::q4_1, four: avx2::q4_1_x4 }),
             Codec::Q8_0 => Some(Q8Kernels { one: avx2::q8_0, four: avx2::q8_0_x4 }),
             Codec::Q8Row => Some(Q8Kernels { one: q8_row, four: four_by_one!(q8_row) }),
+            Codec::Q5_0 => Some(Q8Kernels { one: q5_0, four: four_by_one!(q5_0) }),
             _ => None,
         };
     }
@@ -45,6 +46,7 @@ pub fn q8_kernel(codec: Codec) -> Option<Q8Kernels> {
         Codec::Q4_1 => Some(Q8Kernels { one: q4_1, four: four_by_one!(q4_1) }),
         Codec::Q8_0 => Some(Q8Kernels { one: q8_0, four: four_by_one!(q8_0) }),
         Codec::Q8Row => Some(Q8Kernels { one: q8_row, four: four_by_one!(q8_row) }),
+        Codec::Q5_0 => Some(Q8Kernels { one: q5_0, four: four_by_one!(q5_0) }),
         _ => None,
     }
 }
@@ -94,6 +96,22 @@ pub fn q4_1(w: &[u8], x: &[BlockQ8]) -> f32 {
             acc += (blk[4 + j] >> 4) as i32 * xb.qs[j + 16] as i32;
         }
         sum += f16_at(blk, 0) * xb.d * acc as f32 + f16_at(blk, 2) * xb.s;
+    }
+    sum
+}
+
+/// Q5_0 row (22-byte blocks) . q8 activations, portable.
+pub fn q5_0(w: &[u8], x: &[BlockQ8]) -> f32 {
+    let mut sum = 0f32;
+    for (blk, xb) in w.chunks_exact(22).zip(x) {
+        let qh = u32::from_le_bytes([blk[2], blk[3], blk[4], blk[5]]);
+        let mut acc = 0i32;
+        for j in 0..16 {
+            let lo = ((blk[6 + j] & 0x0F) as u32 | (((qh >> j) & 1) << 4)) as i32 - 16;
+            let hi = ((blk[6 + j] >> 4) as u32 | (((qh >> (j + 16)) & 1) << 4)) as i32 - 16;
+            acc += lo * xb.qs[j] as i32 + hi * xb.qs[j + 16] as i32;
+        }
+        sum += f16_at(blk, 0) * xb.d * acc as f32;
     }
     sum
 }
@@ -350,6 +368,7 @@ mod tests {
                         Codec::Q4_0 | Codec::Q4Tiled => q4_0(&packed, &xq),
                         Codec::Q4_1 => q4_1(&packed, &xq),
                         Codec::Q8_0 => q8_0(&packed, &xq),
+                        Codec::Q5_0 => q5_0(&packed, &xq),
                         _ => q8_row(&packed, &xq),
                     };
                     assert!((got - portable).abs() <= 1e-4 * norm, "{c}: simd {got} vs portable {portable} (seed {seed})");

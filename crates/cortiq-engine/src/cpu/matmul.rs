@@ -95,12 +95,21 @@ pub fn matmul_many(jobs: &mut [(WeightView, &mut [f32])], x: &[f32], batch: usiz
                     }
                 }
             }
+            None if batch == 1 => {
+                for r in r0..r1 {
+                    // SAFETY: as above.
+                    unsafe { *out.0.add(r) = dot_f32(w.codec, w.row(r), x) };
+                }
+            }
             None => {
-                for b in 0..batch {
-                    let xb = &x[b * cols..(b + 1) * cols];
-                    for r in r0..r1 {
+                // Decode each row once and reuse it for every activation row.
+                let mut dec = vec![0f32; cols];
+                for r in r0..r1 {
+                    w.decode_row(r, &mut dec);
+                    for b in 0..batch {
+                        let xb = &x[b * cols..(b + 1) * cols];
                         // SAFETY: as above.
-                        unsafe { *out.0.add(b * rows + r) = dot_f32(w.codec, w.row(r), xb) };
+                        unsafe { *out.0.add(b * rows + r) = dec.iter().zip(xb).map(|(a, v)| a * v).sum() };
                     }
                 }
             }
