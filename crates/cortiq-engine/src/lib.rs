@@ -11,6 +11,7 @@ pub mod model;
 pub mod perplexity;
 pub mod pipeline;
 pub mod sample;
+pub mod spm;
 pub mod synth;
 pub mod tokenizer;
 

@@ -4,15 +4,15 @@
 
 use crate::cpu::attention::attend_head;
 use crate::cpu::f16::round_slice;
-use crate::cpu::matmul::{ffn_swiglu, matmul, matmul_many};
+use crate::cpu::matmul::{ffn_gated, matmul, matmul_many};
 use crate::cpu::ops::{add_in_place, rmsnorm, rope_table, rope_with};
 use crate::cpu::pool::{parallel_for, pool};
 use crate::error::EngineError;
-use crate::gpu::backend::{Activation, FfnJob, MatmulJob, MultiMatmulJob, TokenGraphJob};
+use crate::gpu::backend::{FfnJob, MatmulJob, MultiMatmulJob, TokenGraphJob};
 use crate::gpu::race::GraphArm;
 use crate::gpu::{scope, Gpu, GraphOutcome};
 use crate::kv::KvCache;
-use crate::model::llama::{Llama, Weight};
+use crate::model::llama::{Family, Llama, Weight};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -34,6 +34,16 @@ impl AttPtr {
 pub const PREFILL_CHUNK: usize = 256;
 
 static NEXT_SEQ: AtomicU64 = AtomicU64::new(1);
+
+/// RMSNorm of every w.len()-long row of x in place (heads for q/k norms, rows for the
+/// post norms).
+fn norm_rows(x: &mut [f32], w: &[f32], eps: f32) {
+    let mut tmp = vec![0f32; w.len()];
+    for row in x.chunks_exact_mut(w.len()) {
+        rmsnorm(&mut tmp, row, w, eps);
+        row.copy_from_slice(&tmp);
+    }
+}
 
 /// A model plus one sequence's state: the host KV cache and, when the token graph runs,
 /// the device's mirror of it.
@@ -119,6 +129,9 @@ impl Session {
             }
             embed.decode_row(t as usize, &mut x[i * d..(i + 1) * d]);
         }
+        if cfg.embed_scale != 1.0 {
+            x.iter_mut().for_each(|v| *v *= cfg.embed_scale);
+        }
         let (qd, kvd, hd) = (cfg.q_dim(), cfg.kv_dim(), cfg.head_dim);
         let mut xn = vec![0f32; b * d]; // (b, n_embd) normed input
         let mut q = vec![0f32; b * qd]; // (b, n_head * head_dim)
@@ -126,13 +139,21 @@ impl Session {
         let mut v = vec![0f32; b * kvd];
         let mut att = vec![0f32; b * qd]; // (b, n_head * head_dim) attention output
         let mut proj = vec![0f32; b * d]; // (b, n_embd) projections back to the stream
-        let rope_tables: Vec<_> = (0..b).map(|i| rope_table(pos0 + i, cfg.rope_dims, cfg.rope_base)).collect();
+        // RoPE tables per position, one set per distinct base (global and local layers).
+        let tables_for = |base: f32| -> Vec<_> { (0..b).map(|i| rope_table(pos0 + i, cfg.rope_dims, base)).collect() };
+        let global_tables = tables_for(cfg.rope_base);
+        let local_tables = cfg.sliding.map(|s| tables_for(s.rope_base));
         for (li, layer) in m.layers.iter().enumerate() {
+            let rope_tables = if cfg.is_local(li) { local_tables.as_ref().unwrap_or(&global_tables) } else { &global_tables };
             let _layer = scope::in_layer(Some(li as u32));
             for i in 0..b {
                 rmsnorm(&mut xn[i * d..(i + 1) * d], &x[i * d..(i + 1) * d], &layer.attn_norm, cfg.eps);
             }
             self.qkv(&[layer.wq, layer.wk, layer.wv], &xn, b, &mut [&mut q[..], &mut k[..], &mut v[..]]);
+            if let (Some(qn), Some(kn)) = (&layer.q_norm, &layer.k_norm) {
+                norm_rows(&mut q, qn, cfg.eps);
+                norm_rows(&mut k, kn, cfg.eps);
+            }
             for (i, table) in rope_tables.iter().enumerate() {
                 for h in q[i * qd..(i + 1) * qd].chunks_exact_mut(hd) {
                     rope_with(h, table, cfg.rope_neox);
@@ -141,15 +162,26 @@ impl Session {
                     rope_with(h, table, cfg.rope_neox);
                 }
             }
+            // Gemma scales the query itself (score scale 1); llama scales the scores.
+            let score_scale = if cfg.family == Family::Llama { cfg.attn_scale } else { 1.0 };
+            if cfg.family != Family::Llama {
+                q.iter_mut().for_each(|v| *v *= cfg.attn_scale);
+            }
             round_slice(&mut q);
             self.kv.write(li, pos0, &k, &v);
-            self.attention(li, pos0, b, &q, &mut att);
+            self.attention(li, pos0, b, &q, score_scale, cfg.layer_attention(li).1, &mut att);
             self.matmul(&layer.wo, &att, b, &mut proj);
+            if let Some(pn) = &layer.post_attn_norm {
+                norm_rows(&mut proj, pn, cfg.eps);
+            }
             add_in_place(&mut x, &proj);
             for i in 0..b {
                 rmsnorm(&mut xn[i * d..(i + 1) * d], &x[i * d..(i + 1) * d], &layer.ffn_norm, cfg.eps);
             }
             self.ffn(layer.gate, layer.up, layer.down, &xn, b, &mut proj);
+            if let Some(pn) = &layer.post_ffn_norm {
+                norm_rows(&mut proj, pn, cfg.eps);
+            }
             add_in_place(&mut x, &proj);
         }
         self.pos = pos0 + b;
@@ -244,24 +276,26 @@ impl Session {
         });
     }
 
-    /// The dense SwiGLU FFN: out = down(silu(gate(x)) * up(x)).
+    /// The dense gated FFN: out = down(act(gate(x)) * up(x)), act as the model names it.
     fn ffn(&self, gate: Weight, up: Weight, down: Weight, x: &[f32], batch: usize, out: &mut [f32]) {
         let m = &self.model;
-        let job = FfnJob { gate: m.weight_arg(&gate), up: m.weight_arg(&up), down: m.weight_arg(&down), act: Activation::Silu, x, batch };
-        self.gpu.ffn(&job, out, |out| ffn_swiglu(&job.gate.view, &job.up.view, &job.down.view, x, batch, out));
+        let act = m.cfg.act;
+        let job = FfnJob { gate: m.weight_arg(&gate), up: m.weight_arg(&up), down: m.weight_arg(&down), act, x, batch };
+        self.gpu.ffn(&job, out, |out| ffn_gated(&job.gate.view, &job.up.view, &job.down.view, act, x, batch, out));
     }
 
-    /// Causal attention of `b` queries at positions pos0.. over the cache of layer `li`.
-    /// q: (b, n_head * head_dim) -> att: (b, n_head * head_dim). Per-op attention runs on
-    /// the CPU; on a device it runs inside the token graph.
-    fn attention(&self, li: usize, pos0: usize, b: usize, q: &[f32], att: &mut [f32]) {
+    /// Causal attention of `b` queries at positions pos0.. over the cache of layer `li`,
+    /// optionally over a sliding window of positions. q: (b, n_head * head_dim) ->
+    /// att: (b, n_head * head_dim). Per-op attention runs on the CPU; on a device it runs
+    /// inside the token graph.
+    #[allow(clippy::too_many_arguments)]
+    fn attention(&self, li: usize, pos0: usize, b: usize, q: &[f32], scale: f32, window: Option<usize>, att: &mut [f32]) {
         let cfg = &self.model.cfg;
         let (hd, nh, kvd) = (cfg.head_dim, cfg.n_head, cfg.kv_dim());
         let group = nh / cfg.n_head_kv;
         let n_all = pos0 + b;
         let keys = self.kv.keys(li, n_all);
         let values = self.kv.values(li, n_all);
-        let scale = 1.0 / (hd as f32).sqrt();
         let out_ptr = AttPtr(att.as_mut_ptr());
         // Contiguous ranges of (position, head) pairs per task: neighbouring heads share
         // K/V rows (GQA), so a task keeps them in its own cache.
@@ -274,8 +308,10 @@ impl Session {
                 // SAFETY: pair idx writes only its own head_dim slice of att.
                 let out = unsafe { std::slice::from_raw_parts_mut(out_ptr.get().add(idx * hd), hd) };
                 let qh = &q[i * nh * hd + h * hd..][..hd];
-                // causal: positions 0..=pos0+i
-                attend_head(qh, keys, values, pos0 + i + 1, kvd, (h / group) * hd, scale, out);
+                // causal: positions 0..=pos0+i, the last `window` of them on local layers
+                let end = pos0 + i + 1;
+                let start = window.map_or(0, |w| end.saturating_sub(w));
+                attend_head(qh, keys, values, (start, end), kvd, (h / group) * hd, scale, out);
             }
         });
     }

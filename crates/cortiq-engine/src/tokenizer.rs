@@ -3,6 +3,7 @@
 //! control tokens are special (matched in text, never split).
 
 use crate::error::EngineError;
+use crate::spm::{decode_pieces, Spm};
 use cortiq_core::{ModelFile, Value};
 use tokenizers::models::bpe::BPE;
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
@@ -18,8 +19,25 @@ const TOKEN_USER_DEFINED: u64 = 4;
 /// The Llama-3 pre-tokenizer split ("llama-bpe" in GGUF).
 const LLAMA3_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
+/// The encoder behind a `Tokenizer`.
+enum Inner {
+    /// Byte-level BPE or a Hugging Face tokenizer.json, through the `tokenizers` crate.
+    Hf(Box<tokenizers::Tokenizer>),
+    /// SentencePiece-style vocabularies, with their special tokens split out first.
+    Spm(Box<SpmState>),
+}
+
+/// A SentencePiece vocabulary and what decoding and special-token splitting need.
+struct SpmState {
+    spm: Spm,
+    tokens: Vec<String>,
+    types: Vec<u64>,
+    /// Control and user-defined tokens, longest first.
+    specials: Vec<(String, u32)>,
+}
+
 pub struct Tokenizer {
-    inner: tokenizers::Tokenizer,
+    inner: Inner,
     pub bos: Option<u32>,
     pub eos: Option<u32>,
     /// Whether prompts start with BOS (`tokenizer.ggml.add_bos_token`).
@@ -41,11 +59,14 @@ impl Tokenizer {
             let vocab_size = inner.get_vocab_size(true);
             let eos = ["</s>", "<|endoftext|>", "<|eot_id|>", "<|im_end|>"].iter().find_map(|t| inner.token_to_id(t));
             let bos = ["<s>", "<|begin_of_text|>"].iter().find_map(|t| inner.token_to_id(t));
-            return Ok(Tokenizer { inner, bos, eos, add_bos: bos.is_some(), end_of_generation: eos.into_iter().collect(), vocab_size });
+            return Ok(Tokenizer { inner: Inner::Hf(Box::new(inner)), bos, eos, add_bos: bos.is_some(), end_of_generation: eos.into_iter().collect(), vocab_size });
         }
         let kind = m.meta_str("tokenizer.ggml.model").ok_or_else(|| EngineError::MissingMetadata("tokenizer.ggml.model".into()))?;
+        if kind == "llama" {
+            return Self::sentencepiece(m);
+        }
         if kind != "gpt2" {
-            return Err(EngineError::Tokenizer(format!("tokenizer model '{kind}' is not supported yet (this build reads 'gpt2' byte-level BPE)")));
+            return Err(EngineError::Tokenizer(format!("tokenizer model '{kind}' is not supported (this build reads 'gpt2' byte-level BPE and 'llama' SentencePiece)")));
         }
         let tokens = string_array(m, "tokenizer.ggml.tokens")?;
         let merges = string_array(m, "tokenizer.ggml.merges")?;
@@ -76,7 +97,7 @@ impl Tokenizer {
             }
         }
         Ok(Tokenizer {
-            inner,
+            inner: Inner::Hf(Box::new(inner)),
             bos: id("tokenizer.ggml.bos_token_id"),
             eos,
             add_bos: m.meta("tokenizer.ggml.add_bos_token").and_then(Value::as_bool).unwrap_or(false),
@@ -85,20 +106,81 @@ impl Tokenizer {
         })
     }
 
+    /// A SentencePiece-style vocabulary (`tokenizer.ggml.model = "llama"`).
+    fn sentencepiece(m: &ModelFile) -> Result<Self, EngineError> {
+        let tokens = string_array(m, "tokenizer.ggml.tokens")?;
+        let scores: Vec<f32> = m.meta("tokenizer.ggml.scores").and_then(Value::as_array).map(|a| a.iter().map(|v| v.as_f64().unwrap_or(0.0) as f32).collect()).unwrap_or_default();
+        let types: Vec<u64> = m.meta("tokenizer.ggml.token_type").and_then(Value::as_array).map(|a| a.iter().map(|v| v.as_u64().unwrap_or(1)).collect()).unwrap_or_default();
+        let id = |k: &str| m.meta_u64(k).map(|v| v as u32).filter(|&v| (v as usize) < tokens.len());
+        let mut specials: Vec<(String, u32)> = tokens
+            .iter()
+            .zip(&types)
+            .enumerate()
+            .filter(|(_, (t, &ty))| (ty == TOKEN_CONTROL || ty == TOKEN_USER_DEFINED) && !t.is_empty())
+            .map(|(i, (t, _))| (t.clone(), i as u32))
+            .collect();
+        // Longest first, so "<start_of_turn>" wins over any shorter prefix.
+        specials.sort_by_key(|s| std::cmp::Reverse(s.0.len()));
+        let spm = Spm::new(&tokens, scores, id("tokenizer.ggml.unknown_token_id"));
+        let eos = id("tokenizer.ggml.eos_token_id");
+        let mut end_of_generation: Vec<u32> = eos.into_iter().chain(id("tokenizer.ggml.eot_token_id")).collect();
+        for marker in ["<end_of_turn>", "<|im_end|>", "<|eot_id|>"] {
+            if let Some(i) = tokens.iter().position(|t| t == marker) {
+                end_of_generation.push(i as u32);
+            }
+        }
+        let vocab_size = tokens.len();
+        let bos = id("tokenizer.ggml.bos_token_id");
+        Ok(Tokenizer {
+            inner: Inner::Spm(Box::new(SpmState { spm, tokens, types, specials })),
+            bos,
+            eos,
+            add_bos: m.meta("tokenizer.ggml.add_bos_token").and_then(Value::as_bool).unwrap_or(true),
+            end_of_generation,
+            vocab_size,
+        })
+    }
+
     /// Token ids of `text` (special tokens in the text are recognised), BOS first if `add_bos`.
     pub fn encode(&self, text: &str, add_bos: bool) -> Result<Vec<u32>, EngineError> {
-        let enc = self.inner.encode(text, false).map_err(tok_err)?;
-        let mut ids = Vec::with_capacity(enc.len() + 1);
+        let mut ids = Vec::new();
         if add_bos {
             ids.extend(self.bos);
         }
-        ids.extend_from_slice(enc.get_ids());
+        match &self.inner {
+            Inner::Hf(t) => ids.extend_from_slice(t.encode(text, false).map_err(tok_err)?.get_ids()),
+            Inner::Spm(st) => {
+                let (spm, specials) = (&st.spm, &st.specials);
+                // Split out special tokens, SentencePiece-encode the text between them.
+                let mut rest = text;
+                'scan: while !rest.is_empty() {
+                    for (at, _) in rest.char_indices() {
+                        if let Some((s, id)) = specials.iter().find(|(s, _)| rest[at..].starts_with(s.as_str())) {
+                            spm.encode(&rest[..at], &mut ids);
+                            ids.push(*id);
+                            rest = &rest[at + s.len()..];
+                            continue 'scan;
+                        }
+                    }
+                    spm.encode(rest, &mut ids);
+                    break;
+                }
+            }
+        }
         Ok(ids)
     }
 
     /// Text of `ids` (special tokens rendered as their text).
     pub fn decode(&self, ids: &[u32]) -> Result<String, EngineError> {
-        self.inner.decode(ids, false).map_err(tok_err)
+        match &self.inner {
+            Inner::Hf(t) => t.decode(ids, false).map_err(tok_err),
+            Inner::Spm(st) => {
+                let (tokens, types) = (&st.tokens, &st.types);
+                let piece = |&i: &u32| tokens.get(i as usize).map(String::as_str).unwrap_or("");
+                // Control tokens print nothing (llama.cpp's default); user-defined ones print.
+                Ok(decode_pieces(ids.iter().filter(|&&i| types.get(i as usize) != Some(&TOKEN_CONTROL)).map(piece)))
+            }
+        }
     }
 
     pub fn is_end_of_generation(&self, id: u32) -> bool {
@@ -107,7 +189,10 @@ impl Tokenizer {
 
     /// The text of one token (for templates: BOS/EOS strings).
     pub fn token_text(&self, id: u32) -> Option<String> {
-        self.inner.id_to_token(id)
+        match &self.inner {
+            Inner::Hf(t) => t.id_to_token(id),
+            Inner::Spm(st) => st.tokens.get(id as usize).cloned(),
+        }
     }
 }
 

@@ -5,18 +5,24 @@ use std::path::PathBuf;
 /// The default model (SmolLM2-135M-Instruct Q4_1), fetched into the cache on first use
 /// exactly as `cortiq pull` does (`CORTIQ_TEST_MODEL` may name a local copy). When it cannot
 /// be had: a visible SKIP outside CI, a failure in CI (CI=true).
+#[allow(dead_code)]
 pub fn default_model() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("CORTIQ_TEST_MODEL").map(PathBuf::from).filter(|p| p.exists()) {
         return Some(p);
     }
+    model(cortiq_engine::hub::DEFAULT_MODEL)
+}
+
+/// A known model by name, fetched into the cache on first use (same SKIP/CI rules).
+pub fn model(name: &str) -> Option<PathBuf> {
     // One test at a time fetches; the others then find the cached file.
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    match cortiq_engine::hub::resolve(cortiq_engine::hub::DEFAULT_MODEL) {
+    match cortiq_engine::hub::resolve(name) {
         Ok(p) => Some(p),
-        Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => panic!("the default model could not be fetched in CI: {e:#}"),
+        Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => panic!("model {name} could not be fetched in CI: {e:#}"),
         Err(e) => {
-            eprintln!("SKIP real-model test: default model unavailable ({e:#})");
+            eprintln!("SKIP real-model test: {name} unavailable ({e:#})");
             None
         }
     }

@@ -13,35 +13,35 @@ struct Helpers {
     scale_round: fn(&mut [f32], f32),
 }
 
-/// out (head_dim) = softmax(q . K^T * scale) . V over `n` positions.
+/// out (head_dim) = softmax(q . K^T * scale) . V over positions `start..n`.
 /// `keys`/`values` hold rows of `stride` values; this head's slice starts at `offset`.
 #[allow(clippy::too_many_arguments)]
-pub fn attend_head(q: &[f32], keys: &[f16], values: &[f16], n: usize, stride: usize, offset: usize, scale: f32, out: &mut [f32]) {
+pub fn attend_head(q: &[f32], keys: &[f16], values: &[f16], (start, n): (usize, usize), stride: usize, offset: usize, scale: f32, out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if super::dot::has_avx2() {
         // SAFETY: the CPU has AVX2/FMA/F16C.
-        return unsafe { attend_head_avx2(q, keys, values, n, stride, offset, scale, out) };
+        return unsafe { attend_head_avx2(q, keys, values, (start, n), stride, offset, scale, out) };
     }
     let h = Helpers { dot: dot_f16, mad_round: mad_round_f16, scale_round };
-    attend_head_body(&h, q, keys, values, n, stride, offset, scale, out)
+    attend_head_body(&h, q, keys, values, (start, n), stride, offset, scale, out)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma,f16c")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn attend_head_avx2(q: &[f32], keys: &[f16], values: &[f16], n: usize, stride: usize, offset: usize, scale: f32, out: &mut [f32]) {
+unsafe fn attend_head_avx2(q: &[f32], keys: &[f16], values: &[f16], (start, n): (usize, usize), stride: usize, offset: usize, scale: f32, out: &mut [f32]) {
     let h = Helpers { dot: |a, b| unsafe { super::f16::x86::dot_f16(a, b) }, mad_round: |a, v, s| unsafe { super::f16::x86::mad_round_f16(a, v, s) }, scale_round: |a, s| unsafe { super::f16::x86::scale_round(a, s) } };
-    attend_head_body(&h, q, keys, values, n, stride, offset, scale, out)
+    attend_head_body(&h, q, keys, values, (start, n), stride, offset, scale, out)
 }
 
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn attend_head_body(h: &Helpers, q: &[f32], keys: &[f16], values: &[f16], n: usize, stride: usize, offset: usize, scale: f32, out: &mut [f32]) {
+fn attend_head_body(h: &Helpers, q: &[f32], keys: &[f16], values: &[f16], (start, n): (usize, usize), stride: usize, offset: usize, scale: f32, out: &mut [f32]) {
     let hd = q.len();
     let mut max = f32::NEG_INFINITY;
     let mut sum = 0f32;
     out.fill(0.0);
-    for t in 0..n {
+    for t in start..n {
         let row = t * stride + offset;
         let s = (h.dot)(q, &keys[row..row + hd]) * scale;
         let mut ms = 1.0;
@@ -82,7 +82,7 @@ mod tests {
             let q = rng.normals(hd, 1.0);
             let scale = 0.125;
             let mut out = vec![0f32; hd];
-            attend_head(&q, &keys, &values, n, stride, offset, scale, &mut out);
+            attend_head(&q, &keys, &values, (0, n), stride, offset, scale, &mut out);
             let mut p: Vec<f32> = (0..n).map(|t| q.iter().zip(&keys[t * stride + offset..]).map(|(a, b)| a * b.to_f32()).sum::<f32>() * scale).collect();
             softmax(&mut p);
             for d in 0..hd {

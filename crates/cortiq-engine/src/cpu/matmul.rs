@@ -117,13 +117,13 @@ pub fn matmul_many(jobs: &mut [(WeightView, &mut [f32])], x: &[f32], batch: usiz
     });
 }
 
-/// The dense SwiGLU FFN on the CPU: out (batch, down.rows) = down(silu(gate(x)) * up(x)).
-pub fn ffn_swiglu(gate: &WeightView, up: &WeightView, down: &WeightView, x: &[f32], batch: usize, out: &mut [f32]) {
+/// The dense gated FFN on the CPU: out (batch, down.rows) = down(act(gate(x)) * up(x)).
+pub fn ffn_gated(gate: &WeightView, up: &WeightView, down: &WeightView, act: crate::gpu::backend::Activation, x: &[f32], batch: usize, out: &mut [f32]) {
     let ff = gate.rows;
     let mut g = vec![0f32; batch * ff]; // (batch, n_ff)
     let mut u = vec![0f32; batch * ff];
     matmul_many(&mut [(*gate, &mut g[..]), (*up, &mut u[..])], x, batch);
-    super::ops::swiglu(&mut g, &u);
+    super::ops::gated(act, &mut g, &u);
     matmul(down, &g, batch, out);
 }
 

@@ -59,12 +59,43 @@ pub fn silu(x: f32) -> f32 {
     x / (1.0 + (-x).exp())
 }
 
-/// gate <- silu(gate) * up.
-pub fn swiglu(gate: &mut [f32], up: &[f32]) {
+/// tanh-approximated GELU as llama.cpp's CPU path computes it: looked up in a table of f16
+/// results indexed by the f16-rounded input, saturated outside (-10, 10).
+pub fn gelu_tanh(x: f32) -> f32 {
+    const SQRT_2_OVER_PI: f32 = 0.797_884_6;
+    const COEF_A: f32 = 0.044_715;
+    if x <= -10.0 {
+        return 0.0;
+    }
+    if x >= 10.0 {
+        return x;
+    }
+    let h = half::f16::from_f32(x).to_f32();
+    half::f16::from_f32(0.5 * h * (1.0 + (SQRT_2_OVER_PI * h * (1.0 + COEF_A * h * h)).tanh())).to_f32()
+}
+
+/// Exact GELU, x * Phi(x), with erf from Abramowitz-Stegun 7.1.26 (|error| < 1.5e-7).
+pub fn gelu_exact(x: f32) -> f32 {
+    let z = (x as f64) / std::f64::consts::SQRT_2;
+    let t = 1.0 / (1.0 + 0.327_591_1 * z.abs());
+    let poly = t * (0.254_829_592 + t * (-0.284_496_736 + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+    let erf = (1.0 - poly * (-z * z).exp()).copysign(z);
+    (0.5 * x as f64 * (1.0 + erf)) as f32
+}
+
+/// gate <- act(gate) * up for a named activation.
+pub fn gated(act: crate::gpu::backend::Activation, gate: &mut [f32], up: &[f32]) {
+    use crate::gpu::backend::Activation;
+    let f: fn(f32) -> f32 = match act {
+        Activation::Silu => silu,
+        Activation::GeluTanh => gelu_tanh,
+        Activation::GeluExact => gelu_exact,
+    };
     for (g, &u) in gate.iter_mut().zip(up) {
-        *g = silu(*g) * u;
+        *g = f(*g) * u;
     }
 }
+
 
 /// x += y.
 pub fn add_in_place(x: &mut [f32], y: &[f32]) {
@@ -90,6 +121,29 @@ mod tests {
         let mut z = vec![1.0, 0.0, 0.0, 0.0];
         rope(&mut z, 0, 4, 10000.0, true);
         assert_eq!(z, vec![1.0, 0.0, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn gelu_variants_match_their_definitions() {
+        for x in [-12.0f32, -3.0, -0.5, 0.0, 0.7, 2.5, 11.0] {
+            let exact = 0.5 * x as f64 * (1.0 + libm_erf(x as f64 / std::f64::consts::SQRT_2));
+            assert!((gelu_exact(x) as f64 - exact).abs() < 1e-5, "{x}");
+            assert!((gelu_tanh(x) as f64 - exact).abs() < 2e-2 * exact.abs().max(1.0), "{x}");
+        }
+    }
+
+    /// erf by its Taylor series (converges everywhere; enough terms for |x| < 9).
+    fn libm_erf(x: f64) -> f64 {
+        if x.abs() > 5.0 {
+            return x.signum();
+        }
+        let (mut sum, mut term, mut n) = (0.0, x, 0.0);
+        while term.abs() > 1e-17 {
+            sum += term / (2.0 * n + 1.0);
+            n += 1.0;
+            term *= -x * x / n;
+        }
+        2.0 / std::f64::consts::PI.sqrt() * sum
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use super::backend::{Backend, DeviceInfo, DeviceOutcome, FfnJob, MatmulJob, MultiMatmulJob, TokenGraphJob};
 use super::{scope, Gpu, GpuConfig};
-use crate::cpu::matmul::{ffn_swiglu, matmul, matmul_many};
+use crate::cpu::matmul::{ffn_gated, matmul, matmul_many};
 use crate::kv::KvCache;
 use crate::pipeline::Session;
 use std::collections::{HashMap, HashSet};
@@ -81,7 +81,7 @@ impl Backend for Scripted {
 
     fn ffn(&self, job: &FfnJob, out: &mut [f32]) -> DeviceOutcome {
         let keys = [(job.gate.key, job.gate.view.bytes.len()), (job.up.key, job.up.view.bytes.len()), (job.down.key, job.down.view.bytes.len())];
-        self.op(&keys, || ffn_swiglu(&job.gate.view, &job.up.view, &job.down.view, job.x, job.batch, out))
+        self.op(&keys, || ffn_gated(&job.gate.view, &job.up.view, &job.down.view, job.act, job.x, job.batch, out))
     }
 
     fn token_graph(&self, job: &TokenGraphJob, logits: &mut [f32]) -> DeviceOutcome {

@@ -1,14 +1,36 @@
-//! The llama family (Llama, SmolLM2, Mistral-style): geometry from metadata, weights
-//! checked against it when the model loads, so the forward pass never meets a bad shape.
+//! The llama family (Llama, SmolLM2, Mistral-style) and Gemma 3, which is the same block
+//! with a few switches (embedding scale, q/k norms, sandwich norms, GELU, sliding-window
+//! layers with their own RoPE base): geometry from metadata, weights checked against it when
+//! the model loads, so the forward pass never meets a bad shape.
 
 use crate::cpu::matmul::WeightView;
+use crate::gpu::backend::Activation;
 use crate::error::EngineError;
 use cortiq_core::{Codec, ModelFile, TensorInfo};
 use std::sync::Arc;
 
+/// Which variant of the block a model uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    Llama,
+    Gemma3,
+}
+
+/// Sliding-window attention on some layers (Gemma 3: five local layers, then one global).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SlidingWindow {
+    /// Positions a local layer sees (the query's own included).
+    pub window: usize,
+    /// Every `pattern`-th layer (the last of each group) is global.
+    pub pattern: usize,
+    /// RoPE base of the local layers.
+    pub rope_base: f32,
+}
+
 /// Geometry and hyper-parameters of a llama-family model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LlamaConfig {
+    pub family: Family,
     pub n_embd: usize,
     pub n_ff: usize,
     pub n_layer: usize,
@@ -22,10 +44,20 @@ pub struct LlamaConfig {
     pub eps: f32,
     pub n_ctx_train: usize,
     pub vocab: usize,
+    /// Multiplier of the embedding rows (Gemma: sqrt(n_embd)).
+    pub embed_scale: f32,
+    /// Multiplier of the query before attention (the score scale then is 1).
+    pub attn_scale: f32,
+    pub act: Activation,
+    /// Per-head RMSNorm of q and k before RoPE.
+    pub qk_norm: bool,
+    /// RMSNorm of the attention and FFN outputs before their residual adds.
+    pub post_norms: bool,
+    pub sliding: Option<SlidingWindow>,
 }
 
 /// Architectures whose GGUF layout this pipeline runs.
-pub const SUPPORTED_ARCHITECTURES: [&str; 2] = ["llama", "mistral"];
+pub const SUPPORTED_ARCHITECTURES: [&str; 3] = ["llama", "mistral", "gemma3"];
 
 impl LlamaConfig {
     /// Read the geometry from GGUF-style metadata; every missing key is named.
@@ -46,7 +78,10 @@ impl LlamaConfig {
         }
         let head_dim = m.meta_u64(&format!("{arch}.attention.key_length")).map(|v| v as usize).unwrap_or(n_embd / n_head);
         let (emb, _) = m.get("token_embd.weight")?;
+        let family = if arch == "gemma3" { Family::Gemma3 } else { Family::Llama };
+        let gemma = family == Family::Gemma3;
         let cfg = LlamaConfig {
+            family,
             n_embd,
             n_ff: req("feed_forward_length")?,
             n_layer: req("block_count")?,
@@ -55,10 +90,20 @@ impl LlamaConfig {
             head_dim,
             rope_dims: m.meta_u64(&format!("{arch}.rope.dimension_count")).map(|v| v as usize).unwrap_or(head_dim),
             rope_base: m.meta_f64(&format!("{arch}.rope.freq_base")).unwrap_or(10000.0) as f32,
-            rope_neox: m.meta("cortiq.rope.neox").and_then(|v| v.as_bool()).unwrap_or(false),
+            rope_neox: gemma || m.meta("cortiq.rope.neox").and_then(|v| v.as_bool()).unwrap_or(false),
             eps: m.meta_f64(&format!("{arch}.attention.layer_norm_rms_epsilon")).unwrap_or(1e-5) as f32,
             n_ctx_train: m.meta_u64(&format!("{arch}.context_length")).map(|v| v as usize).unwrap_or(2048),
             vocab: emb.rows() as usize,
+            embed_scale: if gemma { (n_embd as f32).sqrt() } else { 1.0 },
+            attn_scale: 1.0 / (head_dim as f32).sqrt(),
+            act: if gemma { Activation::GeluTanh } else { Activation::Silu },
+            qk_norm: gemma,
+            post_norms: gemma,
+            // llama.cpp's Gemma 3 hyper-parameters: pattern 6, local RoPE base 10 000.
+            sliding: match (gemma, m.meta_u64(&format!("{arch}.attention.sliding_window"))) {
+                (true, Some(w)) => Some(SlidingWindow { window: w as usize, pattern: 6, rope_base: 10_000.0 }),
+                _ => None,
+            },
         };
         if cfg.rope_dims > cfg.head_dim || !cfg.rope_dims.is_multiple_of(2) || cfg.head_dim == 0 {
             return Err(EngineError::BadModel(format!("rope width {} does not fit head size {}", cfg.rope_dims, cfg.head_dim)));
@@ -72,6 +117,19 @@ impl LlamaConfig {
 
     pub fn kv_dim(&self) -> usize {
         self.n_head_kv * self.head_dim
+    }
+
+    /// Whether layer `l` attends over a sliding window (and uses the local RoPE base).
+    pub fn is_local(&self, l: usize) -> bool {
+        self.sliding.is_some_and(|s| l % s.pattern < s.pattern - 1)
+    }
+
+    /// (RoPE base, attention window) of layer `l`.
+    pub fn layer_attention(&self, l: usize) -> (f32, Option<usize>) {
+        match self.sliding {
+            Some(s) if self.is_local(l) => (s.rope_base, Some(s.window)),
+            _ => (self.rope_base, None),
+        }
     }
 }
 
@@ -93,6 +151,12 @@ pub struct LayerWeights {
     pub wv: Weight,
     pub wo: Weight,
     pub ffn_norm: Vec<f32>,
+    /// Per-head q/k norms (head_dim each), when the family has them.
+    pub q_norm: Option<Vec<f32>>,
+    pub k_norm: Option<Vec<f32>>,
+    /// Norms of the attention and FFN outputs, when the family has them.
+    pub post_attn_norm: Option<Vec<f32>>,
+    pub post_ffn_norm: Option<Vec<f32>>,
     pub gate: Weight,
     pub up: Weight,
     pub down: Weight,
@@ -138,6 +202,10 @@ impl Llama {
                 wv: weight(&n("attn_v"), kv, d)?,
                 wo: weight(&n("attn_output"), d, cfg.q_dim())?,
                 ffn_norm: vector(&n("ffn_norm"), d)?,
+                q_norm: if cfg.qk_norm { Some(vector(&n("attn_q_norm"), cfg.head_dim)?) } else { None },
+                k_norm: if cfg.qk_norm { Some(vector(&n("attn_k_norm"), cfg.head_dim)?) } else { None },
+                post_attn_norm: if cfg.post_norms { Some(vector(&n("post_attention_norm"), d)?) } else { None },
+                post_ffn_norm: if cfg.post_norms { Some(vector(&n("post_ffw_norm"), d)?) } else { None },
                 gate: weight(&n("ffn_gate"), ff, d)?,
                 up: weight(&n("ffn_up"), ff, d)?,
                 down: weight(&n("ffn_down"), d, ff)?,

@@ -2,4 +2,4 @@
 
 pub mod llama;
 
-pub use llama::{Llama, LlamaConfig};
+pub use llama::{Family, Llama, LlamaConfig};

@@ -70,6 +70,9 @@ fn all_weights(m: &Llama) -> Vec<Weight> {
 
 /// Why this model cannot run as a graph, if it cannot.
 pub(super) fn unsupported(m: &Llama, capacity: usize) -> Option<&'static str> {
+    if m.cfg.family != crate::model::Family::Llama {
+        return Some("cannot build a graph: only the llama block has CUDA graph kernels");
+    }
     if m.cfg.head_dim > MAX_HEAD_DIM || capacity >= i32::MAX as usize / m.cfg.kv_dim().max(1) {
         return Some("cannot build a graph: head size or context beyond the attention kernels");
     }
