@@ -34,21 +34,27 @@ extern "C" __global__ void embed_row(const unsigned char* w, const int* token, f
     out[i] = v;
 }
 
-// out = x / rms(x) * w, one block.
-extern "C" __global__ void rmsnorm(const float* x, const float* w, float* out, int n, float eps) {
+// Sum of every thread's v over the block (blockDim a multiple of 32, up to 1024), returned
+// to all threads. Call once per kernel (its shared buffer is not reset).
+__device__ float block_sum(float v) {
     __shared__ float part[32];
-    float s = 0.f;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) s += x[i] * x[i];
-    for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = s;
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
     __syncthreads();
     if (threadIdx.x < 32) {
-        s = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : 0.f;
-        for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-        if (threadIdx.x == 0) part[0] = s;
+        v = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : 0.f;
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+        if (threadIdx.x == 0) part[0] = v;
     }
     __syncthreads();
-    float scale = rsqrtf(part[0] / n + eps);
+    return part[0];
+}
+
+// out = x / rms(x) * w, one block.
+extern "C" __global__ void rmsnorm(const float* x, const float* w, float* out, int n, float eps) {
+    float s = 0.f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) s += x[i] * x[i];
+    float scale = rsqrtf(block_sum(s) / n + eps);
     for (int i = threadIdx.x; i < n; i += blockDim.x) out[i] = x[i] * scale * w[i];
 }
 
@@ -197,22 +203,12 @@ extern "C" __global__ void rope_store(float* q, float* k, const float* v, float*
 
 // x += y, then out = x / rms(x) * w (the residual add fused into the next norm); one block.
 extern "C" __global__ void add_rmsnorm(float* x, const float* y, const float* w, float* out, int n, float eps) {
-    __shared__ float part[32];
     float s = 0.f;
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
         float v = x[i] + y[i];
         x[i] = v;
         s += v * v;
     }
-    for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = s;
-    __syncthreads();
-    if (threadIdx.x < 32) {
-        s = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : 0.f;
-        for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-        if (threadIdx.x == 0) part[0] = s;
-    }
-    __syncthreads();
-    float scale = rsqrtf(part[0] / n + eps);
+    float scale = rsqrtf(block_sum(s) / n + eps);
     for (int i = threadIdx.x; i < n; i += blockDim.x) out[i] = x[i] * scale * w[i];
 }
