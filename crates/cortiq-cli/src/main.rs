@@ -348,6 +348,7 @@ fn chat(model: &Option<String>, n_predict: usize, ctx: usize, system: Option<Str
         let tokens = engine.tokenize(&engine.chat_prompt(&messages)?)?;
         let common = cached.iter().zip(&tokens).take_while(|(a, b)| a == b).count().min(tokens.len() - 1);
         session.truncate(common);
+        let common = session.len().min(common);
         let mut reply = String::new();
         let stdout = std::io::stdout();
         let stats = engine.generate(&mut session, &tokens[common..], n_predict, sample.config(), &cancel, |piece| {

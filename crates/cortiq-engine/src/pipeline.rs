@@ -88,12 +88,19 @@ impl Session {
         self.pos == 0
     }
 
-    /// Forget positions from `pos` on (0 = reset), on the host and on the device.
+    /// Forget positions from `pos` on (0 = reset), on the host and on the device. Rows only
+    /// the device mirror held are pulled to the host first; if that fails the sequence keeps
+    /// what the host has (check `len()`).
     pub fn truncate(&mut self, pos: usize) {
-        if pos < self.pos {
-            self.gpu.reset_sequence(self.seq);
+        if pos >= self.pos {
+            return;
         }
-        self.pos = self.pos.min(pos);
+        let have = self.kv.len();
+        if have < pos && self.gpu.pull_kv(self.seq, have, pos, &mut self.kv).is_err() {
+            self.kv.truncate(have);
+        }
+        self.gpu.reset_sequence(self.seq);
+        self.pos = pos.min(self.kv.len());
         self.kv.truncate(self.pos);
     }
 

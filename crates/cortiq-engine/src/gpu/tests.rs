@@ -123,6 +123,18 @@ fn pulling_the_mirror_back_lets_the_per_op_path_continue_mid_sequence() {
     let ha = cpu.forward(&[5, 6]).unwrap();
     let hb = dev.forward(&[5, 6]).unwrap();
     assert_eq!(ha, hb);
+    // Rolling back into rows only the mirror held keeps them: pull first, then reset.
+    dev.begin_generation();
+    for t in [9, 10, 11] {
+        cpu.step(t).unwrap();
+        dev.step(t).unwrap();
+    }
+    let keep = dev.len() - 1;
+    assert!(dev.kv.len() < keep, "two rows live only in the mirror");
+    cpu.truncate(keep);
+    dev.truncate(keep);
+    assert_eq!(dev.len(), keep);
+    assert_eq!(cpu.forward(&[7]).unwrap(), dev.forward(&[7]).unwrap());
 }
 
 fn weight(bytes: &[u8], rows: usize, cols: usize) -> WeightArg<'_> {
