@@ -172,3 +172,25 @@ fn gpu_requests_without_a_backend_run_the_cpu_path_with_one_notice() {
     let info = ok(&Command::new(env!("CARGO_BIN_EXE_cortiq")).arg("gpu").env("CMF_GPU", "1").output().unwrap());
     assert!(info.contains("backend: cpu"), "{info}");
 }
+
+/// Absurd geometry in otherwise valid metadata (2^40 layers, a 2^40-wide embedding) is a
+/// clear error, never an allocation sized by the header.
+#[test]
+fn absurd_geometry_is_an_error_not_an_allocation() {
+    use cortiq_core::gguf::GgufWriter;
+    use cortiq_core::Value;
+    let dir = tempfile::tempdir().unwrap();
+    let src = cortiq_core::ModelFile::open(tiny(dir.path())).unwrap();
+    for (key, value) in [("llama.block_count", 1u64 << 40), ("llama.embedding_length", 1u64 << 40), ("llama.attention.head_count", 0)] {
+        let metadata: Vec<(String, Value)> = src.metadata.iter().map(|(k, v)| (k.clone(), if k == key { Value::U64(value) } else { v.clone() })).collect();
+        let specs = src.tensors.iter().map(|t| cortiq_core::gguf::TensorSpec { name: t.name.clone(), shape: t.shape.clone(), codec: t.codec }).collect();
+        let path = dir.path().join("bad.gguf");
+        let mut w = GgufWriter::new(std::fs::File::create(&path).unwrap(), &metadata, specs).unwrap();
+        for t in &src.tensors {
+            w.write_tensor(src.tensor_data(t)).unwrap();
+        }
+        w.finish().unwrap();
+        let e = err(&cortiq(&["run", "-m", path.to_str().unwrap(), "--raw", "-n", "2", "hi"], dir.path()));
+        assert!(e.contains("bad model") || e.contains("cannot share") || e.contains("expected"), "{key}: {e}");
+    }
+}

@@ -192,6 +192,10 @@ impl Llama {
             Ok(v)
         };
         let (d, kv, ff) = (cfg.n_embd, cfg.kv_dim(), cfg.n_ff);
+        // Every layer has at least 9 tensors: a larger count is a bad header, not an allocation.
+        if cfg.n_layer > file.tensors.len() / 9 {
+            return Err(EngineError::BadModel(format!("{} layers declared, but the file has only {} tensors", cfg.n_layer, file.tensors.len())));
+        }
         let mut layers = Vec::with_capacity(cfg.n_layer);
         for i in 0..cfg.n_layer {
             let n = |s: &str| format!("blk.{i}.{s}.weight");
