@@ -169,6 +169,18 @@ fn main() {
     }
 }
 
+/// Write to stdout; a closed pipe (`cortiq inspect M | head`) ends the program quietly.
+fn emit(text: &str) {
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("cortiq: cannot write to stdout: {e}");
+        std::process::exit(1);
+    }
+}
+
 fn model_path(model: &Option<String>) -> Result<PathBuf> {
     pull::resolve(model.as_deref().unwrap_or(pull::DEFAULT_MODEL))
 }
@@ -222,13 +234,8 @@ fn run(cmd: Command) -> Result<()> {
             let tokens = engine.tokenize(&prompt_text)?;
             let mut session = Session::new(Arc::clone(&engine.model), ctx);
             let cancel = cancel_flag();
-            let stdout = std::io::stdout();
-            let stats = engine.generate(&mut session, &tokens, n_predict, sample.config(), &cancel, |piece| {
-                let mut out = stdout.lock();
-                let _ = out.write_all(piece.as_bytes());
-                let _ = out.flush();
-            })?;
-            println!();
+            let stats = engine.generate(&mut session, &tokens, n_predict, sample.config(), &cancel, emit)?;
+            emit("\n");
             print_stats(&stats);
             if explain {
                 eprintln!("\n{}", session.gpu.explain_table());
@@ -242,12 +249,12 @@ fn run(cmd: Command) -> Result<()> {
             let t0 = std::time::Instant::now();
             let r = perplexity(&engine, &text, ctx, |i, n, ppl| eprintln!("chunk {i}/{n}: running PPL {ppl:.4}"))?;
             eprintln!("{} chunks, {} scored tokens, {:.1} s", r.chunks, r.scored_tokens, t0.elapsed().as_secs_f64());
-            println!("PPL = {:.4} +/- {:.4}", r.ppl, r.ppl_stderr);
+            emit(&format!("PPL = {:.4} +/- {:.4}\n", r.ppl, r.ppl_stderr));
             Ok(())
         }
         Command::Pull { name } => {
             let path = pull::resolve(name.as_deref().unwrap_or(pull::DEFAULT_MODEL))?;
-            println!("{}", path.display());
+            emit(&format!("{}\n", path.display()));
             Ok(())
         }
         Command::Inspect { model, metadata, verify } => {
@@ -257,9 +264,9 @@ fn run(cmd: Command) -> Result<()> {
                 m.verify_checksums()?;
                 eprintln!("cortiq: checksums verified");
             }
-            print!("{}", inspect::report(&m, metadata)?);
+            emit(&inspect::report(&m, metadata)?);
             if let Some(c) = inspect::dominant_codec(&m) {
-                println!("\nmain codec: {c}");
+                emit(&format!("\nmain codec: {c}\n"));
             }
             Ok(())
         }
@@ -268,7 +275,7 @@ fn run(cmd: Command) -> Result<()> {
             let engine = Engine::load(&path).with_context(|| format!("loading {}", path.display()))?;
             let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let args = bench::BenchArgs { prompt, gen, reps, backend, json, bandwidth_gbps: bandwidth };
-            println!("{}", bench::bench(&engine, &name, &args)?);
+            emit(&format!("{}\n", bench::bench(&engine, &name, &args)?));
             if explain {
                 eprintln!("\n{}", cortiq_engine::gpu::Gpu::global().explain_table());
                 eprintln!("weight bytes per decode token by stage:");
@@ -279,7 +286,7 @@ fn run(cmd: Command) -> Result<()> {
             Ok(())
         }
         Command::Gpu => {
-            print!("{}", gpu_report());
+            emit(&gpu_report());
             Ok(())
         }
         Command::Synth { shape, codec, output, seed } => synth::synth(&shape, &codec, &output, seed),
@@ -357,7 +364,7 @@ fn chat(model: &Option<String>, n_predict: usize, ctx: usize, system: Option<Str
             let _ = out.write_all(piece.as_bytes());
             let _ = out.flush();
         });
-        println!();
+        emit("\n");
         match stats {
             Ok(s) => {
                 cached = tokens[..common].to_vec();
