@@ -194,3 +194,28 @@ fn absurd_geometry_is_an_error_not_an_allocation() {
         assert!(e.contains("bad model") || e.contains("cannot share") || e.contains("expected"), "{key}: {e}");
     }
 }
+
+/// `cortiq chat` over a pipe: two turns, then /exit; each turn gets a reply and the
+/// conversation ends cleanly (also at end of input).
+#[test]
+fn chat_keeps_turns_and_exits() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let model = tiny(dir.path());
+    for script in ["hello there\nand again\n/exit\n", "just one turn\n"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cortiq"))
+            .args(["chat", "-m", model.to_str().unwrap(), "--temp", "0", "-n", "6"])
+            .env("CORTIQ_HOME", dir.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let replies = String::from_utf8(out.stdout).unwrap();
+        let turns = script.lines().filter(|l| *l != "/exit").count();
+        assert_eq!(replies.lines().filter(|l| !l.trim().is_empty()).count(), turns, "one reply line per turn: {replies:?}");
+    }
+}
