@@ -6,6 +6,7 @@
 
 use super::{err, kind, CudaBackend, Resident};
 use crate::gpu::backend::{DeviceOutcome, TokenGraphJob, WeightArg};
+use crate::gpu::memory::fingerprint;
 use crate::kv::KvCache;
 use crate::model::llama::{Llama, Weight};
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
@@ -57,8 +58,13 @@ pub(super) struct Mirror {
     captured: Option<CapturedToken>,
 }
 
+/// Identifies a loaded model for the graph's buffers: where its first tensor is mapped, and
+/// the content fingerprints of its first and last tensors (a later model mapped at the same
+/// address does not pass for this one). Two fingerprints per token, not one per weight.
 fn model_key(m: &Llama) -> u64 {
-    m.file.tensor_data(&m.file.tensors[0]).as_ptr() as u64
+    let first = m.file.tensor_data(&m.file.tensors[0]);
+    let last = m.file.tensor_data(&m.file.tensors[m.file.tensors.len() - 1]);
+    first.as_ptr() as u64 ^ fingerprint(first).rotate_left(17) ^ fingerprint(last).rotate_left(41)
 }
 
 fn all_weights(m: &Llama) -> Vec<Weight> {
@@ -93,7 +99,7 @@ fn grid(n: usize, threads: u32) -> LaunchConfig {
 }
 
 impl CudaBackend {
-    fn build_graph(&self, m: &Llama, capacity: usize) -> Result<ModelGraph, String> {
+    fn build_graph(&self, m: &Llama, capacity: usize, model_key: u64) -> Result<ModelGraph, String> {
         let splits = capacity.div_ceil(ATT_CHUNK);
         let c = &m.cfg;
         let s = &self.stream;
@@ -103,7 +109,7 @@ impl CudaBackend {
             norms.push((s.clone_htod(&l.attn_norm).map_err(err)?, s.clone_htod(&l.ffn_norm).map_err(err)?));
         }
         Ok(ModelGraph {
-            model_key: model_key(m),
+            model_key,
             norms,
             out_norm: s.clone_htod(&m.output_norm).map_err(err)?,
             params: s.alloc_zeros::<i32>(2).map_err(err)?,
@@ -159,18 +165,22 @@ impl CudaBackend {
         let weights = all_weights(m);
         let args: Vec<WeightArg> = weights.iter().map(|w| m.weight_arg(w)).collect();
         let refs: Vec<&WeightArg> = args.iter().collect();
-        let cold = match self.ensure(&refs) {
-            Ok(c) => c,
-            Err(e) if e.contains("budget") => return DeviceOutcome::Declined("cannot build a graph: weights exceed the budget"),
-            Err(e) => return DeviceOutcome::Failed(e),
-        };
         let mut graph = self.graph.lock().unwrap_or_else(|e| e.into_inner());
         let mut mirrors = self.mirrors.lock().unwrap_or_else(|e| e.into_inner());
         let splits = job.host_kv.capacity().div_ceil(ATT_CHUNK);
-        if graph.as_ref().is_none_or(|g| g.model_key != model_key(m) || g.splits < splits) {
+        let key = model_key(m);
+        let mut cold = false;
+        if graph.as_ref().is_none_or(|g| g.model_key != key || g.splits < splits) {
+            // Every weight resident and proven by its fingerprint, once per graph build (not
+            // per token: that would hash every tensor on the hot path).
+            cold = match self.ensure(&refs) {
+                Ok(c) => c,
+                Err(e) if e.contains("budget") => return DeviceOutcome::Declined("cannot build a graph: weights exceed the budget"),
+                Err(e) => return DeviceOutcome::Failed(e),
+            };
             // Captured launch sequences point at the old buffers: drop them with the buffers.
             mirrors.values_mut().for_each(|mi| mi.captured = None);
-            match self.build_graph(m, job.host_kv.capacity()) {
+            match self.build_graph(m, job.host_kv.capacity(), key) {
                 Ok(g) => *graph = Some(g),
                 Err(e) => return DeviceOutcome::Failed(e),
             }
