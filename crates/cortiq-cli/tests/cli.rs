@@ -4,8 +4,15 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The cortiq binary with its model cache in `home`.
+fn command(args: &[&str], home: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_cortiq"));
+    c.args(args).env("CORTIQ_HOME", home);
+    c
+}
+
 fn cortiq(args: &[&str], home: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cortiq")).args(args).env("CORTIQ_HOME", home).output().expect("cortiq runs")
+    command(args, home).output().expect("cortiq runs")
 }
 
 fn ok(out: &Output) -> String {
@@ -151,12 +158,7 @@ fn gpu_requests_without_a_backend_run_the_cpu_path_with_one_notice() {
     let model = tiny(dir.path());
     let m = model.to_str().unwrap();
     let run = |gpu: &str| {
-        let out = Command::new(env!("CARGO_BIN_EXE_cortiq"))
-            .args(["run", "-m", m, "--raw", "--temp", "0", "-n", "8", "hello world"])
-            .env("CORTIQ_HOME", dir.path())
-            .env("CMF_GPU", gpu)
-            .output()
-            .unwrap();
+        let out = command(&["run", "-m", m, "--raw", "--temp", "0", "-n", "8", "hello world"], dir.path()).env("CMF_GPU", gpu).output().unwrap();
         assert!(out.status.success());
         let notices = String::from_utf8_lossy(&out.stderr).lines().filter(|l| l.contains("CMF_GPU")).count();
         (String::from_utf8(out.stdout).unwrap(), notices)
@@ -169,7 +171,7 @@ fn gpu_requests_without_a_backend_run_the_cpu_path_with_one_notice() {
         let compiled_cuda = cfg!(feature = "cuda") && gpu == "cuda";
         assert!(notices == 1 || compiled_cuda, "CMF_GPU={gpu}: {notices} notice lines");
     }
-    let info = ok(&Command::new(env!("CARGO_BIN_EXE_cortiq")).arg("gpu").env("CMF_GPU", "1").output().unwrap());
+    let info = ok(&command(&["gpu"], dir.path()).env("CMF_GPU", "1").output().unwrap());
     assert!(info.contains("backend: cpu"), "{info}");
 }
 
@@ -203,9 +205,7 @@ fn chat_keeps_turns_and_exits() {
     let dir = tempfile::tempdir().unwrap();
     let model = tiny(dir.path());
     for script in ["hello there\nand again\n/exit\n", "just one turn\n"] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_cortiq"))
-            .args(["chat", "-m", model.to_str().unwrap(), "--temp", "0", "-n", "6"])
-            .env("CORTIQ_HOME", dir.path())
+        let mut child = command(&["chat", "-m", model.to_str().unwrap(), "--temp", "0", "-n", "6"], dir.path())
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())

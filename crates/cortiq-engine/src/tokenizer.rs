@@ -90,12 +90,7 @@ impl Tokenizer {
         inner.add_special_tokens(&specials);
         let id = |k: &str| m.meta_u64(k).map(|v| v as u32).filter(|&v| (v as usize) < tokens.len());
         let eos = id("tokenizer.ggml.eos_token_id");
-        let mut end_of_generation: Vec<u32> = eos.into_iter().chain(id("tokenizer.ggml.eot_token_id")).collect();
-        for marker in ["<|im_end|>", "<|eot_id|>", "<|endoftext|>", "<end_of_turn>"] {
-            if let Some(i) = tokens.iter().position(|t| t == marker) {
-                end_of_generation.push(i as u32);
-            }
-        }
+        let end_of_generation = end_of_generation(&tokens, eos, id("tokenizer.ggml.eot_token_id"));
         Ok(Tokenizer {
             inner: Inner::Hf(Box::new(inner)),
             bos: id("tokenizer.ggml.bos_token_id"),
@@ -123,12 +118,7 @@ impl Tokenizer {
         specials.sort_by_key(|s| std::cmp::Reverse(s.0.len()));
         let spm = Spm::new(&tokens, scores, id("tokenizer.ggml.unknown_token_id"));
         let eos = id("tokenizer.ggml.eos_token_id");
-        let mut end_of_generation: Vec<u32> = eos.into_iter().chain(id("tokenizer.ggml.eot_token_id")).collect();
-        for marker in ["<end_of_turn>", "<|im_end|>", "<|eot_id|>"] {
-            if let Some(i) = tokens.iter().position(|t| t == marker) {
-                end_of_generation.push(i as u32);
-            }
-        }
+        let end_of_generation = end_of_generation(&tokens, eos, id("tokenizer.ggml.eot_token_id"));
         let vocab_size = tokens.len();
         let bos = id("tokenizer.ggml.bos_token_id");
         Ok(Tokenizer {
@@ -194,6 +184,16 @@ impl Tokenizer {
             Inner::Spm(st) => st.tokens.get(id as usize).cloned(),
         }
     }
+}
+
+/// Turn-end markers of the chat formats cortiq knows; any present in a vocabulary ends a
+/// generation, like EOS and EOT.
+const END_MARKERS: [&str; 4] = ["<|im_end|>", "<|eot_id|>", "<|endoftext|>", "<end_of_turn>"];
+
+/// EOS, EOT and the ids of the turn-end markers present in `tokens`.
+fn end_of_generation(tokens: &[String], eos: Option<u32>, eot: Option<u32>) -> Vec<u32> {
+    let markers = END_MARKERS.iter().filter_map(|m| tokens.iter().position(|t| t == m).map(|i| i as u32));
+    eos.into_iter().chain(eot).chain(markers).collect()
 }
 
 fn string_array(m: &ModelFile, key: &str) -> Result<Vec<String>, EngineError> {
