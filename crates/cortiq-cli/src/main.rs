@@ -3,6 +3,8 @@
 mod bench;
 mod convert;
 mod inspect;
+#[cfg(feature = "gpu")]
+mod kernels;
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
@@ -135,7 +137,14 @@ enum Command {
         explain: bool,
     },
     /// GPU facade status: compiled backends, the selected backend, adapters, budget, probe cache.
-    Gpu,
+    Gpu {
+        /// Time the wgpu matvec kernels on llama-1b/8b matrix shapes (GPU timestamps).
+        #[arg(long)]
+        kernels: bool,
+        /// Memory bandwidth (GB/s) the kernel throughput is compared with.
+        #[arg(long)]
+        bandwidth: Option<f64>,
+    },
     /// Write a random-weight llama GGUF of a named shape (tiny, smollm2-135m, llama-1b, llama-8b).
     Synth {
         shape: String,
@@ -285,8 +294,15 @@ fn run(cmd: Command) -> Result<()> {
             }
             Ok(())
         }
-        Command::Gpu => {
+        Command::Gpu { kernels, bandwidth } => {
             emit(&gpu_report());
+            if kernels {
+                #[cfg(feature = "gpu")]
+                emit(&kernels::report(bandwidth)?);
+                #[cfg(not(feature = "gpu"))]
+                anyhow::bail!("--kernels times the wgpu kernels; this build has no wgpu backend (feature gpu)");
+            }
+            let _ = bandwidth;
             Ok(())
         }
         Command::Synth { shape, codec, output, seed } => synth::synth(&shape, &codec, &output, seed),
@@ -307,8 +323,19 @@ fn gpu_report() -> String {
     s += &format!("CMF_GPU: {}\n", std::env::var("CMF_GPU").unwrap_or_else(|_| "(unset: CPU only)".into()));
     s += &format!("backend: {}\n", gpu.backend_name());
     match gpu.device_info() {
-        Some(d) => s += &format!("adapter 0: {} ({}, {} memory, f16 {}, subgroups {})\n", d.name, if d.discrete { "discrete" } else { "integrated/unified" }, inspect::human(d.memory_bytes), d.f16, d.subgroups),
+        Some(d) => {
+            let memory = if d.memory_bytes == u64::MAX { "unified memory".to_string() } else { format!("{} memory", inspect::human(d.memory_bytes)) };
+            s += &format!("device: {} ({}, {memory}, f16 {}, subgroups {})\n", d.name, if d.discrete { "discrete" } else { "integrated/unified" }, d.f16, d.subgroups)
+        }
         None => s += "adapters: none (no GPU backend in this build or none came up)\n",
+    }
+    #[cfg(feature = "gpu")]
+    {
+        let list = cortiq_engine::gpu::wgpu::WgpuBackend::adapters();
+        s += &format!("wgpu adapters (CMF_GPU_ADAPTER picks by index or name): {}\n", if list.is_empty() { "none".into() } else { list.join("; ") });
+    }
+    for line in gpu.status_lines() {
+        s += &format!("{line}\n");
     }
     let budget = gpu.vram_budget();
     s += &format!("weight budget: {}\n", if budget == 0 { "0 (no GPU)".to_string() } else if budget == u64::MAX { "unified memory".to_string() } else { inspect::human(budget) });

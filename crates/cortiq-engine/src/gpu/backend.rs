@@ -195,6 +195,11 @@ pub trait Backend: Send + Sync {
         None
     }
 
+    /// Backend-specific status lines for `cortiq gpu` (pipeline cache, limits).
+    fn status_lines(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     fn resident_bytes(&self) -> u64 {
         0
     }

@@ -14,6 +14,8 @@ pub mod scope;
 pub mod selection;
 #[cfg(test)]
 pub(crate) mod scripted;
+#[cfg(feature = "gpu")]
+pub mod wgpu;
 
 use backend::{Backend, DeviceInfo, DeviceOutcome, FfnJob, MatmulJob, MultiMatmulJob, TokenGraphJob};
 use explain::{Explain, Reason};
@@ -223,6 +225,11 @@ impl Gpu {
     /// Measured host-to-device bandwidth in bytes/s (None without a device).
     pub fn upload_bandwidth_probe(&self) -> Option<f64> {
         self.backend.as_ref().and_then(|b| b.upload_bandwidth())
+    }
+
+    /// The backend's own status lines (empty without a backend).
+    pub fn status_lines(&self) -> Vec<String> {
+        self.backend.as_ref().map(|b| b.status_lines()).unwrap_or_default()
     }
 
     pub fn config(&self) -> &GpuConfig {
@@ -523,6 +530,14 @@ fn open_backend(name: &str) -> Option<Box<dyn Backend>> {
                 }
             }
         }
+        #[cfg(feature = "gpu")]
+        "wgpu" => match self::wgpu::WgpuBackend::new() {
+            Ok(b) => Some(Box::new(b)),
+            Err(e) => {
+                notice(&format!("the wgpu backend could not come up ({e}); running on the CPU"));
+                None
+            }
+        },
         other => {
             notice(&format!("backend {other} could not be brought up; running on the CPU"));
             None

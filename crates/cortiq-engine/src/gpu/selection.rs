@@ -28,6 +28,9 @@ pub fn parse_request(value: Option<&str>) -> (Request, Option<String>) {
 /// join this list when their modules land (features `gpu`, `cuda`; Metal on macOS).
 pub fn compiled_backends() -> Vec<&'static str> {
     let mut v = vec!["cpu"];
+    if cfg!(feature = "gpu") {
+        v.push("wgpu");
+    }
     if cfg!(feature = "cuda") {
         v.push("cuda");
     }

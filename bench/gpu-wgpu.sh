@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# On the GPU machine: the wgpu backend's evidence in one go. Writes into OUTDIR:
+#   gpu.txt        `cortiq gpu` (adapters, pipeline cache, limits)
+#   parity.log     the parity harness (every kernel vs its CPU twin, greedy per-op decode)
+#   parity-shared.log  the same kernels with subgroups off (the portable reduction)
+#   kernels.md     matvec throughput per codec on llama-1b/8b shapes vs BANDWIDTH GB/s
+#   explain.md     `cortiq bench --backend wgpu --explain` on synthesized llama-1b q4_0
+# Usage: bash bench/gpu-wgpu.sh OUTDIR   (env: CORTIQ_BIN, PARITY_BIN, BANDWIDTH=3800)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+. bench/gpu-env.sh
+out=${1:?output directory}
+mkdir -p "$out"
+bin=${CORTIQ_BIN:-./cortiq}
+parity=${PARITY_BIN:?the gpu_parity test binary}
+models=${MODELS_DIR:-/tmp/cortiq-models}
+mkdir -p "$models"
+export CORTIQ_REQUIRE_GPU=1
+CMF_GPU=wgpu $bin gpu > "$out/gpu.txt" 2>&1
+$parity --test-threads 1 --nocapture > "$out/parity.log" 2>&1; echo "parity exit $?" >> "$out/parity.log"
+CMF_WGPU_SUBGROUPS=0 $parity --test-threads 1 --nocapture matmul_matches qkv_batch > "$out/parity-shared.log" 2>&1; echo "parity (no subgroups) exit $?" >> "$out/parity-shared.log"
+$bin gpu --kernels --bandwidth "${BANDWIDTH:-3800}" > "$out/kernels.md" 2>"$out/kernels.log"
+file="$models/llama-1b-q4_0.gguf"
+[ -f "$file" ] || $bin synth llama-1b --codec q4_0 -o "$file" 2>/dev/null
+CMF_GPU=wgpu CMF_PROBE_CACHE=0 $bin bench -m "$file" -p "${PROMPT:-512}" -n "${GEN:-128}" -r "${REPS:-1}" --backend wgpu --explain --bandwidth "${BANDWIDTH:-3800}" > "$out/explain.md" 2>&1
+tail -n 3 "$out/parity.log" "$out/parity-shared.log"; cat "$out/kernels.md" "$out/explain.md"

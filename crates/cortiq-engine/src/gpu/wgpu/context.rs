@@ -1,0 +1,308 @@
+//! One wgpu adapter brought up: device and queue with the adapter's own limits, the compiled
+//! pipelines (through the driver pipeline cache persisted in the cache dir), the weight
+//! budget, readback and the upload-bandwidth probe.
+
+use super::adapter::{self, AdapterDesc, AdapterKind};
+use crate::gpu::backend::DeviceInfo;
+use cortiq_core::Codec;
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+const MATVEC: &str = include_str!("kernels/matvec.wgsl");
+const CODECS: &str = include_str!("kernels/codecs.wgsl");
+const REDUCE_SHARED: &str = include_str!("kernels/reduce_shared.wgsl");
+const REDUCE_SUBGROUP: &str = include_str!("kernels/reduce_subgroup.wgsl");
+const ACT: &str = include_str!("kernels/act.wgsl");
+
+/// The codecs with a matvec pipeline: (codec, `unit_dot_*` suffix, x vec4s per unit).
+const MATVEC_CODECS: [(Codec, &str, u32); 9] = [
+    (Codec::Q4_0, "q4_0", 8),
+    (Codec::Q4Tiled, "q4_0", 8),
+    (Codec::Q4_1, "q4_1", 8),
+    (Codec::Q8_0, "q8_0", 8),
+    (Codec::Q8Row, "q8_row", 4),
+    (Codec::F16, "f16", 2),
+    (Codec::F32, "f32", 1),
+    (Codec::Q4K, "q4_k", 8),
+    (Codec::Q6K, "q6_k", 8),
+];
+
+/// What happened to the driver pipeline cache this process (reported by `cortiq gpu`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum PipelineCacheState {
+    /// The adapter has no pipeline cache (only Vulkan has one in wgpu).
+    Unsupported,
+    /// Loaded from the file (bytes); pipelines did not recompile from scratch.
+    Loaded(PathBuf, usize),
+    /// No usable file: compiled, and the cache written there (bytes).
+    Written(PathBuf, usize),
+    /// Compiled, but the cache could not be written (the reason).
+    NotWritten(PathBuf, String),
+}
+
+impl std::fmt::Display for PipelineCacheState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PipelineCacheState::Unsupported => write!(f, "not supported by this adapter"),
+            PipelineCacheState::Loaded(p, n) => write!(f, "loaded {n} bytes from {}", p.display()),
+            PipelineCacheState::Written(p, n) => write!(f, "compiled; {n} bytes written to {}", p.display()),
+            PipelineCacheState::NotWritten(p, e) => write!(f, "compiled; could not write {} ({e})", p.display()),
+        }
+    }
+}
+
+pub struct WgpuContext {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    matvec: HashMap<Codec, wgpu::ComputePipeline>,
+    pub act: wgpu::ComputePipeline,
+    pub info: DeviceInfo,
+    /// Weight budget in bytes.
+    pub budget: u64,
+    /// Largest storage binding (and buffer) in bytes.
+    pub max_binding: u64,
+    pub cache_state: PipelineCacheState,
+}
+
+fn instance() -> wgpu::Instance {
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+    desc.backends = wgpu::Backends::PRIMARY;
+    wgpu::Instance::new(desc)
+}
+
+fn describe(a: &wgpu::Adapter) -> AdapterDesc {
+    let i = a.get_info();
+    let kind = match i.device_type {
+        wgpu::DeviceType::DiscreteGpu => AdapterKind::Discrete,
+        wgpu::DeviceType::IntegratedGpu => AdapterKind::Integrated,
+        wgpu::DeviceType::VirtualGpu => AdapterKind::Virtual,
+        wgpu::DeviceType::Cpu => AdapterKind::Cpu,
+        wgpu::DeviceType::Other => AdapterKind::Other,
+    };
+    AdapterDesc { name: i.name, kind }
+}
+
+/// Every adapter of the primary APIs, with its API's name.
+pub fn adapter_list() -> Vec<(AdapterDesc, String)> {
+    pollster::block_on(instance().enumerate_adapters(wgpu::Backends::PRIMARY)).iter().map(|a| (describe(a), format!("{:?}", a.get_info().backend))).collect()
+}
+
+/// Device-local memory of a Vulkan adapter, summed over its device-local heaps.
+#[cfg(any(target_os = "linux", target_os = "windows", target_os = "android"))]
+fn device_memory(a: &wgpu::Adapter) -> Option<u64> {
+    // SAFETY: the hal adapter is only borrowed to query memory properties, which has no
+    // side effects; the guard keeps the wgpu adapter alive meanwhile.
+    let hal = unsafe { a.as_hal::<wgpu::hal::api::Vulkan>() }?;
+    let inst = hal.shared_instance().raw_instance();
+    // SAFETY: the physical device handle belongs to this instance.
+    let props = unsafe { inst.get_physical_device_memory_properties(hal.raw_physical_device()) };
+    let heaps = &props.memory_heaps[..props.memory_heap_count as usize];
+    let local: u64 = heaps.iter().filter(|h| h.flags.contains(ash::vk::MemoryHeapFlags::DEVICE_LOCAL)).map(|h| h.size).sum();
+    (local > 0).then_some(local)
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "windows", target_os = "android")))]
+fn device_memory(_a: &wgpu::Adapter) -> Option<u64> {
+    None
+}
+
+/// Weight budget assumed when the device reports no memory size and none is configured.
+const FALLBACK_BUDGET: u64 = 4 << 30;
+
+impl WgpuContext {
+    /// Open the chosen adapter and build every pipeline; `binding_cap` lowers the largest
+    /// binding below the adapter's (tests use it to exercise the row split).
+    pub fn open(pin: Option<&str>, budget_setting: Option<&str>, binding_cap: Option<u64>) -> Result<WgpuContext, String> {
+        let inst = instance();
+        let adapters = pollster::block_on(inst.enumerate_adapters(wgpu::Backends::PRIMARY));
+        let descs: Vec<AdapterDesc> = adapters.iter().map(describe).collect();
+        let adapter = &adapters[adapter::choose(&descs, pin)?];
+        let desc = describe(adapter);
+        let mut wanted = wgpu::Features::SUBGROUP | wgpu::Features::SHADER_F16 | wgpu::Features::PIPELINE_CACHE | wgpu::Features::TIMESTAMP_QUERY;
+        if std::env::var("CMF_WGPU_SUBGROUPS").is_ok_and(|v| v == "0") {
+            // Forces the portable shared-memory reduction (to test that path on any adapter).
+            wanted.remove(wgpu::Features::SUBGROUP);
+        }
+        let features = adapter.features() & wanted;
+        let limits = adapter.limits();
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("cortiq"),
+            required_features: features,
+            required_limits: limits.clone(),
+            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            memory_hints: wgpu::MemoryHints::Performance,
+            trace: wgpu::Trace::Off,
+        }))
+        .map_err(|e| format!("request_device: {e}"))?;
+        // Device errors are caught per job by error scopes; anything else is logged, not a panic.
+        device.on_uncaptured_error(std::sync::Arc::new(|e: wgpu::Error| eprintln!("cortiq: wgpu error outside a job: {e}")));
+        let memory = device_memory(adapter);
+        let budget = adapter::budget(budget_setting, memory)?.unwrap_or(FALLBACK_BUDGET);
+        let max_binding = (limits.max_storage_buffer_binding_size as u64).min(limits.max_buffer_size).min(binding_cap.unwrap_or(u64::MAX)) & !255;
+        let subgroups = features.contains(wgpu::Features::SUBGROUP);
+        let info = DeviceInfo {
+            backend: "wgpu",
+            name: desc.name.clone(),
+            discrete: desc.kind == AdapterKind::Discrete,
+            memory_bytes: match desc.kind {
+                AdapterKind::Discrete => memory.unwrap_or(budget),
+                _ => u64::MAX,
+            },
+            f16: features.contains(wgpu::Features::SHADER_F16),
+            subgroups,
+            max_binding_bytes: max_binding,
+        };
+        let (cache, cache_path) = open_cache(&device, adapter, features);
+        use wgpu::BufferBindingType::{Storage, Uniform};
+        let matvec_layout = layout(&device, &[Storage { read_only: true }, Storage { read_only: true }, Storage { read_only: true }, Storage { read_only: false }, Uniform]);
+        let act_layout = layout(&device, &[Storage { read_only: false }, Storage { read_only: true }, Uniform]);
+        let mut matvec = HashMap::new();
+        for (codec, suffix, vec4s) in MATVEC_CODECS {
+            let src = matvec_source(suffix, vec4s, subgroups);
+            matvec.insert(codec, build(&device, &src, &matvec_layout, cache.as_ref(), &format!("matvec {suffix}"))?);
+        }
+        let act = build(&device, ACT, &act_layout, cache.as_ref(), "act")?;
+        let cache_state = match (cache, cache_path) {
+            (Some(c), Some((path, loaded))) => persist(&c, path, loaded),
+            _ => PipelineCacheState::Unsupported,
+        };
+        Ok(WgpuContext { device, queue, matvec, act, info, budget, max_binding, cache_state })
+    }
+
+    pub fn matvec_pipeline(&self, codec: Codec) -> Result<&wgpu::ComputePipeline, String> {
+        self.matvec.get(&codec).ok_or_else(|| format!("no matvec pipeline for {codec}"))
+    }
+
+    /// Map `buf` and copy out its first `n` values (waits for the queue).
+    pub fn read_back<T: bytemuck::Pod>(&self, buf: &wgpu::Buffer, n: u64) -> Result<Vec<T>, String> {
+        let slice = buf.slice(..n * std::mem::size_of::<T>() as u64);
+        let (tx, rx) = std::sync::mpsc::channel();
+        slice.map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        self.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| format!("poll: {e}"))?;
+        rx.recv().map_err(|e| format!("map: {e}"))?.map_err(|e| format!("map: {e}"))?;
+        let out = bytemuck::pod_collect_to_vec::<u8, T>(&slice.get_mapped_range().map_err(|e| format!("map: {e}"))?);
+        buf.unmap();
+        Ok(out)
+    }
+
+    /// Host-to-device bandwidth: 64 MiB written through the queue, timed to completion.
+    pub fn upload_bandwidth(&self) -> Option<f64> {
+        let bytes = 64u64 << 20;
+        let buf = self.device.create_buffer(&wgpu::BufferDescriptor { label: Some("bandwidth"), size: bytes, usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
+        let host = vec![0x5Au8; bytes as usize];
+        self.queue.write_buffer(&buf, 0, &host);
+        self.queue.submit([]);
+        self.device.poll(wgpu::PollType::wait_indefinitely()).ok()?;
+        let t = std::time::Instant::now();
+        self.queue.write_buffer(&buf, 0, &host);
+        self.queue.submit([]);
+        self.device.poll(wgpu::PollType::wait_indefinitely()).ok()?;
+        Some(bytes as f64 / t.elapsed().as_secs_f64())
+    }
+}
+
+/// The matvec shader for one codec: constants, the chosen reduction, codec functions, body.
+fn matvec_source(suffix: &str, vec4s: u32, subgroups: bool) -> String {
+    let reduce = if subgroups { REDUCE_SUBGROUP } else { REDUCE_SHARED };
+    let directive = |key: &str| reduce.lines().find_map(|l| l.trim_start_matches("// ").strip_prefix(key)).unwrap_or("").to_string();
+    // Constant indices keep `xs` in registers (a loop over it may not be unrolled).
+    let loads: String = (0..vec4s).map(|k| format!("xs[{k}] = x[xv + {k}u]; ")).collect();
+    let sum = (0..vec4s).map(|k| format!("xs[{k}]")).collect::<Vec<_>>().join(" + ");
+    let load_x = format!("{loads}let xsum = {sum};");
+    let body = MATVEC.replace("REDUCE_ARGS", &directive("REDUCE_ARGS=")).replace("REDUCE_PASS", &directive("REDUCE_PASS=")).replace("LOAD_X", &load_x);
+    format!("const UNIT_VEC4: u32 = {vec4s}u;\n{body}\n{CODECS}\nfn unit_dot(n: u32, r: u32, xs: ptr<function, array<vec4<f32>, 8>>, xsum: f32) -> f32 {{ return unit_dot_{suffix}(n, r, xs, xsum); }}\n{reduce}")
+}
+
+/// An explicit bind group layout (bindings 0.. in order), so every pipeline of a kind takes
+/// the same bind groups whether or not its shader reads every binding.
+fn layout(device: &wgpu::Device, kinds: &[wgpu::BufferBindingType]) -> wgpu::BindGroupLayout {
+    let entries: Vec<wgpu::BindGroupLayoutEntry> = kinds
+        .iter()
+        .enumerate()
+        .map(|(i, &ty)| wgpu::BindGroupLayoutEntry { binding: i as u32, visibility: wgpu::ShaderStages::COMPUTE, ty: wgpu::BindingType::Buffer { ty, has_dynamic_offset: false, min_binding_size: None }, count: None })
+        .collect();
+    device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: None, entries: &entries })
+}
+
+fn build(device: &wgpu::Device, src: &str, bgl: &wgpu::BindGroupLayout, cache: Option<&wgpu::PipelineCache>, label: &str) -> Result<wgpu::ComputePipeline, String> {
+    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let desc = wgpu::ShaderModuleDescriptor { label: Some(label), source: wgpu::ShaderSource::Wgsl(src.into()) };
+    let module = if std::env::var("CMF_WGPU_CHECKED").is_ok_and(|v| v == "1") {
+        device.create_shader_module(desc)
+    } else {
+        // SAFETY: without wgpu's injected bounds checks and loop counters, an out-of-range
+        // index would be undefined behaviour. Every index these kernels form is bounded by
+        // the job's shape, which the host validated against the buffers it allocated: weight
+        // units < rows * units of the chunk's own buffer (tail rows clamp to the last row), x
+        // reads < batch * cols, outputs < the output buffer; every loop runs to a uniform
+        // bound taken from the same parameters.
+        unsafe { device.create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked()) }
+    };
+    let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor { label: Some(label), bind_group_layouts: &[Some(bgl)], immediate_size: 0 });
+    let pipe = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor { label: Some(label), layout: Some(&pl), module: &module, entry_point: Some("main"), compilation_options: Default::default(), cache });
+    match pollster::block_on(scope.pop()) {
+        Some(e) => Err(format!("{label} shader: {e}")),
+        None => Ok(pipe),
+    }
+}
+
+/// The pipeline cache for this adapter and driver: (cache, (file, bytes loaded if any)).
+fn open_cache(device: &wgpu::Device, adapter: &wgpu::Adapter, features: wgpu::Features) -> (Option<wgpu::PipelineCache>, Option<(PathBuf, Option<Vec<u8>>)>) {
+    let Some(key) = wgpu::util::pipeline_cache_key(&adapter.get_info()).filter(|_| features.contains(wgpu::Features::PIPELINE_CACHE)) else {
+        return (None, None);
+    };
+    let path = crate::hub::cache_dir().join("wgpu-pipelines").join(format!("{key}-cortiq-{}", env!("CARGO_PKG_VERSION")));
+    let data = std::fs::read(&path).ok();
+    // SAFETY: the data is what `get_data` wrote for this adapter key and engine version;
+    // `fallback: true` makes the driver ignore (and rebuild) a cache it does not accept.
+    let cache = unsafe { device.create_pipeline_cache(&wgpu::PipelineCacheDescriptor { label: Some("cortiq"), data: data.as_deref(), fallback: true }) };
+    (Some(cache), Some((path, data)))
+}
+
+/// Write the cache's data atomically (temp file, then rename) unless the file already
+/// holds exactly it (then the pipelines came from the cache).
+fn persist(cache: &wgpu::PipelineCache, path: PathBuf, loaded: Option<Vec<u8>>) -> PipelineCacheState {
+    let Some(data) = cache.get_data() else {
+        return PipelineCacheState::NotWritten(path, "the driver returned no data".into());
+    };
+    if loaded.as_deref() == Some(&data[..]) {
+        return PipelineCacheState::Loaded(path, data.len());
+    }
+    let write = || -> std::io::Result<()> {
+        let dir = path.parent().expect("cache path has a parent");
+        std::fs::create_dir_all(dir)?;
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        std::fs::write(&tmp, &data)?;
+        std::fs::rename(&tmp, &path)
+    };
+    match write() {
+        Ok(()) => PipelineCacheState::Written(path, data.len()),
+        Err(e) => PipelineCacheState::NotWritten(path, e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn validate(label: &str, src: &str) {
+        let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{label}: {}", e.emit_to_string(src)));
+        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{label}: {}", e.emit_to_string(src)));
+    }
+
+    /// The kernels are compiled by the driver only where an adapter exists; this checks every
+    /// generated shader with wgpu's own front end everywhere, CI included.
+    #[test]
+    fn every_generated_shader_parses_and_validates() {
+        for (codec, suffix, vec4s) in MATVEC_CODECS {
+            for subgroups in [false, true] {
+                validate(&format!("matvec {codec} subgroups={subgroups}"), &matvec_source(suffix, vec4s, subgroups));
+            }
+        }
+        validate("act", ACT);
+    }
+}

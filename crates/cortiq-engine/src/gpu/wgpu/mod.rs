@@ -1,0 +1,434 @@
+//! The portable backend (feature `gpu`): wgpu over Vulkan, DX12 or Metal, one WGSL code base
+//! (`kernels/*.wgsl`). One context per adapter: device, queue, pipelines, resident weights,
+//! scratch buffers. Weights are repacked into the planar layout (`planar.rs`) and uploaded on
+//! first use, split by rows where a matrix exceeds the binding-size limit, kept under the
+//! weight budget, keyed by the facade's weight key and proven by a content fingerprint.
+//! Every job is one command buffer with ONE compute pass and one readback; on any device
+//! error nothing is written to the caller's outputs.
+
+pub mod adapter;
+mod context;
+pub mod planar;
+
+use super::backend::{Activation, Backend, DeviceInfo, DeviceOutcome, FfnJob, MatmulJob, MultiMatmulJob, WeightArg};
+use super::memory::fingerprint;
+pub use context::{PipelineCacheState, WgpuContext};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use wgpu::util::DeviceExt;
+
+/// Workgroups along x before a dispatch wraps into y (WebGPU's minimum per-dimension limit).
+const MAX_GRID: u32 = 65_535;
+/// Rows per matvec workgroup (`ROWS` in matvec.wgsl).
+const MATVEC_ROWS: u32 = 4;
+/// Uniform slot stride: the largest `min_uniform_buffer_offset_alignment` WebGPU allows.
+const PARAM_SLOT: u64 = 256;
+
+/// One row range of a resident weight, in its own buffer.
+struct Chunk {
+    buf: wgpu::Buffer,
+    row0: u32,
+    rows: u32,
+    units: u32,
+    regions: [u32; 3],
+}
+
+struct Resident {
+    codec: cortiq_core::Codec,
+    chunks: Vec<Chunk>,
+    fingerprint: u64,
+    bytes: u64,
+}
+
+/// Per-job device buffers, grown on demand and reused (a growth makes the job cold).
+#[derive(Default)]
+struct Scratch {
+    bufs: HashMap<&'static str, wgpu::Buffer>,
+}
+
+impl Scratch {
+    /// The named buffer with at least `bytes` bytes; `true` when it had to be (re)created.
+    fn get(&mut self, device: &wgpu::Device, name: &'static str, bytes: u64, usage: wgpu::BufferUsages) -> (wgpu::Buffer, bool) {
+        let bytes = bytes.max(16).next_power_of_two();
+        if let Some(b) = self.bufs.get(name).filter(|b| b.size() >= bytes) {
+            return (b.clone(), false);
+        }
+        let b = device.create_buffer(&wgpu::BufferDescriptor { label: Some(name), size: bytes, usage, mapped_at_creation: false });
+        self.bufs.insert(name, b.clone());
+        (b, true)
+    }
+}
+
+/// The matvec uniform block (`Params` in matvec.wgsl).
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct MatvecParams {
+    rows: u32,
+    units: u32,
+    a: u32,
+    b: u32,
+    c: u32,
+    x_stride: u32,
+    y_base: u32,
+    y_stride: u32,
+    y_off: u32,
+    grid_x: u32,
+    pad: [u32; 2],
+}
+
+/// The activation uniform block (`ActParams` in act.wgsl).
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct ActParams {
+    n: u32,
+    act: u32,
+    grid_x: u32,
+    pad: u32,
+}
+
+/// A grid of at least `n` workgroups: (x, y) with x <= MAX_GRID.
+fn grid(n: u32) -> (u32, u32) {
+    let x = n.clamp(1, MAX_GRID);
+    (x, n.div_ceil(x).max(1))
+}
+
+/// One queued dispatch of a job.
+enum Step<'a> {
+    /// y block `y_base` (batch, rows) = x . W^T.
+    Matvec { w: &'a Resident, x: &'a wgpu::Buffer, y: &'a wgpu::Buffer, y_base: u32, cols: u32, batch: u32 },
+    /// g <- act(g) * u over n floats.
+    Act { g: &'a wgpu::Buffer, u: &'a wgpu::Buffer, n: u32, act: u32 },
+}
+
+pub struct WgpuBackend {
+    ctx: WgpuContext,
+    weights: Mutex<HashMap<u64, Resident>>,
+    scratch: Mutex<Scratch>,
+    uploaded: AtomicU64,
+    resident: AtomicU64,
+    info: DeviceInfo,
+}
+
+impl WgpuBackend {
+    /// Bring up the adapter `CMF_GPU_ADAPTER` names (or the best one), with pipelines built.
+    pub fn new() -> Result<WgpuBackend, String> {
+        let pin = std::env::var("CMF_GPU_ADAPTER").ok();
+        let budget = std::env::var("CMF_GPU_BUDGET").ok();
+        WgpuBackend::open(pin.as_deref(), budget.as_deref(), None)
+    }
+
+    /// Bring up an adapter with an explicit pin, budget setting (`CMF_GPU_BUDGET` syntax) and
+    /// optionally a binding size below the adapter's (to exercise the row split).
+    pub fn open(pin: Option<&str>, budget: Option<&str>, binding_cap: Option<u64>) -> Result<WgpuBackend, String> {
+        let ctx = WgpuContext::open(pin, budget, binding_cap)?;
+        let info = ctx.info.clone();
+        Ok(WgpuBackend { ctx, weights: Mutex::new(HashMap::new()), scratch: Mutex::new(Scratch::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), info })
+    }
+
+    /// The pipeline cache's state, for `cortiq gpu`.
+    pub fn pipeline_cache(&self) -> &PipelineCacheState {
+        &self.ctx.cache_state
+    }
+
+    /// Names of the adapters this machine offers (for `cortiq gpu`).
+    pub fn adapters() -> Vec<String> {
+        context::adapter_list().into_iter().enumerate().map(|(i, (d, backend))| format!("{i}: {} ({:?}, {backend})", d.name, d.kind)).collect()
+    }
+
+    /// Make every weight resident (repack, split under the binding limit, upload);
+    /// `Ok(true)` when something was uploaded (cold).
+    fn ensure(&self, map: &mut HashMap<u64, Resident>, ws: &[&WeightArg]) -> Result<bool, String> {
+        let mut cold = false;
+        for w in ws {
+            let fp = fingerprint(w.view.bytes);
+            if map.get(&w.key).is_some_and(|r| r.fingerprint == fp) {
+                continue;
+            }
+            let v = &w.view;
+            let per_row = planar::bytes_per_row(v.codec, v.cols) as u64 + 64;
+            if per_row > self.ctx.max_binding {
+                return Err("a single row exceeds the binding-size limit".into());
+            }
+            let total = per_row * v.rows as u64;
+            if self.resident.load(Ordering::SeqCst) + total > self.ctx.budget {
+                return Err("weight budget exhausted".into());
+            }
+            let rows_per_chunk = (self.ctx.max_binding / per_row).min(v.rows as u64).max(1) as usize;
+            let row_bytes = v.row_bytes();
+            let mut chunks = Vec::new();
+            let mut bytes = 0u64;
+            for row0 in (0..v.rows).step_by(rows_per_chunk) {
+                let rows = rows_per_chunk.min(v.rows - row0);
+                let src = &v.bytes[row0 * row_bytes..(row0 + rows) * row_bytes];
+                let p = planar::repack(v.codec, rows, v.cols, src).ok_or("codec or shape without a planar layout")?;
+                let buf = self.ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("weight"), contents: bytemuck::cast_slice(&p.words), usage: wgpu::BufferUsages::STORAGE });
+                bytes += buf.size();
+                chunks.push(Chunk { buf, row0: row0 as u32, rows: rows as u32, units: p.units_per_row, regions: [p.a, p.b, p.c] });
+            }
+            if let Some(old) = map.insert(w.key, Resident { codec: v.codec, chunks, fingerprint: fp, bytes }) {
+                self.resident.fetch_sub(old.bytes, Ordering::SeqCst);
+            }
+            self.resident.fetch_add(bytes, Ordering::SeqCst);
+            self.uploaded.fetch_add(bytes, Ordering::SeqCst);
+            cold = true;
+        }
+        Ok(cold)
+    }
+
+    fn supported(ws: &[&WeightArg], batch: usize) -> Result<(), &'static str> {
+        if batch == 0 || batch > MAX_GRID as usize {
+            return Err("batch outside 1..=65535");
+        }
+        for w in ws {
+            if !planar::supports(w.view.codec, w.view.cols) || w.view.cols % 4 != 0 {
+                return Err("codec or width without a wgpu kernel");
+            }
+            if w.view.rows == 0 || w.view.rows * batch >= u32::MAX as usize / 2 || w.view.cols * batch >= u32::MAX as usize / 2 {
+                return Err("shape beyond 32-bit indexing");
+            }
+        }
+        Ok(())
+    }
+
+    /// Encode `steps` in one compute pass, read back `y` (`read` floats), in one submission.
+    fn submit(&self, steps: &[Step], y: &wgpu::Buffer, read: u64, scratch: &mut Scratch) -> Result<(Vec<f32>, bool), String> {
+        self.submit_timed(steps, y, read, scratch, None)
+    }
+
+    /// `submit`, and with `timer` (a 2-entry timestamp query set) the pass's GPU time.
+    fn submit_timed(&self, steps: &[Step], y: &wgpu::Buffer, read: u64, scratch: &mut Scratch, timer: Option<(&wgpu::QuerySet, &mut f64)>) -> Result<(Vec<f32>, bool), String> {
+        let dev = &self.ctx.device;
+        let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
+        let oom = dev.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let mut params: Vec<u8> = Vec::new();
+        let mut slot = |bytes: &[u8]| {
+            let at = params.len() as u64;
+            params.extend_from_slice(bytes);
+            params.resize((at + PARAM_SLOT) as usize, 0);
+            at
+        };
+        // (pipeline, bind group entries, grid) per dispatch, params placed first.
+        let mut plan = Vec::new();
+        for s in steps {
+            match s {
+                Step::Matvec { w, x, y, y_base, cols, batch } => {
+                    for c in &w.chunks {
+                        let (gx, gy) = grid(c.rows.div_ceil(MATVEC_ROWS));
+                        let p = MatvecParams { rows: c.rows, units: c.units, a: c.regions[0], b: c.regions[1], c: c.regions[2], x_stride: cols / 4, y_base: *y_base, y_stride: w.chunks.iter().map(|c| c.rows).sum(), y_off: c.row0, grid_x: gx, pad: [0; 2] };
+                        let at = slot(bytemuck::bytes_of(&p));
+                        plan.push((self.ctx.matvec_pipeline(w.codec)?, vec![&c.buf, &c.buf, *x, *y], at, (gx, gy, *batch)));
+                    }
+                }
+                Step::Act { g, u, n, act } => {
+                    let (gx, gy) = grid(n.div_ceil(256));
+                    let at = slot(bytemuck::bytes_of(&ActParams { n: *n, act: *act, grid_x: gx, pad: 0 }));
+                    plan.push((&self.ctx.act, vec![*g, *u], at, (gx, gy, 1)));
+                }
+            }
+        }
+        let (pbuf, pcold) = scratch.get(dev, "params", params.len() as u64, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST);
+        let (staging, scold) = scratch.get(dev, "staging", read * 4, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
+        self.ctx.queue.write_buffer(&pbuf, 0, &params);
+        let groups: Vec<wgpu::BindGroup> = plan
+            .iter()
+            .map(|(pipe, bufs, at, _)| {
+                let mut entries: Vec<wgpu::BindGroupEntry> = bufs.iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect();
+                let size = wgpu::BufferSize::new(std::mem::size_of::<MatvecParams>() as u64);
+                entries.push(wgpu::BindGroupEntry { binding: bufs.len() as u32, resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: &pbuf, offset: *at, size }) });
+                dev.create_bind_group(&wgpu::BindGroupDescriptor { label: None, layout: &pipe.get_bind_group_layout(0), entries: &entries })
+            })
+            .collect();
+        let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("job") });
+        let timestamp_writes = timer.as_ref().map(|(q, _)| wgpu::ComputePassTimestampWrites { query_set: q, beginning_of_pass_write_index: Some(0), end_of_pass_write_index: Some(1) });
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("job"), timestamp_writes });
+            for ((pipe, _, _, (gx, gy, gz)), group) in plan.iter().zip(&groups) {
+                pass.set_pipeline(pipe);
+                pass.set_bind_group(0, group, &[]);
+                pass.dispatch_workgroups(*gx, *gy, *gz);
+            }
+        }
+        enc.copy_buffer_to_buffer(y, 0, &staging, 0, read * 4);
+        let ticks = timer.as_ref().map(|(q, _)| {
+            let (resolve, _) = scratch.get(dev, "timestamps", 16, wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC);
+            let (back, _) = scratch.get(dev, "timestamps-read", 16, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
+            enc.resolve_query_set(q, 0..2, &resolve, 0);
+            enc.copy_buffer_to_buffer(&resolve, 0, &back, 0, 16);
+            back
+        });
+        self.ctx.queue.submit([enc.finish()]);
+        let out = self.ctx.read_back::<f32>(&staging, read);
+        if let (Some(back), Some((_, secs))) = (ticks, timer) {
+            let t = self.ctx.read_back::<u64>(&back, 2)?;
+            *secs = t[1].saturating_sub(t[0]) as f64 * self.ctx.queue.get_timestamp_period() as f64 * 1e-9;
+        }
+        let oom = pollster::block_on(oom.pop());
+        let invalid = pollster::block_on(scope.pop());
+        if let Some(e) = invalid.or(oom) {
+            return Err(format!("wgpu: {e}"));
+        }
+        Ok((out?, pcold || scold))
+    }
+
+    /// Run a job over resident weights: `body` builds the steps and returns the output buffer
+    /// and the float count to read; the results are split into `outs` by their lengths.
+    fn run(&self, ws: &[&WeightArg], batch: usize, outs: &mut [&mut [f32]], body: impl FnOnce(&HashMap<u64, Resident>, &mut Scratch) -> Result<(Vec<f32>, bool), String>) -> DeviceOutcome {
+        if let Err(why) = Self::supported(ws, batch) {
+            return DeviceOutcome::Declined(why);
+        }
+        let mut map = self.weights.lock().unwrap_or_else(|e| e.into_inner());
+        let cold = match self.ensure(&mut map, ws) {
+            Ok(c) => c,
+            Err(e) if e.contains("budget") => return DeviceOutcome::Declined("weight budget exhausted"),
+            Err(e) if e.contains("binding") || e.contains("planar") => return DeviceOutcome::Declined("matrix shape exceeds the adapter's limits"),
+            Err(e) => return DeviceOutcome::Failed(e),
+        };
+        let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        match body(&map, &mut scratch) {
+            Ok((all, grew)) => {
+                let mut at = 0;
+                for o in outs.iter_mut() {
+                    o.copy_from_slice(&all[at..at + o.len()]);
+                    at += o.len();
+                }
+                DeviceOutcome::Completed { cold: cold || grew }
+            }
+            Err(e) => DeviceOutcome::Failed(e),
+        }
+    }
+
+    /// Upload x (batch, cols) into the named scratch buffer.
+    fn upload_x(&self, scratch: &mut Scratch, name: &'static str, x: &[f32]) -> (wgpu::Buffer, bool) {
+        let (b, cold) = scratch.get(&self.ctx.device, name, x.len() as u64 * 4, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST);
+        self.ctx.queue.write_buffer(&b, 0, bytemuck::cast_slice(x));
+        (b, cold)
+    }
+
+    fn storage(&self, scratch: &mut Scratch, name: &'static str, floats: usize) -> (wgpu::Buffer, bool) {
+        scratch.get(&self.ctx.device, name, floats as u64 * 4, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC)
+    }
+}
+
+impl WgpuBackend {
+    /// GPU seconds of one batch-1 matvec of `w` (resident after this call): the pass time of
+    /// `n` back-to-back dispatches minus that of one, over n-1, from timestamp queries; the
+    /// best of 3. `chained`: every dispatch writes the same output, so each waits for the one
+    /// before (a barrier, as in a dependent chain); otherwise each writes its own buffer.
+    /// `Err` when the adapter has no timestamp queries.
+    pub fn time_matvec(&self, w: &WeightArg, n: u32, chained: bool) -> Result<f64, String> {
+        if !self.ctx.device.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
+            return Err("the adapter has no timestamp queries".into());
+        }
+        Self::supported(&[w], 1).map_err(str::to_string)?;
+        let mut map = self.weights.lock().unwrap_or_else(|e| e.into_inner());
+        self.ensure(&mut map, &[w])?;
+        let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        let (x, _) = self.upload_x(&mut scratch, "x", &vec![0.5; w.view.cols]);
+        let (y, _) = self.storage(&mut scratch, "y", w.view.rows);
+        let n = n.max(2);
+        let ys: Vec<wgpu::Buffer> = (0..n).map(|_| self.ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some("y"), size: w.view.rows as u64 * 4, usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC, mapped_at_creation: false })).collect();
+        let q = self.ctx.device.create_query_set(&wgpu::QuerySetDescriptor { label: Some("timer"), ty: wgpu::QueryType::Timestamp, count: 2 });
+        let mut pass_time = |k: u32| -> Result<f64, String> {
+            let steps: Vec<Step> = (0..k as usize).map(|i| Step::Matvec { w: &map[&w.key], x: &x, y: if chained { &y } else { &ys[i] }, y_base: 0, cols: w.view.cols as u32, batch: 1 }).collect();
+            let mut best = f64::INFINITY;
+            for _ in 0..3 {
+                let mut secs = 0.0;
+                self.submit_timed(&steps, &y, 1, &mut scratch, Some((&q, &mut secs)))?;
+                best = best.min(secs);
+            }
+            Ok(best)
+        };
+        let one = pass_time(1)?;
+        let many = pass_time(n)?;
+        Ok((many - one) / (n - 1) as f64)
+    }
+
+    /// Device bytes of a resident weight (the planar layout a matvec streams).
+    pub fn resident_size(&self, key: u64) -> Option<u64> {
+        self.weights.lock().unwrap_or_else(|e| e.into_inner()).get(&key).map(|r| r.bytes)
+    }
+}
+
+fn act_code(a: Activation) -> u32 {
+    match a {
+        Activation::Silu => 0,
+        Activation::GeluExact => 1,
+        Activation::GeluTanh => 2,
+    }
+}
+
+impl Backend for WgpuBackend {
+    fn info(&self) -> DeviceInfo {
+        self.info.clone()
+    }
+
+    fn is_resident(&self, key: u64) -> bool {
+        self.weights.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&key)
+    }
+
+    fn matmul(&self, job: &MatmulJob, out: &mut [f32]) -> DeviceOutcome {
+        let multi = MultiMatmulJob { ws: vec![job.w], x: job.x, batch: job.batch };
+        self.matmul_many(&multi, &mut [out])
+    }
+
+    fn matmul_many(&self, job: &MultiMatmulJob, outs: &mut [&mut [f32]]) -> DeviceOutcome {
+        let ws: Vec<&WeightArg> = job.ws.iter().collect();
+        let total: usize = job.ws.iter().map(|w| w.view.rows * job.batch).sum();
+        self.run(&ws, job.batch, outs, |map, scratch| {
+            let (x, c1) = self.upload_x(scratch, "x", job.x);
+            let (y, c2) = self.storage(scratch, "y", total);
+            let mut steps = Vec::new();
+            let mut base = 0u32;
+            for w in &job.ws {
+                steps.push(Step::Matvec { w: &map[&w.key], x: &x, y: &y, y_base: base, cols: w.view.cols as u32, batch: job.batch as u32 });
+                base += (w.view.rows * job.batch) as u32;
+            }
+            let (v, c3) = self.submit(&steps, &y, total as u64, scratch)?;
+            Ok((v, c1 || c2 || c3))
+        })
+    }
+
+    fn ffn(&self, job: &FfnJob, out: &mut [f32]) -> DeviceOutcome {
+        let ff = job.gate.view.rows;
+        if job.up.view.rows != ff || job.down.view.cols != ff || job.gate.view.cols != job.up.view.cols {
+            return DeviceOutcome::Declined("FFN shapes do not chain");
+        }
+        let n = (job.batch * ff) as u32;
+        self.run(&[&job.gate, &job.up, &job.down], job.batch, &mut [out], |map, scratch| {
+            let (x, c1) = self.upload_x(scratch, "x", job.x);
+            let (g, c2) = self.storage(scratch, "gate", n as usize);
+            let (u, c3) = self.storage(scratch, "up", n as usize);
+            let (y, c4) = self.storage(scratch, "y", job.batch * job.down.view.rows);
+            let (cols, b) = (job.gate.view.cols as u32, job.batch as u32);
+            let steps = [
+                Step::Matvec { w: &map[&job.gate.key], x: &x, y: &g, y_base: 0, cols, batch: b },
+                Step::Matvec { w: &map[&job.up.key], x: &x, y: &u, y_base: 0, cols, batch: b },
+                Step::Act { g: &g, u: &u, n, act: act_code(job.act) },
+                Step::Matvec { w: &map[&job.down.key], x: &g, y: &y, y_base: 0, cols: ff as u32, batch: b },
+            ];
+            let (v, c5) = self.submit(&steps, &y, (job.batch * job.down.view.rows) as u64, scratch)?;
+            Ok((v, c1 || c2 || c3 || c4 || c5))
+        })
+    }
+
+    fn upload_bandwidth(&self) -> Option<f64> {
+        self.ctx.upload_bandwidth()
+    }
+
+    fn status_lines(&self) -> Vec<String> {
+        vec![
+            format!("pipeline cache: {}", self.ctx.cache_state),
+            format!("largest binding: {} MiB (larger matrices are split by rows)", self.ctx.max_binding >> 20),
+            format!("reduction: {}", if self.info.subgroups { "subgroup operations" } else { "shared memory (no subgroups)" }),
+        ]
+    }
+
+    fn resident_bytes(&self) -> u64 {
+        self.resident.load(Ordering::SeqCst)
+    }
+
+    fn upload_bytes(&self) -> u64 {
+        self.uploaded.load(Ordering::SeqCst)
+    }
+}
