@@ -84,7 +84,8 @@ fn check(name: &str, got: &[f32], want: &[f32], scale: &[f32], seed: u64) {
     }
 }
 
-const SHAPES: [(usize, usize, usize); 6] = [(1, 32, 1), (37, 96, 1), (4097, 576, 1), (300, 2048, 3), (13, 4128, 2), (64, 256, 130)];
+/// (rows, cols, batch): off-size, one row, large, wide, batched; 8200 rows take the wgpu tall shape.
+const SHAPES: [(usize, usize, usize); 7] = [(1, 32, 1), (37, 96, 1), (4097, 576, 1), (300, 2048, 3), (13, 4128, 2), (64, 256, 130), (8200, 256, 2)];
 
 #[test]
 #[cfg_attr(not(any(feature = "gpu", feature = "cuda")), ignore = "SKIP gpu parity: no GPU backend compiled in (build with --features gpu or cuda)")]
@@ -359,7 +360,10 @@ fn wgpu_per_op_greedy_matches_the_cpu_path() {
                 let l = s.prefill(&prompt).unwrap();
                 (s, l)
             });
-            let (mut same, mut worst, mut worst_devices) = (0, 0f32, 0f32);
+            let (mut same, mut worst) = (0, 0f32);
+            // Only written where the CUDA twin runs.
+            #[allow(unused_mut)]
+            let mut worst_devices = 0f32;
             for i in 0..steps {
                 assert!(b.iter().all(|v| v.is_finite()), "{shape}: non-finite device logits at step {i}");
                 let rel = rel_l2(&a, &b);

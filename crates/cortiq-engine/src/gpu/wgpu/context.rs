@@ -54,7 +54,8 @@ impl std::fmt::Display for PipelineCacheState {
 pub struct WgpuContext {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
-    matvec: HashMap<Codec, wgpu::ComputePipeline>,
+    /// Per codec: the pipelines for short (index 0) and tall (1) matrices.
+    matvec: HashMap<Codec, Vec<(wgpu::ComputePipeline, MatvecShape)>>,
     pub act: wgpu::ComputePipeline,
     pub info: DeviceInfo,
     /// Weight budget in bytes.
@@ -158,8 +159,13 @@ impl WgpuContext {
         let act_layout = layout(&device, &[Storage { read_only: false }, Storage { read_only: true }, Uniform]);
         let mut matvec = HashMap::new();
         for (codec, suffix, vec4s) in MATVEC_CODECS {
-            let src = matvec_source(suffix, vec4s, subgroups);
-            matvec.insert(codec, build(&device, &src, &matvec_layout, cache.as_ref(), &format!("matvec {suffix}"))?);
+            let mut pair = Vec::new();
+            for tall in [false, true] {
+                let shape = MatvecShape::from_env(tall);
+                let src = matvec_source(suffix, vec4s, subgroups, shape);
+                pair.push((build(&device, &src, &matvec_layout, cache.as_ref(), &format!("matvec {suffix}"))?, shape));
+            }
+            matvec.insert(codec, pair);
         }
         let act = build(&device, ACT, &act_layout, cache.as_ref(), "act")?;
         let cache_state = match (cache, cache_path) {
@@ -169,8 +175,10 @@ impl WgpuContext {
         Ok(WgpuContext { device, queue, matvec, act, info, budget, max_binding, cache_state })
     }
 
-    pub fn matvec_pipeline(&self, codec: Codec) -> Result<&wgpu::ComputePipeline, String> {
-        self.matvec.get(&codec).ok_or_else(|| format!("no matvec pipeline for {codec}"))
+    /// The matvec pipeline and workgroup shape for a matrix of `rows` rows of this codec.
+    pub fn matvec_pipeline(&self, codec: Codec, rows: u32) -> Result<&(wgpu::ComputePipeline, MatvecShape), String> {
+        let pair = self.matvec.get(&codec).ok_or_else(|| format!("no matvec pipeline for {codec}"))?;
+        Ok(&pair[usize::from(rows >= TALL_ROWS)])
     }
 
     /// Map `buf` and copy out its first `n` values (waits for the queue).
@@ -203,16 +211,91 @@ impl WgpuContext {
     }
 }
 
-/// The matvec shader for one codec: constants, the chosen reduction, codec functions, body.
-fn matvec_source(suffix: &str, vec4s: u32, subgroups: bool) -> String {
+/// Workgroup shape of the matvec kernel: invocations and rows per workgroup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MatvecShape {
+    pub invocations: u32,
+    /// A multiple of 4 (rows are reduced four at a time).
+    pub rows: u32,
+    /// Units each invocation takes per loop iteration.
+    pub unroll: u32,
+}
+
+/// From this many rows a matrix takes the tall shape (bench/NOTES.md, wgpu variants).
+pub const TALL_ROWS: u32 = 8192;
+
+impl MatvecShape {
+    /// The measured defaults: tall matrices (rows >= TALL_ROWS) one 32-wide workgroup per 8
+    /// rows (x reused over 8 rows, enough workgroups to fill the card); shorter, wider ones
+    /// (an FFN down projection) 128 invocations per 4 rows, or too few threads would stream
+    /// the matrix.
+    pub fn default_for(tall: bool) -> MatvecShape {
+        if tall {
+            MatvecShape { invocations: 32, rows: 8, unroll: 1 }
+        } else {
+            MatvecShape { invocations: 128, rows: 4, unroll: 1 }
+        }
+    }
+
+    /// `CMF_WGPU_MATVEC=WGxROWS[xUNROLL]` (e.g. `128x8`, `32x8x2`) for every matrix, to
+    /// measure another shape; otherwise the default.
+    pub fn from_env(tall: bool) -> MatvecShape {
+        let default = MatvecShape::default_for(tall);
+        let Ok(v) = std::env::var("CMF_WGPU_MATVEC") else { return default };
+        let parts: Vec<Option<u32>> = v.split('x').map(|p| p.trim().parse().ok()).collect();
+        let parsed = match parts[..] {
+            [Some(invocations), Some(rows)] => Some(MatvecShape { invocations, rows, unroll: 1 }),
+            [Some(invocations), Some(rows), Some(unroll)] => Some(MatvecShape { invocations, rows, unroll }),
+            _ => None,
+        };
+        match parsed {
+            Some(s) if [32, 64, 128, 256].contains(&s.invocations) && s.rows % 4 == 0 && (4..=16).contains(&s.rows) && (1..=4).contains(&s.unroll) => s,
+            _ => {
+                eprintln!("cortiq: CMF_WGPU_MATVEC={v:?} is not WGxROWS[xUNROLL] (WG 32/64/128/256, ROWS 4/8/12/16, UNROLL 1-4); using the defaults");
+                default
+            }
+        }
+    }
+}
+
+/// The matvec shader for one codec: constants, generated lines, codec functions, reduction.
+fn matvec_source(suffix: &str, vec4s: u32, subgroups: bool, shape: MatvecShape) -> String {
     let reduce = if subgroups { REDUCE_SUBGROUP } else { REDUCE_SHARED };
     let directive = |key: &str| reduce.lines().find_map(|l| l.trim_start_matches("// ").strip_prefix(key)).unwrap_or("").to_string();
-    // Constant indices keep `xs` in registers (a loop over it may not be unrolled).
-    let loads: String = (0..vec4s).map(|k| format!("xs[{k}] = x[xv + {k}u]; ")).collect();
-    let sum = (0..vec4s).map(|k| format!("xs[{k}]")).collect::<Vec<_>>().join(" + ");
-    let load_x = format!("{loads}let xsum = {sum};");
-    let body = MATVEC.replace("REDUCE_ARGS", &directive("REDUCE_ARGS=")).replace("REDUCE_PASS", &directive("REDUCE_PASS=")).replace("LOAD_X", &load_x);
-    format!("const UNIT_VEC4: u32 = {vec4s}u;\n{body}\n{CODECS}\nfn unit_dot(n: u32, r: u32, xs: ptr<function, array<vec4<f32>, 8>>, xsum: f32) -> f32 {{ return unit_dot_{suffix}(n, r, xs, xsum); }}\n{reduce}")
+    let pass = directive("REDUCE_PASS=");
+    let groups = shape.rows / 4;
+    let rows = (1..shape.rows).map(|j| format!("let r{j} = min(r0 + {j}u, last);")).collect::<Vec<_>>().join(" ");
+    let accs: String = (0..groups).map(|g| format!("var acc{g} = vec4<f32>(0.0); ")).collect();
+    // The unit's x as a value (a struct of vec4s), never an indexed array: an array passed
+    // around by pointer may be placed in local memory.
+    let loads = (0..8).map(|k| if k < vec4s { format!("x[xv + {k}u]") } else { "vec4<f32>(0.0)".into() }).collect::<Vec<_>>().join(", ");
+    let sum = (0..vec4s).map(|k| format!("xs.v{k}")).collect::<Vec<_>>().join(" + ");
+    // Unit k of an iteration: clamped index (its loads are unconditional, so they can all
+    // be issued first) and a 0/1 weight for a unit past the row's end.
+    let units: String = (0..shape.unroll)
+        .map(|k| {
+            let dot = |j: u32| format!("unit_dot(r{j} * p.units + u{k}, r{j}, xs{k}, s{k})");
+            let dots: String = (0..groups).map(|g| format!("acc{g} += ok{k} * vec4<f32>({}, {}, {}, {}); ", dot(4 * g), dot(4 * g + 1), dot(4 * g + 2), dot(4 * g + 3))).collect();
+            format!(
+                "let u{k} = min(u0 + {k}u * WG, p.units - 1u); let ok{k} = select(0.0, 1.0, u0 + {k}u * WG < p.units); let xv{k} = xrow + u{k} * UNIT_VEC4; let xs{k} = X8({}); let s{k} = dot({}, vec4<f32>(1.0)); {dots}",
+                loads.replace("xv", &format!("xv{k}")),
+                sum.replace("xs.", &format!("xs{k}."))
+            )
+        })
+        .collect();
+    let stores: String = (0..groups)
+        .map(|g| format!("let t{g} = reduce(acc{g}, lid{pass}); if (lid < 4u && r0 + {o}u + lid < p.rows) {{ y[yrow + r0 + {o}u + lid] = t{g}[lid]; }} ", o = 4 * g))
+        .collect();
+    let body = MATVEC
+        .replace("WG_SIZE", &shape.invocations.to_string())
+        .replace("ROWS_PER_WG", &shape.rows.to_string())
+        .replace("REDUCE_ARGS", &directive("REDUCE_ARGS="))
+        .replace("ROW_INDICES", &rows)
+        .replace("ACCUMULATORS", &accs)
+        .replace("UNROLL", &format!("{}u", shape.unroll))
+        .replace("UNITS", &units)
+        .replace("STORES", &stores);
+    format!("const UNIT_VEC4: u32 = {vec4s}u;\n{body}\n{CODECS}\nfn unit_dot(n: u32, r: u32, xs: X8, xsum: f32) -> f32 {{ return unit_dot_{suffix}(n, r, xs, xsum); }}\n{reduce}")
 }
 
 /// An explicit bind group layout (bindings 0.. in order), so every pipeline of a kind takes
@@ -300,7 +383,10 @@ mod tests {
     fn every_generated_shader_parses_and_validates() {
         for (codec, suffix, vec4s) in MATVEC_CODECS {
             for subgroups in [false, true] {
-                validate(&format!("matvec {codec} subgroups={subgroups}"), &matvec_source(suffix, vec4s, subgroups));
+                for (invocations, rows, unroll) in [(64, 4, 1), (128, 8, 2), (32, 16, 3)] {
+                    let shape = MatvecShape { invocations, rows, unroll };
+                    validate(&format!("matvec {codec} subgroups={subgroups} {shape:?}"), &matvec_source(suffix, vec4s, subgroups, shape));
+                }
             }
         }
         validate("act", ACT);

@@ -12,7 +12,7 @@ pub mod planar;
 
 use super::backend::{Activation, Backend, DeviceInfo, DeviceOutcome, FfnJob, MatmulJob, MultiMatmulJob, WeightArg};
 use super::memory::fingerprint;
-pub use context::{PipelineCacheState, WgpuContext};
+pub use context::{MatvecShape, PipelineCacheState, WgpuContext};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -20,8 +20,6 @@ use wgpu::util::DeviceExt;
 
 /// Workgroups along x before a dispatch wraps into y (WebGPU's minimum per-dimension limit).
 const MAX_GRID: u32 = 65_535;
-/// Rows per matvec workgroup (`ROWS` in matvec.wgsl).
-const MATVEC_ROWS: u32 = 4;
 /// Uniform slot stride: the largest `min_uniform_buffer_offset_alignment` WebGPU allows.
 const PARAM_SLOT: u64 = 256;
 
@@ -126,6 +124,11 @@ impl WgpuBackend {
         Ok(WgpuBackend { ctx, weights: Mutex::new(HashMap::new()), scratch: Mutex::new(Scratch::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), info })
     }
 
+    /// The matvec kernel's workgroup shape for a matrix of this codec and height.
+    pub fn matvec_shape(&self, codec: cortiq_core::Codec, rows: usize) -> Option<MatvecShape> {
+        self.ctx.matvec_pipeline(codec, rows.min(u32::MAX as usize) as u32).ok().map(|(_, s)| *s)
+    }
+
     /// The pipeline cache's state, for `cortiq gpu`.
     pub fn pipeline_cache(&self) -> &PipelineCacheState {
         &self.ctx.cache_state
@@ -213,11 +216,13 @@ impl WgpuBackend {
         for s in steps {
             match s {
                 Step::Matvec { w, x, y, y_base, cols, batch } => {
+                    let total_rows: u32 = w.chunks.iter().map(|c| c.rows).sum();
+                    let (pipe, shape) = self.ctx.matvec_pipeline(w.codec, total_rows)?;
                     for c in &w.chunks {
-                        let (gx, gy) = grid(c.rows.div_ceil(MATVEC_ROWS));
+                        let (gx, gy) = grid(c.rows.div_ceil(shape.rows));
                         let p = MatvecParams { rows: c.rows, units: c.units, a: c.regions[0], b: c.regions[1], c: c.regions[2], x_stride: cols / 4, y_base: *y_base, y_stride: w.chunks.iter().map(|c| c.rows).sum(), y_off: c.row0, grid_x: gx, pad: [0; 2] };
                         let at = slot(bytemuck::bytes_of(&p));
-                        plan.push((self.ctx.matvec_pipeline(w.codec)?, vec![&c.buf, &c.buf, *x, *y], at, (gx, gy, *batch)));
+                        plan.push((pipe, vec![&c.buf, &c.buf, *x, *y], at, (gx, gy, *batch)));
                     }
                 }
                 Step::Act { g, u, n, act } => {
@@ -311,18 +316,21 @@ impl WgpuBackend {
 }
 
 impl WgpuBackend {
-    /// GPU seconds of one batch-1 matvec of `w` (resident after this call): the pass time of
-    /// `n` back-to-back dispatches minus that of one, over n-1, from timestamp queries; the
-    /// best of 3. `chained`: every dispatch writes the same output, so each waits for the one
+    /// GPU seconds of one batch-1 matvec (the weights resident after this call): the pass
+    /// time of `n` back-to-back dispatches, cycling over `copies` (distinct keys of one
+    /// shape, enough that they do not stay in the L2 cache), minus that of one, over n-1,
+    /// from timestamp queries; the best of 3. `chained`: every dispatch writes the same output, so each waits for the one
     /// before (a barrier, as in a dependent chain); otherwise each writes its own buffer.
     /// `Err` when the adapter has no timestamp queries.
-    pub fn time_matvec(&self, w: &WeightArg, n: u32, chained: bool) -> Result<f64, String> {
+    pub fn time_matvec(&self, copies: &[WeightArg], n: u32, chained: bool) -> Result<f64, String> {
         if !self.ctx.device.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
             return Err("the adapter has no timestamp queries".into());
         }
-        Self::supported(&[w], 1).map_err(str::to_string)?;
+        let refs: Vec<&WeightArg> = copies.iter().collect();
+        Self::supported(&refs, 1).map_err(str::to_string)?;
+        let w = refs.first().ok_or("no weight to time")?;
         let mut map = self.weights.lock().unwrap_or_else(|e| e.into_inner());
-        self.ensure(&mut map, &[w])?;
+        self.ensure(&mut map, &refs)?;
         let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
         let (x, _) = self.upload_x(&mut scratch, "x", &vec![0.5; w.view.cols]);
         let (y, _) = self.storage(&mut scratch, "y", w.view.rows);
@@ -330,7 +338,7 @@ impl WgpuBackend {
         let ys: Vec<wgpu::Buffer> = (0..n).map(|_| self.ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some("y"), size: w.view.rows as u64 * 4, usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC, mapped_at_creation: false })).collect();
         let q = self.ctx.device.create_query_set(&wgpu::QuerySetDescriptor { label: Some("timer"), ty: wgpu::QueryType::Timestamp, count: 2 });
         let mut pass_time = |k: u32| -> Result<f64, String> {
-            let steps: Vec<Step> = (0..k as usize).map(|i| Step::Matvec { w: &map[&w.key], x: &x, y: if chained { &y } else { &ys[i] }, y_base: 0, cols: w.view.cols as u32, batch: 1 }).collect();
+            let steps: Vec<Step> = (0..k as usize).map(|i| Step::Matvec { w: &map[&copies[i % copies.len()].key], x: &x, y: if chained { &y } else { &ys[i] }, y_base: 0, cols: w.view.cols as u32, batch: 1 }).collect();
             let mut best = f64::INFINITY;
             for _ in 0..3 {
                 let mut secs = 0.0;
@@ -420,7 +428,7 @@ impl Backend for WgpuBackend {
         vec![
             format!("pipeline cache: {}", self.ctx.cache_state),
             format!("largest binding: {} MiB (larger matrices are split by rows)", self.ctx.max_binding >> 20),
-            format!("reduction: {}", if self.info.subgroups { "subgroup operations" } else { "shared memory (no subgroups)" }),
+            format!("matvec reduction: {}", if self.info.subgroups { "subgroup operations" } else { "shared memory (no subgroups)" }),
         ]
     }
 

@@ -1,11 +1,12 @@
 // y (batch, rows) = x (batch, cols) . W^T for one row chunk of a planar weight (planar.rs).
-// One workgroup of 64 invocations per (4 rows, batch element): invocations stride over the
-// units; each loads a unit's x once into registers and applies it to all 4 rows (x traffic
-// per weight byte is a quarter of one row per workgroup), then the 4 sums are reduced at
-// once. The host prepends `const UNIT_VEC4: u32` (x vec4s per unit), replaces LOAD_X with
-// the unit's x loads at constant indices (filling `xs`, defining `xsum`), and appends
-// `fn unit_dot(n, r, xs, xsum)` (codecs.wgsl) and the reduction (reduce_shared.wgsl or
-// reduce_subgroup.wgsl, which define REDUCE_ARGS/REDUCE_PASS).
+// One workgroup of WG_SIZE invocations per (ROWS_PER_WG rows, batch element): invocations
+// stride over the units, UNROLL units per iteration (loads first: more bytes in flight); each loads a unit's x once into registers and applies it to every
+// row of the workgroup (x traffic per weight byte falls with the row count), then the sums
+// are reduced four rows at a time. The host fills in the sizes and the generated lines
+// (ROW_INDICES, ACCUMULATORS, UNITS, STORES: values and constant indices only, so
+// the unit's x and the accumulators stay in registers), prepends `const UNIT_VEC4` (x vec4s per unit) and
+// appends `fn unit_dot(n, r, xs, xsum)` (codecs.wgsl) and the reduction
+// (reduce_shared.wgsl or reduce_subgroup.wgsl, which define REDUCE_ARGS/REDUCE_PASS).
 
 struct Params {
     rows: u32,      // rows in this chunk
@@ -28,11 +29,11 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;  // y_base + (batch, y_stride)
 @group(0) @binding(4) var<uniform> p: Params;
 
-const WG: u32 = 64u;
-const ROWS: u32 = 4u;
-var<workgroup> partial: array<vec4<f32>, 64>;
+const WG: u32 = WG_SIZEu;
+const ROWS: u32 = ROWS_PER_WGu;
+var<workgroup> partial: array<vec4<f32>, WG_SIZE>;
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32 REDUCE_ARGS) {
     let r0 = (wg.y * p.grid_x + wg.x) * ROWS;
     if (r0 >= p.rows) {
@@ -40,21 +41,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     }
     // Rows past the end repeat the last row; their sums are not written.
     let last = p.rows - 1u;
-    let r1 = min(r0 + 1u, last);
-    let r2 = min(r0 + 2u, last);
-    let r3 = min(r0 + 3u, last);
     let xrow = wg.z * p.x_stride;
-    var acc = vec4<f32>(0.0);
-    for (var u = lid; u < p.units; u += WG) {
-        var xs: array<vec4<f32>, 8>;
-        let xv = xrow + u * UNIT_VEC4;
-        LOAD_X
-        let s = dot(xsum, vec4<f32>(1.0));
-        acc += vec4<f32>(unit_dot(r0 * p.units + u, r0, &xs, s), unit_dot(r1 * p.units + u, r1, &xs, s),
-                         unit_dot(r2 * p.units + u, r2, &xs, s), unit_dot(r3 * p.units + u, r3, &xs, s));
+    let yrow = p.y_base + wg.z * p.y_stride + p.y_off;
+    ROW_INDICES
+    ACCUMULATORS
+    for (var u0 = lid; u0 < p.units; u0 += WG * UNROLL) {
+        UNITS
     }
-    let total = reduce(acc, lid REDUCE_PASS);
-    if (lid < ROWS && r0 + lid < p.rows) {
-        y[p.y_base + wg.z * p.y_stride + p.y_off + r0 + lid] = total[lid];
-    }
+    STORES
 }
