@@ -245,31 +245,37 @@ fn qkv_batch_and_ffn_match_the_cpu_reference() {
     }
 }
 
-/// The whole-token graph against the CPU path on synthesized models: teacher-forced along
-/// the CPU's greedy tokens, the logits must agree within the CPU path's own quantization
-/// noise (it multiplies int8-quantized activations; the device uses f32), and the device
-/// KV mirror read back must match the host cache's rows.
+/// The whole-token graph against the CPU path on synthesized models, on every compiled
+/// backend: teacher-forced along the CPU's greedy tokens, the logits must agree within the
+/// CPU path's own quantization noise (it multiplies int8-quantized activations; the devices
+/// use f32), and the device KV mirror read back must match the host cache's rows. On a
+/// non-discrete adapter (a pinned software one) only `tiny` runs.
 #[test]
-#[cfg_attr(not(feature = "cuda"), ignore = "SKIP gpu parity: the token graph needs the CUDA backend (build with --features cuda on the GPU machine)")]
+#[cfg_attr(not(any(feature = "gpu", feature = "cuda")), ignore = "SKIP gpu parity: no GPU backend compiled in (build with --features gpu or cuda)")]
 fn token_graph_matches_the_cpu_path() {
-    #[cfg(feature = "cuda")]
-    {
-        use cortiq_engine::gpu::{Gpu, GpuConfig};
-        use cortiq_engine::pipeline::Session;
-        use std::sync::Arc;
-        #[cfg(feature = "cuda")]
-        if let Err(e) = cortiq_engine::gpu::cuda::CudaBackend::new(0) {
-            return missing("token_graph_matches_the_cpu_path", "no CUDA device", e);
-        }
-        let dir = tempfile::tempdir().unwrap();
-        for (shape, codec) in [("tiny", "q4_0"), ("smollm2-135m", "q4_0"), ("smollm2-135m", "q8_0")] {
+    use cortiq_engine::gpu::race::GraphArm;
+    use cortiq_engine::gpu::{Gpu, GpuConfig};
+    use cortiq_engine::pipeline::Session;
+    use std::sync::Arc;
+    let names: Vec<&str> = backends("token_graph_matches_the_cpu_path").into_iter().map(|(n, _)| n).collect();
+    let dir = tempfile::tempdir().unwrap();
+    for name in names {
+        let fresh = || backends("token_graph_matches_the_cpu_path").into_iter().find(|(n, _)| *n == name).map(|(_, b)| b).unwrap();
+        let discrete = fresh().info().discrete;
+        let shapes: &[(&str, &str)] = if discrete { &[("tiny", "q4_0"), ("smollm2-135m", "q4_0"), ("smollm2-135m", "q8_0"), ("llama-1b", "q4_0")] } else { &[("tiny", "q4_0")] };
+        for &(shape, codec) in shapes {
             let path = dir.path().join(format!("{shape}-{codec}.gguf"));
-            cortiq_engine::synth::synth(shape, codec, &path, 5).unwrap();
+            if !path.exists() {
+                cortiq_engine::synth::synth(shape, codec, &path, 5).unwrap();
+            }
             let engine = cortiq_engine::generate::Engine::load(&path).unwrap();
-            let cuda = Box::new(cortiq_engine::gpu::cuda::CudaBackend::new(0).unwrap());
-            let gpu = Arc::new(Gpu::new(Some(cuda), GpuConfig { min_rows: Some(usize::MAX), ..GpuConfig::for_tests() }));
+            let gpu = Arc::new(Gpu::new(Some(fresh()), GpuConfig { min_rows: Some(usize::MAX), ..GpuConfig::for_tests() }));
+            if !discrete {
+                // Untrusted adapters race the arms a generation at a time, the per-op arm first.
+                gpu.record_generation(GraphArm::PerOp, &[]);
+            }
             let cpu_gpu = Arc::new(Gpu::new(None, GpuConfig::for_tests()));
-            // A long prompt, so attention spans several 64-position chunks of the split kernel.
+            // A long prompt, so attention spans several 64-position chunks.
             let prompt = engine.tokenize(&"hello world 12 34 ".repeat(20)).unwrap();
             assert!(prompt.len() > 150, "{}", prompt.len());
             let ctx = prompt.len() + 80;
@@ -278,7 +284,7 @@ fn token_graph_matches_the_cpu_path() {
             let mut a = cpu.prefill(&prompt).unwrap();
             let mut b = dev.prefill(&prompt).unwrap();
             assert_eq!(a, b, "prefill ran on the CPU in both");
-            dev.begin_generation();
+            assert_eq!(dev.begin_generation(), GraphArm::Graph, "{name}: the graph arm");
             let (mut worst, mut same) = (0f32, 0);
             let steps = 64;
             for _ in 0..steps {
@@ -286,13 +292,13 @@ fn token_graph_matches_the_cpu_path() {
                 same += usize::from(t == cortiq_engine::sample::argmax(&b));
                 a = cpu.step(t).unwrap();
                 b = dev.step(t).unwrap();
-                assert!(b.iter().all(|v| v.is_finite()), "{shape}: NaN in graph logits");
+                assert!(b.iter().all(|v| v.is_finite()), "{name} {shape}: NaN in graph logits");
                 let num: f32 = a.iter().zip(&b).map(|(x, y)| (x - y) * (x - y)).sum();
                 let den: f32 = a.iter().map(|x| x * x).sum();
                 worst = worst.max((num / den).sqrt());
             }
-            eprintln!("{shape} {codec}: graph vs CPU logits, worst relative L2 {worst:.2e}, argmax agreement {same}/{steps}");
-            assert!(worst < 3e-2, "{shape} {codec}: relative L2 {worst}");
+            eprintln!("{name} {shape} {codec}: graph vs CPU logits, worst relative L2 {worst:.2e}, argmax agreement {same}/{steps}");
+            assert!(worst < 5e-2, "{name} {shape} {codec}: relative L2 {worst}");
             assert!(gpu.explain_table().contains("token graph"), "{}", gpu.explain_table());
             // Reading the mirror back reproduces the host rows (within f16 storage).
             let n = dev.len();
@@ -302,7 +308,7 @@ fn token_graph_matches_the_cpu_path() {
             assert!(before < n && dev.kv.len() == n + 1);
             let err: f32 = h.iter().zip(&h_cpu).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max);
             let mag: f32 = h_cpu.iter().map(|x| x.abs()).fold(0.0, f32::max);
-            assert!(err <= 3e-2 * mag, "{shape}: per-op after a graph run differs by {err} (max {mag})");
+            assert!(err <= 5e-2 * mag, "{name} {shape}: per-op after a graph run differs by {err} (max {mag})");
         }
     }
 }

@@ -13,6 +13,10 @@ const CODECS: &str = include_str!("kernels/codecs.wgsl");
 const REDUCE_SHARED: &str = include_str!("kernels/reduce_shared.wgsl");
 const REDUCE_SUBGROUP: &str = include_str!("kernels/reduce_subgroup.wgsl");
 const ACT: &str = include_str!("kernels/act.wgsl");
+const NORM: &str = include_str!("kernels/norm.wgsl");
+const ROPE_STORE: &str = include_str!("kernels/rope_store.wgsl");
+const ATTN_SPLIT: &str = include_str!("kernels/attn_split.wgsl");
+const ATTN_COMBINE: &str = include_str!("kernels/attn_combine.wgsl");
 
 /// The codecs with a matvec pipeline: (codec, `unit_dot_*` suffix, x vec4s per unit).
 const MATVEC_CODECS: [(Codec, &str, u32); 9] = [
@@ -57,6 +61,11 @@ pub struct WgpuContext {
     /// Per codec: the pipelines for short (index 0) and tall (1) matrices.
     matvec: HashMap<Codec, Vec<(wgpu::ComputePipeline, MatvecShape)>>,
     pub act: wgpu::ComputePipeline,
+    /// The token graph's kernels.
+    pub norm: wgpu::ComputePipeline,
+    pub rope_store: wgpu::ComputePipeline,
+    pub attn_split: wgpu::ComputePipeline,
+    pub attn_combine: wgpu::ComputePipeline,
     pub info: DeviceInfo,
     /// Weight budget in bytes.
     pub budget: u64,
@@ -168,11 +177,16 @@ impl WgpuContext {
             matvec.insert(codec, pair);
         }
         let act = build(&device, ACT, &act_layout, cache.as_ref(), "act")?;
+        let (r, w) = (Storage { read_only: true }, Storage { read_only: false });
+        let norm = build(&device, NORM, &layout(&device, &[w, r, r, w, Uniform]), cache.as_ref(), "norm")?;
+        let rope_store = build(&device, ROPE_STORE, &layout(&device, &[w, r, r, w, w, Uniform]), cache.as_ref(), "rope_store")?;
+        let attn_split = build(&device, ATTN_SPLIT, &layout(&device, &[r, r, r, w, Uniform]), cache.as_ref(), "attn_split")?;
+        let attn_combine = build(&device, ATTN_COMBINE, &layout(&device, &[r, w, Uniform]), cache.as_ref(), "attn_combine")?;
         let cache_state = match (cache, cache_path) {
             (Some(c), Some((path, loaded))) => persist(&c, path, loaded),
             _ => PipelineCacheState::Unsupported,
         };
-        Ok(WgpuContext { device, queue, matvec, act, info, budget, max_binding, cache_state })
+        Ok(WgpuContext { device, queue, matvec, act, norm, rope_store, attn_split, attn_combine, info, budget, max_binding, cache_state })
     }
 
     /// The matvec pipeline and workgroup shape for a matrix of `rows` rows of this codec.
@@ -389,6 +403,8 @@ mod tests {
                 }
             }
         }
-        validate("act", ACT);
+        for (name, src) in [("act", ACT), ("norm", NORM), ("rope_store", ROPE_STORE), ("attn_split", ATTN_SPLIT), ("attn_combine", ATTN_COMBINE)] {
+            validate(name, src);
+        }
     }
 }

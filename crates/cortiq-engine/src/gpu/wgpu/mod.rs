@@ -4,24 +4,23 @@
 //! first use, split by rows where a matrix exceeds the binding-size limit, kept under the
 //! weight budget, keyed by the facade's weight key and proven by a content fingerprint.
 //! Every job is one command buffer with ONE compute pass and one readback; on any device
-//! error nothing is written to the caller's outputs.
+//! error nothing is written to the caller's outputs. The whole-token decode graph
+//! (`graph.rs`) runs a llama model's token the same way.
 
 pub mod adapter;
 mod context;
+mod graph;
+mod plan;
 pub mod planar;
 
-use super::backend::{Activation, Backend, DeviceInfo, DeviceOutcome, FfnJob, MatmulJob, MultiMatmulJob, WeightArg};
+use super::backend::{Activation, Backend, DeviceInfo, DeviceOutcome, FfnJob, MatmulJob, MultiMatmulJob, TokenGraphJob, WeightArg};
+use crate::kv::KvCache;
 use super::memory::fingerprint;
 pub use context::{MatvecShape, PipelineCacheState, WgpuContext};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use wgpu::util::DeviceExt;
-
-/// Workgroups along x before a dispatch wraps into y (WebGPU's minimum per-dimension limit).
-const MAX_GRID: u32 = 65_535;
-/// Uniform slot stride: the largest `min_uniform_buffer_offset_alignment` WebGPU allows.
-const PARAM_SLOT: u64 = 256;
 
 /// One row range of a resident weight, in its own buffer.
 struct Chunk {
@@ -58,39 +57,6 @@ impl Scratch {
     }
 }
 
-/// The matvec uniform block (`Params` in matvec.wgsl).
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct MatvecParams {
-    rows: u32,
-    units: u32,
-    a: u32,
-    b: u32,
-    c: u32,
-    x_stride: u32,
-    y_base: u32,
-    y_stride: u32,
-    y_off: u32,
-    grid_x: u32,
-    pad: [u32; 2],
-}
-
-/// The activation uniform block (`ActParams` in act.wgsl).
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct ActParams {
-    n: u32,
-    act: u32,
-    grid_x: u32,
-    pad: u32,
-}
-
-/// A grid of at least `n` workgroups: (x, y) with x <= MAX_GRID.
-fn grid(n: u32) -> (u32, u32) {
-    let x = n.clamp(1, MAX_GRID);
-    (x, n.div_ceil(x).max(1))
-}
-
 /// One queued dispatch of a job.
 enum Step<'a> {
     /// y block `y_base` (batch, rows) = x . W^T.
@@ -103,6 +69,12 @@ pub struct WgpuBackend {
     ctx: WgpuContext,
     weights: Mutex<HashMap<u64, Resident>>,
     scratch: Mutex<Scratch>,
+    /// The token graph's buffers for the model last run.
+    graph: Mutex<Option<graph::ModelGraph>>,
+    /// KV mirrors per sequence.
+    mirrors: Mutex<HashMap<u64, graph::Mirror>>,
+    /// Token-graph profile: (tokens, host encode, GPU tail).
+    profile: Mutex<(u64, std::time::Duration, std::time::Duration)>,
     uploaded: AtomicU64,
     resident: AtomicU64,
     info: DeviceInfo,
@@ -121,7 +93,7 @@ impl WgpuBackend {
     pub fn open(pin: Option<&str>, budget: Option<&str>, binding_cap: Option<u64>) -> Result<WgpuBackend, String> {
         let ctx = WgpuContext::open(pin, budget, binding_cap)?;
         let info = ctx.info.clone();
-        Ok(WgpuBackend { ctx, weights: Mutex::new(HashMap::new()), scratch: Mutex::new(Scratch::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), info })
+        Ok(WgpuBackend { ctx, weights: Mutex::new(HashMap::new()), scratch: Mutex::new(Scratch::default()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), info })
     }
 
     /// The matvec kernel's workgroup shape for a matrix of this codec and height.
@@ -180,7 +152,7 @@ impl WgpuBackend {
     }
 
     fn supported(ws: &[&WeightArg], batch: usize) -> Result<(), &'static str> {
-        if batch == 0 || batch > MAX_GRID as usize {
+        if batch == 0 || batch > plan::MAX_GRID as usize {
             return Err("batch outside 1..=65535");
         }
         for w in ws {
@@ -204,55 +176,23 @@ impl WgpuBackend {
         let dev = &self.ctx.device;
         let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
         let oom = dev.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let mut params: Vec<u8> = Vec::new();
-        let mut slot = |bytes: &[u8]| {
-            let at = params.len() as u64;
-            params.extend_from_slice(bytes);
-            params.resize((at + PARAM_SLOT) as usize, 0);
-            at
-        };
-        // (pipeline, bind group entries, grid) per dispatch, params placed first.
-        let mut plan = Vec::new();
+        let mut params = plan::Params::default();
+        let mut planned = Vec::new();
         for s in steps {
             match s {
-                Step::Matvec { w, x, y, y_base, cols, batch } => {
-                    let total_rows: u32 = w.chunks.iter().map(|c| c.rows).sum();
-                    let (pipe, shape) = self.ctx.matvec_pipeline(w.codec, total_rows)?;
-                    for c in &w.chunks {
-                        let (gx, gy) = grid(c.rows.div_ceil(shape.rows));
-                        let p = MatvecParams { rows: c.rows, units: c.units, a: c.regions[0], b: c.regions[1], c: c.regions[2], x_stride: cols / 4, y_base: *y_base, y_stride: w.chunks.iter().map(|c| c.rows).sum(), y_off: c.row0, grid_x: gx, pad: [0; 2] };
-                        let at = slot(bytemuck::bytes_of(&p));
-                        plan.push((pipe, vec![&c.buf, &c.buf, *x, *y], at, (gx, gy, *batch)));
-                    }
-                }
-                Step::Act { g, u, n, act } => {
-                    let (gx, gy) = grid(n.div_ceil(256));
-                    let at = slot(bytemuck::bytes_of(&ActParams { n: *n, act: *act, grid_x: gx, pad: 0 }));
-                    plan.push((&self.ctx.act, vec![*g, *u], at, (gx, gy, 1)));
-                }
+                Step::Matvec { w, x, y, y_base, cols, batch } => plan::matvec(&self.ctx, w, x, y, *y_base, *cols, *batch, &mut params, &mut planned)?,
+                Step::Act { g, u, n, act } => plan::act(&self.ctx, g, u, *n, *act, &mut params, &mut planned),
             }
         }
-        let (pbuf, pcold) = scratch.get(dev, "params", params.len() as u64, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST);
+        let (pbuf, pcold) = scratch.get(dev, "params", params.0.len() as u64, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST);
         let (staging, scold) = scratch.get(dev, "staging", read * 4, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
-        self.ctx.queue.write_buffer(&pbuf, 0, &params);
-        let groups: Vec<wgpu::BindGroup> = plan
-            .iter()
-            .map(|(pipe, bufs, at, _)| {
-                let mut entries: Vec<wgpu::BindGroupEntry> = bufs.iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect();
-                let size = wgpu::BufferSize::new(std::mem::size_of::<MatvecParams>() as u64);
-                entries.push(wgpu::BindGroupEntry { binding: bufs.len() as u32, resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: &pbuf, offset: *at, size }) });
-                dev.create_bind_group(&wgpu::BindGroupDescriptor { label: None, layout: &pipe.get_bind_group_layout(0), entries: &entries })
-            })
-            .collect();
+        self.ctx.queue.write_buffer(&pbuf, 0, &params.0);
+        let groups = plan::bind(dev, &planned, &pbuf);
         let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("job") });
         let timestamp_writes = timer.as_ref().map(|(q, _)| wgpu::ComputePassTimestampWrites { query_set: q, beginning_of_pass_write_index: Some(0), end_of_pass_write_index: Some(1) });
         {
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("job"), timestamp_writes });
-            for ((pipe, _, _, (gx, gy, gz)), group) in plan.iter().zip(&groups) {
-                pass.set_pipeline(pipe);
-                pass.set_bind_group(0, group, &[]);
-                pass.dispatch_workgroups(*gx, *gy, *gz);
-            }
+            plan::encode(&mut pass, planned.iter().zip(&groups).map(|(p, g)| (p.pipe, g, p.grid)), 0);
         }
         enc.copy_buffer_to_buffer(y, 0, &staging, 0, read * 4);
         let ticks = timer.as_ref().map(|(q, _)| {
@@ -418,6 +358,22 @@ impl Backend for WgpuBackend {
             let (v, c5) = self.submit(&steps, &y, (job.batch * job.down.view.rows) as u64, scratch)?;
             Ok((v, c1 || c2 || c3 || c4 || c5))
         })
+    }
+
+    fn token_graph(&self, job: &TokenGraphJob, logits: &mut [f32]) -> DeviceOutcome {
+        self.run_graph(job, logits)
+    }
+
+    fn pull_kv(&self, seq: u64, from: usize, to: usize, host: &mut KvCache) -> Result<(), String> {
+        self.pull_rows(seq, from, to, host)
+    }
+
+    fn reset_sequence(&self, seq: u64) {
+        self.mirrors.lock().unwrap_or_else(|e| e.into_inner()).remove(&seq);
+    }
+
+    fn graph_profile(&self) -> Option<(u64, std::time::Duration, std::time::Duration)> {
+        Some(*self.profile.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     fn upload_bandwidth(&self) -> Option<f64> {

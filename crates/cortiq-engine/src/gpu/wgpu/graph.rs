@@ -1,0 +1,342 @@
+//! The whole-token decode graph on wgpu (SPEC section 8): every layer of a llama-family
+//! model for one token in ONE command buffer with ONE compute pass (norms, QKV, RoPE with
+//! the KV-mirror append, split attention over the mirror, output projection, residuals fused
+//! into the next norm, gate/up, activation, down), the final norm and the head; one readback
+//! of the logits. The dispatch list and its bind groups are built once per (model, sequence)
+//! and only re-encoded per token; token-dependent values (position, attention chunks) travel
+//! in a small uniform block written before the submission. The embedding row is decoded on
+//! the host (n_embd floats written with the step block).
+
+use super::plan::{self, Grid, Params, Planned, Uniform};
+use super::{Resident, WgpuBackend};
+use crate::gpu::backend::{DeviceOutcome, TokenGraphJob, WeightArg};
+use crate::gpu::memory::fingerprint;
+use crate::kv::KvCache;
+use crate::model::llama::{Llama, Weight};
+use crate::model::Family;
+use half::slice::HalfFloatSliceExt;
+use std::collections::HashMap;
+use wgpu::util::DeviceExt;
+
+/// Positions per split-attention workgroup (`CHUNK` in attn_split.wgsl).
+const ATT_CHUNK: usize = 64;
+/// Largest head size the attention kernels hold in workgroup memory.
+const MAX_HEAD_DIM: usize = 256;
+
+/// The per-token uniform block (`Step` in rope_store/attn_*.wgsl).
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct StepBlock {
+    pos: u32,
+    n_head: u32,
+    n_head_kv: u32,
+    head_dim: u32,
+    rot: u32,
+    neox: u32,
+    chunks: u32,
+    pad: u32,
+    base: f32,
+    scale: f32,
+    pad2: [u32; 2],
+}
+
+/// `NormParams` in norm.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct NormBlock {
+    n: u32,
+    add: u32,
+    eps: f32,
+    pad: u32,
+}
+
+/// Device buffers of one model's graph.
+pub(super) struct ModelGraph {
+    /// Identifies the model the buffers were built for.
+    model_key: u64,
+    x: wgpu::Buffer,      // (n_embd) residual stream
+    xn: wgpu::Buffer,     // (n_embd) normed
+    zero: wgpu::Buffer,   // (n_embd) the residual of a norm without an add
+    q: wgpu::Buffer,      // (n_head * head_dim)
+    k: wgpu::Buffer,      // (kv_dim)
+    v: wgpu::Buffer,      // (kv_dim)
+    att: wgpu::Buffer,    // (n_head * head_dim)
+    proj: wgpu::Buffer,   // (n_embd)
+    g: wgpu::Buffer,      // (n_ff) gate, then act(gate) * up
+    u: wgpu::Buffer,      // (n_ff)
+    logits: wgpu::Buffer, // (vocab)
+    /// Split-attention partials (n_head, chunks, head_dim + 2), sized for `capacity`.
+    part: wgpu::Buffer,
+    capacity: usize,
+    /// Per layer (attn_norm, ffn_norm), then the output norm.
+    norms: Vec<(wgpu::Buffer, wgpu::Buffer)>,
+    out_norm: wgpu::Buffer,
+    step: wgpu::Buffer,
+    staging: wgpu::Buffer,
+}
+
+/// A sequence's KV mirror (per layer K and V rows of kv_dim f32) and, once recorded, the
+/// token's dispatches bound to it.
+pub(super) struct Mirror {
+    k: Vec<wgpu::Buffer>,
+    v: Vec<wgpu::Buffer>,
+    len: usize,
+    recorded: Option<Recorded>,
+}
+
+/// One token's dispatches with their bind groups (and the uniform slots they point into).
+struct Recorded {
+    dispatches: Vec<(wgpu::ComputePipeline, wgpu::BindGroup, Grid)>,
+    _params: wgpu::Buffer,
+}
+
+/// Identifies a loaded model: where its first tensor is mapped and the fingerprints of its
+/// first and last tensors (two fingerprints per token, not one per weight).
+fn model_key(m: &Llama) -> u64 {
+    let first = m.file.tensor_data(&m.file.tensors[0]);
+    let last = m.file.tensor_data(&m.file.tensors[m.file.tensors.len() - 1]);
+    first.as_ptr() as u64 ^ fingerprint(first).rotate_left(17) ^ fingerprint(last).rotate_left(41)
+}
+
+/// The matrices the graph streams: per layer wq, wk, wv, wo, gate, up, down; then the head.
+fn graph_weights(m: &Llama) -> Vec<Weight> {
+    let mut ws: Vec<Weight> = m.layers.iter().flat_map(|l| [l.wq, l.wk, l.wv, l.wo, l.gate, l.up, l.down]).collect();
+    ws.push(m.output);
+    ws
+}
+
+/// Why this model cannot run as a graph, if it cannot.
+fn unsupported(m: &Llama, capacity: usize) -> Option<&'static str> {
+    let c = &m.cfg;
+    if c.family != Family::Llama || c.sliding.is_some() || c.qk_norm || c.post_norms {
+        return Some("cannot build a graph: only the plain llama block has wgpu graph kernels");
+    }
+    if c.act != crate::gpu::backend::Activation::Silu {
+        return Some("cannot build a graph: only the SiLU FFN is in the wgpu graph");
+    }
+    if c.head_dim > MAX_HEAD_DIM || c.rope_dims % 2 != 0 || c.n_head % c.n_head_kv.max(1) != 0 {
+        return Some("cannot build a graph: head geometry beyond the attention kernels");
+    }
+    if capacity.checked_mul(c.kv_dim()).is_none_or(|n| n >= u32::MAX as usize / 4) || c.n_ff % 4 != 0 || c.n_embd % 4 != 0 || c.q_dim() % 4 != 0 {
+        return Some("cannot build a graph: context or widths beyond 32-bit indexing");
+    }
+    if graph_weights(m).iter().any(|w| !super::planar::supports(w.codec, w.cols)) {
+        return Some("cannot build a graph: a weight codec has no wgpu kernel");
+    }
+    None
+}
+
+/// x += r (when given), then xn = rmsnorm(x) * w: one workgroup.
+fn plan_norm<'a>(ctx: &'a super::WgpuContext, g: &'a ModelGraph, block: NormBlock, r: Option<&'a wgpu::Buffer>, w: &'a wgpu::Buffer, params: &mut Params, p: &mut Vec<Planned<'a>>) {
+    let at = params.slot(bytemuck::bytes_of(&NormBlock { add: u32::from(r.is_some()), ..block }));
+    p.push(Planned { pipe: &ctx.norm, bufs: vec![&g.x, r.unwrap_or(&g.zero), w, &g.xn], uniform: Uniform::Slot(at), grid: Grid::Fixed(1, 1, 1) });
+}
+
+impl WgpuBackend {
+    fn storage_buf(&self, label: &str, floats: usize) -> wgpu::Buffer {
+        let size = (floats.max(4) * 4).next_multiple_of(16) as u64;
+        self.ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size, usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC, mapped_at_creation: false })
+    }
+
+    fn const_buf(&self, label: &str, data: &[f32]) -> wgpu::Buffer {
+        self.ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: bytemuck::cast_slice(data), usage: wgpu::BufferUsages::STORAGE })
+    }
+
+    fn build_graph(&self, m: &Llama, capacity: usize, model_key: u64) -> ModelGraph {
+        let c = &m.cfg;
+        let chunks = capacity.div_ceil(ATT_CHUNK);
+        let dev = &self.ctx.device;
+        ModelGraph {
+            model_key,
+            x: self.storage_buf("x", c.n_embd),
+            xn: self.storage_buf("xn", c.n_embd),
+            zero: self.storage_buf("zero", c.n_embd),
+            q: self.storage_buf("q", c.q_dim()),
+            k: self.storage_buf("k", c.kv_dim()),
+            v: self.storage_buf("v", c.kv_dim()),
+            att: self.storage_buf("att", c.q_dim()),
+            proj: self.storage_buf("proj", c.n_embd),
+            g: self.storage_buf("gate", c.n_ff),
+            u: self.storage_buf("up", c.n_ff),
+            logits: self.storage_buf("logits", c.vocab),
+            part: self.storage_buf("part", c.n_head * chunks * (c.head_dim + 2)),
+            capacity,
+            norms: m.layers.iter().map(|l| (self.const_buf("attn_norm", &l.attn_norm), self.const_buf("ffn_norm", &l.ffn_norm))).collect(),
+            out_norm: self.const_buf("output_norm", &m.output_norm),
+            step: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("step"), size: std::mem::size_of::<StepBlock>() as u64, usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
+            staging: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("logits-read"), size: (c.vocab * 4) as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
+        }
+    }
+
+    /// A mirror for `seq` holding exactly `pos` rows, seeded from the host cache if needed.
+    fn mirror_at(&self, mirrors: &mut HashMap<u64, Mirror>, job: &TokenGraphJob) {
+        let c = &job.model.cfg;
+        let (kvd, cap) = (c.kv_dim(), job.host_kv.capacity());
+        let mirror = mirrors.entry(job.seq).or_insert_with(|| Mirror {
+            k: (0..c.n_layer).map(|_| self.storage_buf("kv-mirror-k", cap * kvd)).collect(),
+            v: (0..c.n_layer).map(|_| self.storage_buf("kv-mirror-v", cap * kvd)).collect(),
+            len: 0,
+            recorded: None,
+        });
+        if mirror.len != job.pos {
+            // Seed from the host cache: a zero state is never assumed.
+            let mut buf = vec![0f32; job.pos * kvd];
+            for l in 0..c.n_layer {
+                job.host_kv.keys(l, job.pos).convert_to_f32_slice(&mut buf);
+                self.ctx.queue.write_buffer(&mirror.k[l], 0, bytemuck::cast_slice(&buf));
+                job.host_kv.values(l, job.pos).convert_to_f32_slice(&mut buf);
+                self.ctx.queue.write_buffer(&mirror.v[l], 0, bytemuck::cast_slice(&buf));
+            }
+            mirror.len = job.pos;
+        }
+    }
+
+    /// Plan and bind one token's dispatches against the graph buffers and this mirror.
+    fn record(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &ModelGraph, mirror: &Mirror) -> Result<Recorded, String> {
+        let c = &m.cfg;
+        let ctx = &self.ctx;
+        let res = |w: &WeightArg| map.get(&w.key).ok_or_else(|| "weight not resident".to_string());
+        let mut params = Params::default();
+        let mut p: Vec<Planned> = Vec::new();
+        let (d, ff) = (c.n_embd as u32, c.n_ff as u32);
+        let norm = NormBlock { n: d, add: 0, eps: c.eps, pad: 0 };
+        plan_norm(ctx, g, norm, None, &g.norms[0].0, &mut params, &mut p);
+        let rope_threads = ((c.n_head + c.n_head_kv) * c.rope_dims / 2 + c.kv_dim()) as u32;
+        for (li, w) in args[..args.len() - 1].chunks_exact(7).enumerate() {
+            plan::matvec(ctx, res(&w[0])?, &g.xn, &g.q, 0, d, 1, &mut params, &mut p)?;
+            plan::matvec(ctx, res(&w[1])?, &g.xn, &g.k, 0, d, 1, &mut params, &mut p)?;
+            plan::matvec(ctx, res(&w[2])?, &g.xn, &g.v, 0, d, 1, &mut params, &mut p)?;
+            p.push(Planned { pipe: &ctx.rope_store, bufs: vec![&g.q, &g.k, &g.v, &mirror.k[li], &mirror.v[li]], uniform: Uniform::Whole(&g.step), grid: Grid::Fixed(rope_threads.div_ceil(64), 1, 1) });
+            p.push(Planned { pipe: &ctx.attn_split, bufs: vec![&g.q, &mirror.k[li], &mirror.v[li], &g.part], uniform: Uniform::Whole(&g.step), grid: Grid::HeadsByChunks(c.n_head as u32) });
+            p.push(Planned { pipe: &ctx.attn_combine, bufs: vec![&g.part, &g.att], uniform: Uniform::Whole(&g.step), grid: Grid::Fixed(c.n_head as u32, 1, 1) });
+            plan::matvec(ctx, res(&w[3])?, &g.att, &g.proj, 0, c.q_dim() as u32, 1, &mut params, &mut p)?;
+            plan_norm(ctx, g, norm, Some(&g.proj), &g.norms[li].1, &mut params, &mut p);
+            plan::matvec(ctx, res(&w[4])?, &g.xn, &g.g, 0, d, 1, &mut params, &mut p)?;
+            plan::matvec(ctx, res(&w[5])?, &g.xn, &g.u, 0, d, 1, &mut params, &mut p)?;
+            plan::act(ctx, &g.g, &g.u, ff, 0, &mut params, &mut p);
+            plan::matvec(ctx, res(&w[6])?, &g.g, &g.proj, 0, ff, 1, &mut params, &mut p)?;
+            let next = if li + 1 < c.n_layer { &g.norms[li + 1].0 } else { &g.out_norm };
+            plan_norm(ctx, g, norm, Some(&g.proj), next, &mut params, &mut p);
+        }
+        plan::matvec(ctx, res(&args[args.len() - 1])?, &g.xn, &g.logits, 0, d, 1, &mut params, &mut p)?;
+        let pbuf = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("graph-params"), contents: &params.0, usage: wgpu::BufferUsages::UNIFORM });
+        let groups = plan::bind(&ctx.device, &p, &pbuf);
+        Ok(Recorded { dispatches: p.iter().zip(groups).map(|(pl, bg)| (pl.pipe.clone(), bg, pl.grid)).collect(), _params: pbuf })
+    }
+
+    /// Run one token through the graph; `logits` is written only on success.
+    pub(super) fn run_graph(&self, job: &TokenGraphJob, logits: &mut [f32]) -> DeviceOutcome {
+        let m = job.model;
+        let capacity = job.host_kv.capacity();
+        if let Some(why) = unsupported(m, capacity) {
+            return DeviceOutcome::Declined(why);
+        }
+        let weights = graph_weights(m);
+        let args: Vec<WeightArg> = weights.iter().map(|w| m.weight_arg(w)).collect();
+        let mut map = self.weights.lock().unwrap_or_else(|e| e.into_inner());
+        let mut graph = self.graph.lock().unwrap_or_else(|e| e.into_inner());
+        let mut mirrors = self.mirrors.lock().unwrap_or_else(|e| e.into_inner());
+        let key = model_key(m);
+        let mut cold = false;
+        if graph.as_ref().is_none_or(|g| g.model_key != key || g.capacity < capacity) {
+            // Every weight resident and proven by its fingerprint, once per graph build.
+            let refs: Vec<&WeightArg> = args.iter().collect();
+            match self.ensure(&mut map, &refs) {
+                Ok(_) => {}
+                Err(e) if e.contains("budget") => return DeviceOutcome::Declined("cannot build a graph: weights exceed the budget"),
+                Err(e) if e.contains("binding") || e.contains("planar") => return DeviceOutcome::Declined("cannot build a graph: a matrix exceeds the adapter's limits"),
+                Err(e) => return DeviceOutcome::Failed(e),
+            }
+            // Recorded dispatches point at the old buffers: drop them with the buffers.
+            mirrors.values_mut().for_each(|mi| mi.recorded = None);
+            *graph = Some(self.build_graph(m, capacity, key));
+            // New buffers (and maybe uploads): this token is not steady state.
+            cold = true;
+        }
+        let g = graph.as_ref().expect("built above");
+        let dev = &self.ctx.device;
+        let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
+        let oom = dev.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let result = (|| -> Result<Vec<f32>, String> {
+            self.mirror_at(&mut mirrors, job);
+            let mirror = mirrors.get_mut(&job.seq).expect("mirror_at made it");
+            if mirror.recorded.is_none() {
+                mirror.recorded = Some(self.record(m, &args, &map, g, mirror)?);
+            }
+            let t0 = std::time::Instant::now();
+            let c = &m.cfg;
+            let mut x = vec![0f32; c.n_embd];
+            m.view(&m.embed).decode_row(job.token as usize, &mut x);
+            if c.embed_scale != 1.0 {
+                x.iter_mut().for_each(|v| *v *= c.embed_scale);
+            }
+            let chunks = (job.pos + 1).div_ceil(ATT_CHUNK) as u32;
+            let step = StepBlock { pos: job.pos as u32, n_head: c.n_head as u32, n_head_kv: c.n_head_kv as u32, head_dim: c.head_dim as u32, rot: c.rope_dims as u32, neox: u32::from(c.rope_neox), chunks, pad: 0, base: c.rope_base, scale: c.attn_scale, pad2: [0; 2] };
+            self.ctx.queue.write_buffer(&g.x, 0, bytemuck::cast_slice(&x));
+            self.ctx.queue.write_buffer(&g.step, 0, bytemuck::bytes_of(&step));
+            let rec = mirror.recorded.as_ref().expect("recorded above");
+            let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("token") });
+            {
+                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("token"), timestamp_writes: None });
+                plan::encode(&mut pass, rec.dispatches.iter().map(|(p, b, gr)| (p, b, *gr)), chunks);
+            }
+            enc.copy_buffer_to_buffer(&g.logits, 0, &g.staging, 0, (c.vocab * 4) as u64);
+            self.ctx.queue.submit([enc.finish()]);
+            let t1 = std::time::Instant::now();
+            let out = self.ctx.read_back::<f32>(&g.staging, c.vocab as u64)?;
+            let mut prof = self.profile.lock().unwrap_or_else(|e| e.into_inner());
+            prof.0 += 1;
+            prof.1 += t1 - t0;
+            prof.2 += t1.elapsed();
+            Ok(out)
+        })();
+        let oom = pollster::block_on(oom.pop());
+        let invalid = pollster::block_on(scope.pop());
+        let result = match invalid.or(oom) {
+            Some(e) => Err(format!("wgpu: {e}")),
+            None => result,
+        };
+        match result {
+            Ok(out) => {
+                logits.copy_from_slice(&out);
+                if let Some(mi) = mirrors.get_mut(&job.seq) {
+                    mi.len = job.pos + 1;
+                }
+                DeviceOutcome::Completed { cold }
+            }
+            Err(e) => {
+                mirrors.remove(&job.seq);
+                DeviceOutcome::Failed(e)
+            }
+        }
+    }
+
+    /// Mirror rows from..to of `seq` into the host cache layout.
+    pub(super) fn pull_rows(&self, seq: u64, from: usize, to: usize, host: &mut KvCache) -> Result<(), String> {
+        let mirrors = self.mirrors.lock().unwrap_or_else(|e| e.into_inner());
+        let mirror = mirrors.get(&seq).ok_or("no KV mirror for this sequence")?;
+        if to > mirror.len || from > to {
+            return Err(format!("the mirror holds {} rows, {from}..{to} were asked for", mirror.len));
+        }
+        let d = host.kv_dim();
+        let bytes = ((to - from) * d * 4) as u64;
+        if bytes == 0 {
+            host.set_len(to);
+            return Ok(());
+        }
+        let dev = &self.ctx.device;
+        let read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("kv-read"), size: 2 * bytes, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
+        for l in 0..host.n_layer() {
+            let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("kv-pull") });
+            let at = (from * d * 4) as u64;
+            enc.copy_buffer_to_buffer(&mirror.k[l], at, &read, 0, bytes);
+            enc.copy_buffer_to_buffer(&mirror.v[l], at, &read, bytes, bytes);
+            self.ctx.queue.submit([enc.finish()]);
+            let kv = self.ctx.read_back::<f32>(&read, 2 * bytes / 4)?;
+            let (k, v) = kv.split_at(kv.len() / 2);
+            host.write(l, from, k, v);
+        }
+        host.set_len(to);
+        Ok(())
+    }
+}

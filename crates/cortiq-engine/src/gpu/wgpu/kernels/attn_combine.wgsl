@@ -1,0 +1,43 @@
+// Split attention, part 2: one workgroup per head merges the chunks' partials.
+
+struct Step {
+    pos: u32,
+    n_head: u32,
+    n_head_kv: u32,
+    head_dim: u32,
+    rot: u32,
+    neox: u32,
+    chunks: u32,
+    pad: u32,
+    base: f32,
+    scale: f32,
+    pad2: u32,
+    pad3: u32,
+}
+
+@group(0) @binding(0) var<storage, read> part: array<f32>;      // (n_head, chunks, head_dim + 2)
+@group(0) @binding(1) var<storage, read_write> att: array<f32>; // (n_head * head_dim)
+@group(0) @binding(2) var<uniform> st: Step;
+
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let h = wg.x;
+    let hd = st.head_dim;
+    let stride = hd + 2u;
+    let base = h * st.chunks * stride;
+    var m = -3.0e38;
+    for (var c = 0u; c < st.chunks; c++) {
+        m = max(m, part[base + c * stride + hd]);
+    }
+    var total = 0.0;
+    for (var c = 0u; c < st.chunks; c++) {
+        total += exp(part[base + c * stride + hd] - m) * part[base + c * stride + hd + 1u];
+    }
+    for (var d = lid; d < hd; d += 64u) {
+        var a = 0.0;
+        for (var c = 0u; c < st.chunks; c++) {
+            a += exp(part[base + c * stride + hd] - m) * part[base + c * stride + d];
+        }
+        att[h * hd + d] = a / total;
+    }
+}

@@ -1,0 +1,68 @@
+// RoPE on q (n_head heads, in place) and k (n_head_kv heads) at position `pos`, then the
+// rotated k and v appended to this layer's KV mirror row `pos`. One invocation per rotary
+// pair of q and k, plus one per k/v value (dimensions past the rotary width are copied).
+
+struct Step {
+    pos: u32,
+    n_head: u32,
+    n_head_kv: u32,
+    head_dim: u32,
+    rot: u32,
+    neox: u32,
+    chunks: u32,
+    pad: u32,
+    base: f32,
+    scale: f32,
+    pad2: u32,
+    pad3: u32,
+}
+
+@group(0) @binding(0) var<storage, read_write> q: array<f32>;  // (n_head * head_dim)
+@group(0) @binding(1) var<storage, read> k: array<f32>;        // (kv_dim)
+@group(0) @binding(2) var<storage, read> v: array<f32>;        // (kv_dim)
+@group(0) @binding(3) var<storage, read_write> kc: array<f32>; // (capacity, kv_dim)
+@group(0) @binding(4) var<storage, read_write> vc: array<f32>; // (capacity, kv_dim)
+@group(0) @binding(5) var<uniform> st: Step;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let t = gid.x;
+    let half = st.rot / 2u;
+    let kvd = st.n_head_kv * st.head_dim;
+    let nq = st.n_head * half;
+    let nk = st.n_head_kv * half;
+    let row = st.pos * kvd;
+    if (t < nq + nk) {
+        let is_q = t < nq;
+        let u = select(t - nq, t, is_q);
+        let h = u / half;
+        let i = u % half;
+        let theta = f32(st.pos) * pow(st.base, -2.0 * f32(i) / f32(st.rot));
+        let c = cos(theta);
+        let s = sin(theta);
+        var a = 2u * i;
+        var b = 2u * i + 1u;
+        if (st.neox != 0u) {
+            a = i;
+            b = i + half;
+        }
+        let base = h * st.head_dim;
+        if (is_q) {
+            let x0 = q[base + a];
+            let x1 = q[base + b];
+            q[base + a] = x0 * c - x1 * s;
+            q[base + b] = x0 * s + x1 * c;
+        } else {
+            let x0 = k[base + a];
+            let x1 = k[base + b];
+            kc[row + base + a] = x0 * c - x1 * s;
+            kc[row + base + b] = x0 * s + x1 * c;
+        }
+    } else if (t < nq + nk + kvd) {
+        let i = t - nq - nk;
+        vc[row + i] = v[i];
+        if (i % st.head_dim >= st.rot) {
+            kc[row + i] = k[i];
+        }
+    }
+}

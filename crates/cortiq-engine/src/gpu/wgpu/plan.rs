@@ -1,0 +1,130 @@
+//! Dispatches before they are encoded: which pipeline, which buffers in binding order, where
+//! the uniform block lives, and the grid. Per-op jobs plan, bind and encode per call; the
+//! token graph plans and binds once and encodes the same list every token.
+
+use super::context::WgpuContext;
+use super::Resident;
+
+/// Workgroups along x before a dispatch wraps into y (WebGPU's minimum per-dimension limit).
+pub(super) const MAX_GRID: u32 = 65_535;
+/// Uniform slot stride: the largest `min_uniform_buffer_offset_alignment` WebGPU allows.
+const PARAM_SLOT: u64 = 256;
+
+/// The matvec uniform block (`Params` in matvec.wgsl).
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct MatvecParams {
+    rows: u32,
+    units: u32,
+    a: u32,
+    b: u32,
+    c: u32,
+    x_stride: u32,
+    y_base: u32,
+    y_stride: u32,
+    y_off: u32,
+    grid_x: u32,
+    pad: [u32; 2],
+}
+
+/// The activation uniform block (`ActParams` in act.wgsl).
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct ActParams {
+    n: u32,
+    act: u32,
+    grid_x: u32,
+    pad: u32,
+}
+
+/// A grid of at least `n` workgroups: (x, y) with x <= MAX_GRID.
+pub(super) fn grid(n: u32) -> (u32, u32) {
+    let x = n.clamp(1, MAX_GRID);
+    (x, n.div_ceil(x).max(1))
+}
+
+/// Uniform blocks of a plan, one 256-byte slot each, uploaded as one buffer.
+#[derive(Default)]
+pub(super) struct Params(pub Vec<u8>);
+
+impl Params {
+    /// Append a block; its byte offset.
+    pub fn slot(&mut self, bytes: &[u8]) -> u64 {
+        let at = self.0.len() as u64;
+        self.0.extend_from_slice(bytes);
+        self.0.resize((at + PARAM_SLOT) as usize, 0);
+        at
+    }
+}
+
+/// Where a dispatch's uniform block is.
+pub(super) enum Uniform<'a> {
+    /// A slot of the plan's `Params` buffer.
+    Slot(u64),
+    /// A whole buffer of its own (the token graph's per-token step block).
+    Whole(&'a wgpu::Buffer),
+}
+
+/// How many workgroups a dispatch takes.
+#[derive(Clone, Copy)]
+pub(super) enum Grid {
+    Fixed(u32, u32, u32),
+    /// (n_head, attention chunks at this token): known only when the token is encoded.
+    HeadsByChunks(u32),
+}
+
+pub(super) struct Planned<'a> {
+    pub pipe: &'a wgpu::ComputePipeline,
+    /// Storage buffers in binding order; the uniform block binds after them.
+    pub bufs: Vec<&'a wgpu::Buffer>,
+    pub uniform: Uniform<'a>,
+    pub grid: Grid,
+}
+
+/// y block `y_base` (batch, rows) = x (batch, cols) . W^T: one dispatch per row chunk.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn matvec<'a>(ctx: &'a WgpuContext, w: &'a Resident, x: &'a wgpu::Buffer, y: &'a wgpu::Buffer, y_base: u32, cols: u32, batch: u32, params: &mut Params, out: &mut Vec<Planned<'a>>) -> Result<(), String> {
+    let total_rows: u32 = w.chunks.iter().map(|c| c.rows).sum();
+    let (pipe, shape) = ctx.matvec_pipeline(w.codec, total_rows)?;
+    for c in &w.chunks {
+        let (gx, gy) = grid(c.rows.div_ceil(shape.rows));
+        let p = MatvecParams { rows: c.rows, units: c.units, a: c.regions[0], b: c.regions[1], c: c.regions[2], x_stride: cols / 4, y_base, y_stride: total_rows, y_off: c.row0, grid_x: gx, pad: [0; 2] };
+        let at = params.slot(bytemuck::bytes_of(&p));
+        out.push(Planned { pipe, bufs: vec![&c.buf, &c.buf, x, y], uniform: Uniform::Slot(at), grid: Grid::Fixed(gx, gy, batch) });
+    }
+    Ok(())
+}
+
+/// g <- act(g) * u over n floats.
+pub(super) fn act<'a>(ctx: &'a WgpuContext, g: &'a wgpu::Buffer, u: &'a wgpu::Buffer, n: u32, act: u32, params: &mut Params, out: &mut Vec<Planned<'a>>) {
+    let (gx, gy) = grid(n.div_ceil(256));
+    let at = params.slot(bytemuck::bytes_of(&ActParams { n, act, grid_x: gx, pad: 0 }));
+    out.push(Planned { pipe: &ctx.act, bufs: vec![g, u], uniform: Uniform::Slot(at), grid: Grid::Fixed(gx, gy, 1) });
+}
+
+/// The bind group of every planned dispatch (`params` holds the plan's uniform slots).
+pub(super) fn bind(device: &wgpu::Device, plan: &[Planned], params: &wgpu::Buffer) -> Vec<wgpu::BindGroup> {
+    plan.iter()
+        .map(|p| {
+            let mut entries: Vec<wgpu::BindGroupEntry> = p.bufs.iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect();
+            let resource = match p.uniform {
+                Uniform::Slot(at) => wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: params, offset: at, size: wgpu::BufferSize::new(PARAM_SLOT) }),
+                Uniform::Whole(b) => b.as_entire_binding(),
+            };
+            entries.push(wgpu::BindGroupEntry { binding: p.bufs.len() as u32, resource });
+            device.create_bind_group(&wgpu::BindGroupDescriptor { label: None, layout: &p.pipe.get_bind_group_layout(0), entries: &entries })
+        })
+        .collect()
+}
+
+/// Encode dispatches into one compute pass (`chunks`: the attention grid of this token).
+pub(super) fn encode<'p>(pass: &mut wgpu::ComputePass, dispatches: impl Iterator<Item = (&'p wgpu::ComputePipeline, &'p wgpu::BindGroup, Grid)>, chunks: u32) {
+    for (pipe, group, grid) in dispatches {
+        pass.set_pipeline(pipe);
+        pass.set_bind_group(0, group, &[]);
+        match grid {
+            Grid::Fixed(x, y, z) => pass.dispatch_workgroups(x, y, z),
+            Grid::HeadsByChunks(heads) => pass.dispatch_workgroups(heads, chunks, 1),
+        }
+    }
+}
