@@ -285,7 +285,7 @@ impl Gpu {
         if let (true, Some((n, host, tail))) = (hostprof, self.backend.as_ref().and_then(|b| b.graph_profile())) {
             if n > 0 {
                 let per = |d: Duration| d.as_secs_f64() * 1e6 / n as f64;
-                t.push_str(&format!("\ntoken graph, per token over {n} tokens: host encode {:.1} us, GPU tail (wait for the readback) {:.1} us\n", per(host), per(tail)));
+                t.push_str(&format!("\ntoken graph, per token over {n} tokens: host encode {:.1} us (before the submission), GPU tail {:.1} us (submission to readback)\n", per(host), per(tail)));
             }
         }
         t

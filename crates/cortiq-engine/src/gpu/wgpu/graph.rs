@@ -82,6 +82,9 @@ pub(super) struct Mirror {
     v: Vec<wgpu::Buffer>,
     len: usize,
     recorded: Option<Recorded>,
+    /// The next token's command buffer, encoded while the GPU ran the previous token (it
+    /// depends only on the position; the token enters through the buffers written first).
+    prepared: Option<(usize, wgpu::CommandBuffer)>,
 }
 
 /// One token's dispatches with their bind groups (and the uniform slots they point into).
@@ -177,6 +180,7 @@ impl WgpuBackend {
             v: (0..c.n_layer).map(|_| self.storage_buf("kv-mirror-v", cap * kvd)).collect(),
             len: 0,
             recorded: None,
+            prepared: None,
         });
         if mirror.len != job.pos {
             // Seed from the host cache: a zero state is never assumed.
@@ -248,7 +252,10 @@ impl WgpuBackend {
                 Err(e) => return DeviceOutcome::Failed(e),
             }
             // Recorded dispatches point at the old buffers: drop them with the buffers.
-            mirrors.values_mut().for_each(|mi| mi.recorded = None);
+            mirrors.values_mut().for_each(|mi| {
+                mi.recorded = None;
+                mi.prepared = None;
+            });
             *graph = Some(self.build_graph(m, capacity, key));
             // New buffers (and maybe uploads): this token is not steady state.
             cold = true;
@@ -275,14 +282,16 @@ impl WgpuBackend {
             self.ctx.queue.write_buffer(&g.x, 0, bytemuck::cast_slice(&x));
             self.ctx.queue.write_buffer(&g.step, 0, bytemuck::bytes_of(&step));
             let rec = mirror.recorded.as_ref().expect("recorded above");
-            let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("token") });
-            {
-                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("token"), timestamp_writes: None });
-                plan::encode(&mut pass, rec.dispatches.iter().map(|(p, b, gr)| (p, b, *gr)), chunks);
-            }
-            enc.copy_buffer_to_buffer(&g.logits, 0, &g.staging, 0, (c.vocab * 4) as u64);
-            self.ctx.queue.submit([enc.finish()]);
+            let cmd = match mirror.prepared.take() {
+                Some((pos, cmd)) if pos == job.pos => cmd,
+                _ => self.encode_token(rec, g, job.pos, c.vocab),
+            };
+            self.ctx.queue.submit([cmd]);
             let t1 = std::time::Instant::now();
+            // While the GPU runs this token, encode the next one.
+            if job.pos + 1 < capacity {
+                mirror.prepared = Some((job.pos + 1, self.encode_token(rec, g, job.pos + 1, c.vocab)));
+            }
             let out = self.ctx.read_back::<f32>(&g.staging, c.vocab as u64)?;
             let mut prof = self.profile.lock().unwrap_or_else(|e| e.into_inner());
             prof.0 += 1;
@@ -309,6 +318,19 @@ impl WgpuBackend {
                 DeviceOutcome::Failed(e)
             }
         }
+    }
+
+    /// One token's command buffer at position `pos`: the recorded dispatches in one compute
+    /// pass (the attention grid sized for `pos`), then the logits copied for readback.
+    fn encode_token(&self, rec: &Recorded, g: &ModelGraph, pos: usize, vocab: usize) -> wgpu::CommandBuffer {
+        let chunks = (pos + 1).div_ceil(ATT_CHUNK) as u32;
+        let mut enc = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("token") });
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("token"), timestamp_writes: None });
+            plan::encode(&mut pass, rec.dispatches.iter().map(|(p, b, gr)| (p, b, *gr)), chunks);
+        }
+        enc.copy_buffer_to_buffer(&g.logits, 0, &g.staging, 0, (vocab * 4) as u64);
+        enc.finish()
     }
 
     /// Mirror rows from..to of `seq` into the host cache layout.
