@@ -123,6 +123,18 @@ pub struct TokenGraphJob<'a> {
     pub host_kv: &'a KvCache,
 }
 
+/// Where the token graph's time went, summed over `tokens` tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GraphProfile {
+    pub tokens: u64,
+    /// Host work before the submission.
+    pub host: std::time::Duration,
+    /// Submission to readback.
+    pub tail: std::time::Duration,
+    /// The token's compute pass on the GPU, from timestamp queries (where measured).
+    pub gpu_pass: Option<std::time::Duration>,
+}
+
 /// What a backend did with a job.
 #[must_use]
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -190,8 +202,8 @@ pub trait Backend: Send + Sync {
         None
     }
 
-    /// Token-graph time split (tokens, host encode, GPU tail) for `CMF_GRAPH_HOSTPROF=1`.
-    fn graph_profile(&self) -> Option<(u64, std::time::Duration, std::time::Duration)> {
+    /// Token-graph time split for `CMF_GRAPH_HOSTPROF=1`.
+    fn graph_profile(&self) -> Option<GraphProfile> {
         None
     }
 

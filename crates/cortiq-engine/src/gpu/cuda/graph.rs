@@ -201,9 +201,9 @@ impl CudaBackend {
             let t1 = std::time::Instant::now();
             let out = self.stream.clone_dtoh(&g.logits).map_err(err)?;
             let mut p = self.profile.lock().unwrap_or_else(|e| e.into_inner());
-            p.0 += 1;
-            p.1 += t1 - t0;
-            p.2 += t1.elapsed();
+            p.tokens += 1;
+            p.host += t1 - t0;
+            p.tail += t1.elapsed();
             mirror.len = job.pos + 1;
             Ok(out)
         });

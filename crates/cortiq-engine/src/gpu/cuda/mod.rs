@@ -61,7 +61,7 @@ pub struct CudaBackend {
     uploaded: AtomicU64,
     resident: AtomicU64,
     /// Token-graph profile: (tokens, host encode, GPU tail).
-    profile: Mutex<(u64, std::time::Duration, std::time::Duration)>,
+    profile: Mutex<super::backend::GraphProfile>,
     budget: u64,
     info: DeviceInfo,
 }
@@ -269,7 +269,7 @@ impl Backend for CudaBackend {
         Some(host.len() as f64 / secs)
     }
 
-    fn graph_profile(&self) -> Option<(u64, std::time::Duration, std::time::Duration)> {
+    fn graph_profile(&self) -> Option<super::backend::GraphProfile> {
         Some(*self.profile.lock().unwrap_or_else(|e| e.into_inner()))
     }
 

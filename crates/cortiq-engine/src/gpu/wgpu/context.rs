@@ -58,8 +58,11 @@ impl std::fmt::Display for PipelineCacheState {
 pub struct WgpuContext {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
-    /// Per codec: the pipelines for short (index 0) and tall (1) matrices.
-    matvec: HashMap<Codec, Vec<(wgpu::ComputePipeline, MatvecShape)>>,
+    /// Matvec pipelines by (codec, tall, variant), built on first use.
+    matvec: std::sync::Mutex<HashMap<(Codec, bool, Variant), (wgpu::ComputePipeline, MatvecShape)>>,
+    matvec_layout: wgpu::BindGroupLayout,
+    subgroups: bool,
+    pipeline_cache: Option<wgpu::PipelineCache>,
     pub act: wgpu::ComputePipeline,
     /// The token graph's kernels.
     pub norm: wgpu::ComputePipeline,
@@ -164,35 +167,50 @@ impl WgpuContext {
         };
         let (cache, cache_path) = open_cache(&device, adapter, features);
         use wgpu::BufferBindingType::{Storage, Uniform};
-        let matvec_layout = layout(&device, &[Storage { read_only: true }, Storage { read_only: true }, Storage { read_only: true }, Storage { read_only: false }, Uniform]);
-        let act_layout = layout(&device, &[Storage { read_only: false }, Storage { read_only: true }, Uniform]);
-        let mut matvec = HashMap::new();
-        for (codec, suffix, vec4s) in MATVEC_CODECS {
-            let mut pair = Vec::new();
-            for tall in [false, true] {
-                let shape = MatvecShape::from_env(tall);
-                let src = matvec_source(suffix, vec4s, subgroups, shape);
-                pair.push((build(&device, &src, &matvec_layout, cache.as_ref(), &format!("matvec {suffix}"))?, shape));
-            }
-            matvec.insert(codec, pair);
-        }
-        let act = build(&device, ACT, &act_layout, cache.as_ref(), "act")?;
         let (r, w) = (Storage { read_only: true }, Storage { read_only: false });
+        let matvec_layout = layout(&device, &[r, r, r, r, w, Uniform]);
+        let act_layout = layout(&device, &[w, r, Uniform]);
+        let act = build(&device, ACT, &act_layout, cache.as_ref(), "act")?;
         let norm = build(&device, NORM, &layout(&device, &[w, r, r, w, Uniform]), cache.as_ref(), "norm")?;
         let rope_store = build(&device, ROPE_STORE, &layout(&device, &[w, r, r, w, w, Uniform]), cache.as_ref(), "rope_store")?;
         let attn_split = build(&device, ATTN_SPLIT, &layout(&device, &[r, r, r, w, Uniform]), cache.as_ref(), "attn_split")?;
         let attn_combine = build(&device, ATTN_COMBINE, &layout(&device, &[r, w, Uniform]), cache.as_ref(), "attn_combine")?;
-        let cache_state = match (cache, cache_path) {
-            (Some(c), Some((path, loaded))) => persist(&c, path, loaded),
-            _ => PipelineCacheState::Unsupported,
-        };
-        Ok(WgpuContext { device, queue, matvec, act, norm, rope_store, attn_split, attn_combine, info, budget, max_binding, cache_state })
+        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, subgroups, pipeline_cache: cache, act, norm, rope_store, attn_split, attn_combine, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
+        // The per-op kernels up front (a job's first call should not pay a compile).
+        for (codec, _, _) in MATVEC_CODECS {
+            for rows in [1, TALL_ROWS] {
+                ctx.matvec_pipeline(codec, rows, Variant::PLAIN)?;
+            }
+        }
+        if let (Some(c), Some((path, loaded))) = (&ctx.pipeline_cache, cache_path) {
+            ctx.cache_state = persist(c, path, loaded);
+        }
+        Ok(ctx)
     }
 
-    /// The matvec pipeline and workgroup shape for a matrix of `rows` rows of this codec.
-    pub fn matvec_pipeline(&self, codec: Codec, rows: u32) -> Result<&(wgpu::ComputePipeline, MatvecShape), String> {
-        let pair = self.matvec.get(&codec).ok_or_else(|| format!("no matvec pipeline for {codec}"))?;
-        Ok(&pair[usize::from(rows >= TALL_ROWS)])
+    /// The matvec pipeline (built on first use) and workgroup shape for a matrix of `rows`
+    /// rows of this codec, in this variant.
+    pub fn matvec_pipeline(&self, codec: Codec, rows: u32, variant: Variant) -> Result<(wgpu::ComputePipeline, MatvecShape), String> {
+        let tall = rows >= TALL_ROWS;
+        let mut map = self.matvec.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(found) = map.get(&(codec, tall, variant)) {
+            return Ok(found.clone());
+        }
+        let (_, suffix, vec4s) = MATVEC_CODECS.into_iter().find(|(c, _, _)| *c == codec).ok_or_else(|| format!("no matvec kernel for {codec}"))?;
+        let shape = MatvecShape::from_env(tall);
+        let src = matvec_source(suffix, vec4s, self.subgroups, shape, variant);
+        let built = (build(&self.device, &src, &self.matvec_layout, self.pipeline_cache.as_ref(), &format!("matvec {suffix}"))?, shape);
+        map.insert((codec, tall, variant), built.clone());
+        Ok(built)
+    }
+
+    /// Write the driver pipeline cache again if pipelines were built since it was saved
+    /// (after the token graph's first build: its variants are compiled lazily).
+    pub fn save_pipeline_cache(&self) {
+        if let (Some(c), PipelineCacheState::Loaded(path, _) | PipelineCacheState::Written(path, _)) = (&self.pipeline_cache, &self.cache_state) {
+            let on_disk = std::fs::read(path).ok();
+            let _ = persist(c, path.clone(), on_disk);
+        }
     }
 
     /// Map `buf` and copy out its first `n` values (waits for the queue).
@@ -223,6 +241,28 @@ impl WgpuContext {
         self.device.poll(wgpu::PollType::wait_indefinitely()).ok()?;
         Some(bytes as f64 / t.elapsed().as_secs_f64())
     }
+}
+
+/// How a matvec reads its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum XMode {
+    /// x as it is.
+    Plain,
+    /// RMSNorm applied on load: x / rms(x) * x2 (x2: the norm weights).
+    Norm,
+    /// silu(x) * x2: the gated FFN's hidden state from the gate and up outputs.
+    Glu,
+}
+
+/// A matvec kernel variant: the input mode, and whether y is added to rather than stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Variant {
+    pub x: XMode,
+    pub add: bool,
+}
+
+impl Variant {
+    pub const PLAIN: Variant = Variant { x: XMode::Plain, add: false };
 }
 
 /// Workgroup shape of the matvec kernel: invocations and rows per workgroup.
@@ -272,8 +312,9 @@ impl MatvecShape {
     }
 }
 
-/// The matvec shader for one codec: constants, generated lines, codec functions, reduction.
-fn matvec_source(suffix: &str, vec4s: u32, subgroups: bool, shape: MatvecShape) -> String {
+/// The matvec shader for one codec and variant: constants, generated lines, codec
+/// functions, reduction.
+fn matvec_source(suffix: &str, vec4s: u32, subgroups: bool, shape: MatvecShape, variant: Variant) -> String {
     let reduce = if subgroups { REDUCE_SUBGROUP } else { REDUCE_SHARED };
     let directive = |key: &str| reduce.lines().find_map(|l| l.trim_start_matches("// ").strip_prefix(key)).unwrap_or("").to_string();
     let pass = directive("REDUCE_PASS=");
@@ -282,7 +323,18 @@ fn matvec_source(suffix: &str, vec4s: u32, subgroups: bool, shape: MatvecShape) 
     let accs: String = (0..groups).map(|g| format!("var acc{g} = vec4<f32>(0.0); ")).collect();
     // The unit's x as a value (a struct of vec4s), never an indexed array: an array passed
     // around by pointer may be placed in local memory.
-    let loads = (0..8).map(|k| if k < vec4s { format!("x[xv + {k}u]") } else { "vec4<f32>(0.0)".into() }).collect::<Vec<_>>().join(", ");
+    let load = |k: u32| match variant.x {
+        XMode::Plain => format!("x[xv + {k}u]"),
+        XMode::Norm => format!("(x[xv + {k}u] * xscale * x2[xv - xrow + {k}u])"),
+        XMode::Glu => format!("(silu4(x[xv + {k}u]) * x2[xv + {k}u])"),
+    };
+    let loads = (0..8).map(|k| if k < vec4s { load(k) } else { "vec4<f32>(0.0)".into() }).collect::<Vec<_>>().join(", ");
+    // x-mode norm: the workgroup's rms over the whole input row first.
+    let prologue = match variant.x {
+        XMode::Norm => format!("var ss = 0.0; for (var i = lid; i < p.x_stride; i += WG) {{ let v = x[xrow + i]; ss += dot(v, v); }} let xscale = inverseSqrt(reduce(vec4<f32>(ss, 0.0, 0.0, 0.0), lid{pass}).x / f32(p.x_stride * 4u) + p.eps);"),
+        _ => String::new(),
+    };
+    let store = |o: u32, g: u32| if variant.add { format!("y[yrow + r0 + {o}u + lid] += t{g}[lid];") } else { format!("y[yrow + r0 + {o}u + lid] = t{g}[lid];") };
     let sum = (0..vec4s).map(|k| format!("xs.v{k}")).collect::<Vec<_>>().join(" + ");
     // Unit k of an iteration: clamped index (its loads are unconditional, so they can all
     // be issued first) and a 0/1 weight for a unit past the row's end.
@@ -298,18 +350,19 @@ fn matvec_source(suffix: &str, vec4s: u32, subgroups: bool, shape: MatvecShape) 
         })
         .collect();
     let stores: String = (0..groups)
-        .map(|g| format!("let t{g} = reduce(acc{g}, lid{pass}); if (lid < 4u && r0 + {o}u + lid < p.rows) {{ y[yrow + r0 + {o}u + lid] = t{g}[lid]; }} ", o = 4 * g))
+        .map(|g| format!("let t{g} = reduce(acc{g}, lid{pass}); if (lid < 4u && r0 + {o}u + lid < p.rows) {{ {} }} ", store(4 * g, g), o = 4 * g))
         .collect();
     let body = MATVEC
         .replace("WG_SIZE", &shape.invocations.to_string())
         .replace("ROWS_PER_WG", &shape.rows.to_string())
         .replace("REDUCE_ARGS", &directive("REDUCE_ARGS="))
+        .replace("PROLOGUE", &prologue)
         .replace("ROW_INDICES", &rows)
         .replace("ACCUMULATORS", &accs)
         .replace("UNROLL", &format!("{}u", shape.unroll))
         .replace("UNITS", &units)
         .replace("STORES", &stores);
-    format!("const UNIT_VEC4: u32 = {vec4s}u;\n{body}\n{CODECS}\nfn unit_dot(n: u32, r: u32, xs: X8, xsum: f32) -> f32 {{ return unit_dot_{suffix}(n, r, xs, xsum); }}\n{reduce}")
+    format!("const UNIT_VEC4: u32 = {vec4s}u;\n{body}\n{CODECS}\nfn unit_dot(n: u32, r: u32, xs: X8, xsum: f32) -> f32 {{ return unit_dot_{suffix}(n, r, xs, xsum); }}\nfn silu4(a: vec4<f32>) -> vec4<f32> {{ return a / (1.0 + exp(-a)); }}\n{reduce}")
 }
 
 /// An explicit bind group layout (bindings 0.. in order), so every pipeline of a kind takes
@@ -399,7 +452,10 @@ mod tests {
             for subgroups in [false, true] {
                 for (invocations, rows, unroll) in [(64, 4, 1), (128, 8, 2), (32, 16, 3)] {
                     let shape = MatvecShape { invocations, rows, unroll };
-                    validate(&format!("matvec {codec} subgroups={subgroups} {shape:?}"), &matvec_source(suffix, vec4s, subgroups, shape));
+                    for x in [XMode::Plain, XMode::Norm, XMode::Glu] {
+                        let variant = Variant { x, add: x != XMode::Plain };
+                        validate(&format!("matvec {codec} subgroups={subgroups} {shape:?} {variant:?}"), &matvec_source(suffix, vec4s, subgroups, shape, variant));
+                    }
                 }
             }
         }

@@ -1,14 +1,15 @@
 //! The whole-token decode graph on wgpu (SPEC section 8): every layer of a llama-family
-//! model for one token in ONE command buffer with ONE compute pass (norms, QKV, RoPE with
-//! the KV-mirror append, split attention over the mirror, output projection, residuals fused
-//! into the next norm, gate/up, activation, down), the final norm and the head; one readback
-//! of the logits. The dispatch list and its bind groups are built once per (model, sequence)
+//! model for one token in ONE command buffer with ONE compute pass (QKV with the RMSNorm
+//! fused into its loads, RoPE with the KV-mirror append, split attention over the mirror,
+//! the output projection added into the residual, gate/up with the norm fused, down with
+//! SiLU(gate) * up fused into its loads and added into the residual), the final norm and the
+//! head; one readback of the logits. The dispatch list and its bind groups are built once per (model, sequence)
 //! and only re-encoded per token; token-dependent values (position, attention chunks) travel
 //! in a small uniform block written before the submission. The embedding row is decoded on
 //! the host (n_embd floats written with the step block).
 
-use super::plan::{self, Grid, Params, Planned, Uniform};
-use super::{Resident, WgpuBackend};
+use super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform};
+use super::{Resident, Variant, WgpuBackend, XMode};
 use crate::gpu::backend::{DeviceOutcome, TokenGraphJob, WeightArg};
 use crate::gpu::memory::fingerprint;
 use crate::kv::KvCache;
@@ -55,14 +56,13 @@ pub(super) struct ModelGraph {
     /// Identifies the model the buffers were built for.
     model_key: u64,
     x: wgpu::Buffer,      // (n_embd) residual stream
-    xn: wgpu::Buffer,     // (n_embd) normed
-    zero: wgpu::Buffer,   // (n_embd) the residual of a norm without an add
+    xn: wgpu::Buffer,     // (n_embd) normed, for the head
+    zero: wgpu::Buffer,   // (n_embd) the residual of the head's norm (which adds nothing)
     q: wgpu::Buffer,      // (n_head * head_dim)
     k: wgpu::Buffer,      // (kv_dim)
     v: wgpu::Buffer,      // (kv_dim)
     att: wgpu::Buffer,    // (n_head * head_dim)
-    proj: wgpu::Buffer,   // (n_embd)
-    g: wgpu::Buffer,      // (n_ff) gate, then act(gate) * up
+    g: wgpu::Buffer,      // (n_ff) gate
     u: wgpu::Buffer,      // (n_ff)
     logits: wgpu::Buffer, // (vocab)
     /// Split-attention partials (n_head, chunks, head_dim + 2), sized for `capacity`.
@@ -73,6 +73,9 @@ pub(super) struct ModelGraph {
     out_norm: wgpu::Buffer,
     step: wgpu::Buffer,
     staging: wgpu::Buffer,
+    /// Under `CMF_GRAPH_HOSTPROF=1` with timestamp queries: the token pass's begin/end
+    /// timestamps (query set, resolve buffer, readback buffer).
+    timer: Option<(wgpu::QuerySet, wgpu::Buffer, wgpu::Buffer)>,
 }
 
 /// A sequence's KV mirror (per layer K and V rows of kv_dim f32) and, once recorded, the
@@ -129,12 +132,6 @@ fn unsupported(m: &Llama, capacity: usize) -> Option<&'static str> {
     None
 }
 
-/// x += r (when given), then xn = rmsnorm(x) * w: one workgroup.
-fn plan_norm<'a>(ctx: &'a super::WgpuContext, g: &'a ModelGraph, block: NormBlock, r: Option<&'a wgpu::Buffer>, w: &'a wgpu::Buffer, params: &mut Params, p: &mut Vec<Planned<'a>>) {
-    let at = params.slot(bytemuck::bytes_of(&NormBlock { add: u32::from(r.is_some()), ..block }));
-    p.push(Planned { pipe: &ctx.norm, bufs: vec![&g.x, r.unwrap_or(&g.zero), w, &g.xn], uniform: Uniform::Slot(at), grid: Grid::Fixed(1, 1, 1) });
-}
-
 impl WgpuBackend {
     fn storage_buf(&self, label: &str, floats: usize) -> wgpu::Buffer {
         let size = (floats.max(4) * 4).next_multiple_of(16) as u64;
@@ -158,7 +155,6 @@ impl WgpuBackend {
             k: self.storage_buf("k", c.kv_dim()),
             v: self.storage_buf("v", c.kv_dim()),
             att: self.storage_buf("att", c.q_dim()),
-            proj: self.storage_buf("proj", c.n_embd),
             g: self.storage_buf("gate", c.n_ff),
             u: self.storage_buf("up", c.n_ff),
             logits: self.storage_buf("logits", c.vocab),
@@ -168,6 +164,12 @@ impl WgpuBackend {
             out_norm: self.const_buf("output_norm", &m.output_norm),
             step: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("step"), size: std::mem::size_of::<StepBlock>() as u64, usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
             staging: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("logits-read"), size: (c.vocab * 4) as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
+            timer: (std::env::var("CMF_GRAPH_HOSTPROF").is_ok_and(|v| v == "1") && dev.features().contains(wgpu::Features::TIMESTAMP_QUERY)).then(|| {
+                let q = dev.create_query_set(&wgpu::QuerySetDescriptor { label: Some("token-timer"), ty: wgpu::QueryType::Timestamp, count: 2 });
+                let resolve = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("token-timer"), size: 16, usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC, mapped_at_creation: false });
+                let read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("token-timer-read"), size: 16, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
+                (q, resolve, read)
+            }),
         }
     }
 
@@ -196,36 +198,46 @@ impl WgpuBackend {
     }
 
     /// Plan and bind one token's dispatches against the graph buffers and this mirror.
+    /// Per layer 7 barrier-separated stages: QKV (RMSNorm on load), RoPE + mirror append,
+    /// attention split, combine, O projection (added to the residual), gate and up (RMSNorm
+    /// on load), down (SiLU(gate) * up on load, added to the residual); then the final norm
+    /// and the head.
     fn record(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &ModelGraph, mirror: &Mirror) -> Result<Recorded, String> {
         let c = &m.cfg;
         let ctx = &self.ctx;
         let res = |w: &WeightArg| map.get(&w.key).ok_or_else(|| "weight not resident".to_string());
         let mut params = Params::default();
         let mut p: Vec<Planned> = Vec::new();
-        let (d, ff) = (c.n_embd as u32, c.n_ff as u32);
-        let norm = NormBlock { n: d, add: 0, eps: c.eps, pad: 0 };
-        plan_norm(ctx, g, norm, None, &g.norms[0].0, &mut params, &mut p);
+        let (d, ff, qd) = (c.n_embd as u32, c.n_ff as u32, c.q_dim() as u32);
+        let eps = c.eps;
+        fn normed<'b>(g: &'b ModelGraph, w: &'b wgpu::Buffer, y: &'b wgpu::Buffer, eps: f32) -> MatvecIo<'b> {
+            MatvecIo { x: &g.x, x2: Some(w), y, y_base: 0, variant: Variant { x: XMode::Norm, add: false }, eps }
+        }
+        fn added<'b>(g: &'b ModelGraph, x: &'b wgpu::Buffer, x2: Option<&'b wgpu::Buffer>, mode: XMode) -> MatvecIo<'b> {
+            MatvecIo { x, x2, y: &g.x, y_base: 0, variant: Variant { x: mode, add: true }, eps: 0.0 }
+        }
         let rope_threads = ((c.n_head + c.n_head_kv) * c.rope_dims / 2 + c.kv_dim()) as u32;
         for (li, w) in args[..args.len() - 1].chunks_exact(7).enumerate() {
-            plan::matvec(ctx, res(&w[0])?, &g.xn, &g.q, 0, d, 1, &mut params, &mut p)?;
-            plan::matvec(ctx, res(&w[1])?, &g.xn, &g.k, 0, d, 1, &mut params, &mut p)?;
-            plan::matvec(ctx, res(&w[2])?, &g.xn, &g.v, 0, d, 1, &mut params, &mut p)?;
-            p.push(Planned { pipe: &ctx.rope_store, bufs: vec![&g.q, &g.k, &g.v, &mirror.k[li], &mirror.v[li]], uniform: Uniform::Whole(&g.step), grid: Grid::Fixed(rope_threads.div_ceil(64), 1, 1) });
-            p.push(Planned { pipe: &ctx.attn_split, bufs: vec![&g.q, &mirror.k[li], &mirror.v[li], &g.part], uniform: Uniform::Whole(&g.step), grid: Grid::HeadsByChunks(c.n_head as u32) });
-            p.push(Planned { pipe: &ctx.attn_combine, bufs: vec![&g.part, &g.att], uniform: Uniform::Whole(&g.step), grid: Grid::Fixed(c.n_head as u32, 1, 1) });
-            plan::matvec(ctx, res(&w[3])?, &g.att, &g.proj, 0, c.q_dim() as u32, 1, &mut params, &mut p)?;
-            plan_norm(ctx, g, norm, Some(&g.proj), &g.norms[li].1, &mut params, &mut p);
-            plan::matvec(ctx, res(&w[4])?, &g.xn, &g.g, 0, d, 1, &mut params, &mut p)?;
-            plan::matvec(ctx, res(&w[5])?, &g.xn, &g.u, 0, d, 1, &mut params, &mut p)?;
-            plan::act(ctx, &g.g, &g.u, ff, 0, &mut params, &mut p);
-            plan::matvec(ctx, res(&w[6])?, &g.g, &g.proj, 0, ff, 1, &mut params, &mut p)?;
-            let next = if li + 1 < c.n_layer { &g.norms[li + 1].0 } else { &g.out_norm };
-            plan_norm(ctx, g, norm, Some(&g.proj), next, &mut params, &mut p);
+            let (attn_norm, ffn_norm) = &g.norms[li];
+            plan::matvec(ctx, res(&w[0])?, normed(g, attn_norm, &g.q, eps), d, 1, &mut params, &mut p)?;
+            plan::matvec(ctx, res(&w[1])?, normed(g, attn_norm, &g.k, eps), d, 1, &mut params, &mut p)?;
+            plan::matvec(ctx, res(&w[2])?, normed(g, attn_norm, &g.v, eps), d, 1, &mut params, &mut p)?;
+            p.push(Planned { pipe: ctx.rope_store.clone(), bufs: vec![&g.q, &g.k, &g.v, &mirror.k[li], &mirror.v[li]], uniform: Uniform::Whole(&g.step), grid: Grid::Fixed(rope_threads.div_ceil(64), 1, 1) });
+            p.push(Planned { pipe: ctx.attn_split.clone(), bufs: vec![&g.q, &mirror.k[li], &mirror.v[li], &g.part], uniform: Uniform::Whole(&g.step), grid: Grid::HeadsByChunks(c.n_head as u32) });
+            p.push(Planned { pipe: ctx.attn_combine.clone(), bufs: vec![&g.part, &g.att], uniform: Uniform::Whole(&g.step), grid: Grid::Fixed(c.n_head as u32, 1, 1) });
+            plan::matvec(ctx, res(&w[3])?, added(g, &g.att, None, XMode::Plain), qd, 1, &mut params, &mut p)?;
+            plan::matvec(ctx, res(&w[4])?, normed(g, ffn_norm, &g.g, eps), d, 1, &mut params, &mut p)?;
+            plan::matvec(ctx, res(&w[5])?, normed(g, ffn_norm, &g.u, eps), d, 1, &mut params, &mut p)?;
+            plan::matvec(ctx, res(&w[6])?, added(g, &g.g, Some(&g.u), XMode::Glu), ff, 1, &mut params, &mut p)?;
         }
-        plan::matvec(ctx, res(&args[args.len() - 1])?, &g.xn, &g.logits, 0, d, 1, &mut params, &mut p)?;
+        // The head reads every element of the normed state in each of its many workgroups:
+        // one norm dispatch first instead of a norm per workgroup.
+        let at = params.slot(bytemuck::bytes_of(&NormBlock { n: d, add: 0, eps: c.eps, pad: 0 }));
+        p.push(Planned { pipe: ctx.norm.clone(), bufs: vec![&g.x, &g.zero, &g.out_norm, &g.xn], uniform: Uniform::Slot(at), grid: Grid::Fixed(1, 1, 1) });
+        plan::matvec(ctx, res(&args[args.len() - 1])?, MatvecIo::plain(&g.xn, &g.logits, 0), d, 1, &mut params, &mut p)?;
         let pbuf = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("graph-params"), contents: &params.0, usage: wgpu::BufferUsages::UNIFORM });
         let groups = plan::bind(&ctx.device, &p, &pbuf);
-        Ok(Recorded { dispatches: p.iter().zip(groups).map(|(pl, bg)| (pl.pipe.clone(), bg, pl.grid)).collect(), _params: pbuf })
+        Ok(Recorded { dispatches: p.into_iter().zip(groups).map(|(pl, bg)| (pl.pipe, bg, pl.grid)).collect(), _params: pbuf })
     }
 
     /// Run one token through the graph; `logits` is written only on success.
@@ -269,6 +281,8 @@ impl WgpuBackend {
             let mirror = mirrors.get_mut(&job.seq).expect("mirror_at made it");
             if mirror.recorded.is_none() {
                 mirror.recorded = Some(self.record(m, &args, &map, g, mirror)?);
+                // The graph's kernel variants were just compiled: keep them for the next process.
+                self.ctx.save_pipeline_cache();
             }
             let t0 = std::time::Instant::now();
             let c = &m.cfg;
@@ -294,9 +308,14 @@ impl WgpuBackend {
             }
             let out = self.ctx.read_back::<f32>(&g.staging, c.vocab as u64)?;
             let mut prof = self.profile.lock().unwrap_or_else(|e| e.into_inner());
-            prof.0 += 1;
-            prof.1 += t1 - t0;
-            prof.2 += t1.elapsed();
+            prof.tokens += 1;
+            prof.host += t1 - t0;
+            prof.tail += t1.elapsed();
+            if let Some((_, _, read)) = &g.timer {
+                let t = self.ctx.read_back::<u64>(read, 2)?;
+                let ns = t[1].saturating_sub(t[0]) as f64 * self.ctx.queue.get_timestamp_period() as f64;
+                *prof.gpu_pass.get_or_insert_default() += std::time::Duration::from_nanos(ns as u64);
+            }
             Ok(out)
         })();
         let oom = pollster::block_on(oom.pop());
@@ -326,10 +345,15 @@ impl WgpuBackend {
         let chunks = (pos + 1).div_ceil(ATT_CHUNK) as u32;
         let mut enc = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("token") });
         {
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("token"), timestamp_writes: None });
+            let timestamp_writes = g.timer.as_ref().map(|(q, _, _)| wgpu::ComputePassTimestampWrites { query_set: q, beginning_of_pass_write_index: Some(0), end_of_pass_write_index: Some(1) });
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("token"), timestamp_writes });
             plan::encode(&mut pass, rec.dispatches.iter().map(|(p, b, gr)| (p, b, *gr)), chunks);
         }
         enc.copy_buffer_to_buffer(&g.logits, 0, &g.staging, 0, (vocab * 4) as u64);
+        if let Some((q, resolve, read)) = &g.timer {
+            enc.resolve_query_set(q, 0..2, resolve, 0);
+            enc.copy_buffer_to_buffer(resolve, 0, read, 0, 16);
+        }
         enc.finish()
     }
 

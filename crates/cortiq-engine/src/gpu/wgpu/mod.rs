@@ -16,7 +16,7 @@ pub mod planar;
 use super::backend::{Activation, Backend, DeviceInfo, DeviceOutcome, FfnJob, MatmulJob, MultiMatmulJob, TokenGraphJob, WeightArg};
 use crate::kv::KvCache;
 use super::memory::fingerprint;
-pub use context::{MatvecShape, PipelineCacheState, WgpuContext};
+pub use context::{MatvecShape, PipelineCacheState, Variant, WgpuContext, XMode};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -74,7 +74,7 @@ pub struct WgpuBackend {
     /// KV mirrors per sequence.
     mirrors: Mutex<HashMap<u64, graph::Mirror>>,
     /// Token-graph profile: (tokens, host encode, GPU tail).
-    profile: Mutex<(u64, std::time::Duration, std::time::Duration)>,
+    profile: Mutex<super::backend::GraphProfile>,
     uploaded: AtomicU64,
     resident: AtomicU64,
     info: DeviceInfo,
@@ -98,7 +98,7 @@ impl WgpuBackend {
 
     /// The matvec kernel's workgroup shape for a matrix of this codec and height.
     pub fn matvec_shape(&self, codec: cortiq_core::Codec, rows: usize) -> Option<MatvecShape> {
-        self.ctx.matvec_pipeline(codec, rows.min(u32::MAX as usize) as u32).ok().map(|(_, s)| *s)
+        self.ctx.matvec_pipeline(codec, rows.min(u32::MAX as usize) as u32, Variant::PLAIN).ok().map(|(_, s)| s)
     }
 
     /// The pipeline cache's state, for `cortiq gpu`.
@@ -180,7 +180,7 @@ impl WgpuBackend {
         let mut planned = Vec::new();
         for s in steps {
             match s {
-                Step::Matvec { w, x, y, y_base, cols, batch } => plan::matvec(&self.ctx, w, x, y, *y_base, *cols, *batch, &mut params, &mut planned)?,
+                Step::Matvec { w, x, y, y_base, cols, batch } => plan::matvec(&self.ctx, w, plan::MatvecIo::plain(x, y, *y_base), *cols, *batch, &mut params, &mut planned)?,
                 Step::Act { g, u, n, act } => plan::act(&self.ctx, g, u, *n, *act, &mut params, &mut planned),
             }
         }
@@ -192,7 +192,7 @@ impl WgpuBackend {
         let timestamp_writes = timer.as_ref().map(|(q, _)| wgpu::ComputePassTimestampWrites { query_set: q, beginning_of_pass_write_index: Some(0), end_of_pass_write_index: Some(1) });
         {
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("job"), timestamp_writes });
-            plan::encode(&mut pass, planned.iter().zip(&groups).map(|(p, g)| (p.pipe, g, p.grid)), 0);
+            plan::encode(&mut pass, planned.iter().zip(&groups).map(|(p, g)| (&p.pipe, g, p.grid)), 0);
         }
         enc.copy_buffer_to_buffer(y, 0, &staging, 0, read * 4);
         let ticks = timer.as_ref().map(|(q, _)| {
@@ -372,7 +372,7 @@ impl Backend for WgpuBackend {
         self.mirrors.lock().unwrap_or_else(|e| e.into_inner()).remove(&seq);
     }
 
-    fn graph_profile(&self) -> Option<(u64, std::time::Duration, std::time::Duration)> {
+    fn graph_profile(&self) -> Option<super::backend::GraphProfile> {
         Some(*self.profile.lock().unwrap_or_else(|e| e.into_inner()))
     }
 

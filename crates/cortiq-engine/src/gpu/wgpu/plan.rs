@@ -2,7 +2,7 @@
 //! the uniform block lives, and the grid. Per-op jobs plan, bind and encode per call; the
 //! token graph plans and binds once and encodes the same list every token.
 
-use super::context::WgpuContext;
+use super::context::{Variant, WgpuContext};
 use super::Resident;
 
 /// Workgroups along x before a dispatch wraps into y (WebGPU's minimum per-dimension limit).
@@ -24,7 +24,8 @@ struct MatvecParams {
     y_stride: u32,
     y_off: u32,
     grid_x: u32,
-    pad: [u32; 2],
+    eps: f32,
+    pad: u32,
 }
 
 /// The activation uniform block (`ActParams` in act.wgsl).
@@ -74,32 +75,49 @@ pub(super) enum Grid {
 }
 
 pub(super) struct Planned<'a> {
-    pub pipe: &'a wgpu::ComputePipeline,
+    pub pipe: wgpu::ComputePipeline,
     /// Storage buffers in binding order; the uniform block binds after them.
     pub bufs: Vec<&'a wgpu::Buffer>,
     pub uniform: Uniform<'a>,
     pub grid: Grid,
 }
 
-/// y block `y_base` (batch, rows) = x (batch, cols) . W^T: one dispatch per row chunk.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn matvec<'a>(ctx: &'a WgpuContext, w: &'a Resident, x: &'a wgpu::Buffer, y: &'a wgpu::Buffer, y_base: u32, cols: u32, batch: u32, params: &mut Params, out: &mut Vec<Planned<'a>>) -> Result<(), String> {
+/// What a matvec reads and writes: x (batch, cols), its second input `x2` (the norm weights
+/// or the up output, per `variant`; x itself for plain), y with its block offset.
+pub(super) struct MatvecIo<'a> {
+    pub x: &'a wgpu::Buffer,
+    pub x2: Option<&'a wgpu::Buffer>,
+    pub y: &'a wgpu::Buffer,
+    pub y_base: u32,
+    pub variant: Variant,
+    pub eps: f32,
+}
+
+impl<'a> MatvecIo<'a> {
+    /// y (at y_base) = x . W^T.
+    pub fn plain(x: &'a wgpu::Buffer, y: &'a wgpu::Buffer, y_base: u32) -> MatvecIo<'a> {
+        MatvecIo { x, x2: None, y, y_base, variant: Variant::PLAIN, eps: 0.0 }
+    }
+}
+
+/// A matvec over a resident weight: one dispatch per row chunk.
+pub(super) fn matvec<'a>(ctx: &WgpuContext, w: &'a Resident, io: MatvecIo<'a>, cols: u32, batch: u32, params: &mut Params, out: &mut Vec<Planned<'a>>) -> Result<(), String> {
     let total_rows: u32 = w.chunks.iter().map(|c| c.rows).sum();
-    let (pipe, shape) = ctx.matvec_pipeline(w.codec, total_rows)?;
+    let (pipe, shape) = ctx.matvec_pipeline(w.codec, total_rows, io.variant)?;
     for c in &w.chunks {
         let (gx, gy) = grid(c.rows.div_ceil(shape.rows));
-        let p = MatvecParams { rows: c.rows, units: c.units, a: c.regions[0], b: c.regions[1], c: c.regions[2], x_stride: cols / 4, y_base, y_stride: total_rows, y_off: c.row0, grid_x: gx, pad: [0; 2] };
+        let p = MatvecParams { rows: c.rows, units: c.units, a: c.regions[0], b: c.regions[1], c: c.regions[2], x_stride: cols / 4, y_base: io.y_base, y_stride: total_rows, y_off: c.row0, grid_x: gx, eps: io.eps, pad: 0 };
         let at = params.slot(bytemuck::bytes_of(&p));
-        out.push(Planned { pipe, bufs: vec![&c.buf, &c.buf, x, y], uniform: Uniform::Slot(at), grid: Grid::Fixed(gx, gy, batch) });
+        out.push(Planned { pipe: pipe.clone(), bufs: vec![&c.buf, &c.buf, io.x, io.x2.unwrap_or(io.x), io.y], uniform: Uniform::Slot(at), grid: Grid::Fixed(gx, gy, batch) });
     }
     Ok(())
 }
 
 /// g <- act(g) * u over n floats.
-pub(super) fn act<'a>(ctx: &'a WgpuContext, g: &'a wgpu::Buffer, u: &'a wgpu::Buffer, n: u32, act: u32, params: &mut Params, out: &mut Vec<Planned<'a>>) {
+pub(super) fn act<'a>(ctx: &WgpuContext, g: &'a wgpu::Buffer, u: &'a wgpu::Buffer, n: u32, act: u32, params: &mut Params, out: &mut Vec<Planned<'a>>) {
     let (gx, gy) = grid(n.div_ceil(256));
     let at = params.slot(bytemuck::bytes_of(&ActParams { n, act, grid_x: gx, pad: 0 }));
-    out.push(Planned { pipe: &ctx.act, bufs: vec![g, u], uniform: Uniform::Slot(at), grid: Grid::Fixed(gx, gy, 1) });
+    out.push(Planned { pipe: ctx.act.clone(), bufs: vec![g, u], uniform: Uniform::Slot(at), grid: Grid::Fixed(gx, gy, 1) });
 }
 
 /// The bind group of every planned dispatch (`params` holds the plan's uniform slots).

@@ -1,4 +1,7 @@
 // y (batch, rows) = x (batch, cols) . W^T for one row chunk of a planar weight (planar.rs).
+// Variants (host-generated): x taken as is, RMS-normed on load (x / rms(x) * x2: the
+// workgroup computes rms(x) first), or as silu(x) * x2 (the gated FFN's hidden state); y
+// stored, or added to what y holds (a residual add).
 // One workgroup of WG_SIZE invocations per (ROWS_PER_WG rows, batch element): invocations
 // stride over the units, UNROLL units per iteration (loads first: more bytes in flight); each loads a unit's x once into registers and applies it to every
 // row of the workgroup (x traffic per weight byte falls with the row count), then the sums
@@ -19,15 +22,16 @@ struct Params {
     y_stride: u32,  // floats per output row (the matrix's total rows)
     y_off: u32,     // first row of this chunk
     grid_x: u32,    // workgroups along x
-    pad0: u32,
-    pad1: u32,
+    eps: f32,       // RMSNorm epsilon (x-mode norm)
+    pad: u32,
 }
 
 @group(0) @binding(0) var<storage, read> wq: array<vec4<u32>>; // payload, 1-2 per unit
 @group(0) @binding(1) var<storage, read> ws: array<u32>;       // the same buffer, by word
 @group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;  // (batch, cols / 4)
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;  // y_base + (batch, y_stride)
-@group(0) @binding(4) var<uniform> p: Params;
+@group(0) @binding(3) var<storage, read> x2: array<vec4<f32>>; // x-mode norm: (cols / 4) norm weights; glu: (batch, cols / 4) up
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;  // y_base + (batch, y_stride)
+@group(0) @binding(5) var<uniform> p: Params;
 
 const WG: u32 = WG_SIZEu;
 const ROWS: u32 = ROWS_PER_WGu;
@@ -43,6 +47,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let last = p.rows - 1u;
     let xrow = wg.z * p.x_stride;
     let yrow = p.y_base + wg.z * p.y_stride + p.y_off;
+    PROLOGUE
     ROW_INDICES
     ACCUMULATORS
     for (var u0 = lid; u0 < p.units; u0 += WG * UNROLL) {
