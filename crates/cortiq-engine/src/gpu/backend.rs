@@ -124,7 +124,7 @@ pub struct TokenGraphJob<'a> {
 }
 
 /// Where the token graph's time went, summed over `tokens` tokens.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct GraphProfile {
     pub tokens: u64,
     /// Host work before the submission.
@@ -133,6 +133,9 @@ pub struct GraphProfile {
     pub tail: std::time::Duration,
     /// The token's compute pass on the GPU, from timestamp queries (where measured).
     pub gpu_pass: Option<std::time::Duration>,
+    /// GPU time by kind of dispatch, from timestamps between dispatches
+    /// (`CMF_GRAPH_HOSTPROF=2`, where the adapter can write them inside a pass).
+    pub kernels: std::collections::BTreeMap<&'static str, std::time::Duration>,
 }
 
 /// What a backend did with a job.

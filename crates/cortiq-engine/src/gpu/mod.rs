@@ -281,12 +281,15 @@ impl Gpu {
     /// The `--explain` table (with the graph's host/GPU split under `CMF_GRAPH_HOSTPROF=1`).
     pub fn explain_table(&self) -> String {
         let mut t = self.explain.lock().unwrap_or_else(|e| e.into_inner()).table(self.backend_name());
-        let hostprof = std::env::var("CMF_GRAPH_HOSTPROF").is_ok_and(|v| v == "1");
+        let hostprof = std::env::var("CMF_GRAPH_HOSTPROF").is_ok_and(|v| v == "1" || v == "2");
         if let (true, Some(p)) = (hostprof, self.backend.as_ref().and_then(|b| b.graph_profile())) {
             if p.tokens > 0 {
                 let per = |d: Duration| d.as_secs_f64() * 1e6 / p.tokens as f64;
                 let pass = p.gpu_pass.map(|d| format!(", of which the compute pass on the GPU {:.1} us", per(d))).unwrap_or_default();
                 t.push_str(&format!("\ntoken graph, per token over {} tokens: host encode {:.1} us (before the submission), GPU tail {:.1} us (submission to readback){pass}\n", p.tokens, per(p.host), per(p.tail)));
+                for (kind, d) in &p.kernels {
+                    t.push_str(&format!("  GPU time per token, {kind}: {:.1} us\n", per(*d)));
+                }
             }
         }
         t

@@ -60,7 +60,7 @@ pub struct CudaBackend {
     mirrors: Mutex<HashMap<u64, graph::Mirror>>,
     uploaded: AtomicU64,
     resident: AtomicU64,
-    /// Token-graph profile: (tokens, host encode, GPU tail).
+    /// Token-graph profile (`CMF_GRAPH_HOSTPROF`).
     profile: Mutex<super::backend::GraphProfile>,
     budget: u64,
     info: DeviceInfo,
@@ -270,7 +270,7 @@ impl Backend for CudaBackend {
     }
 
     fn graph_profile(&self) -> Option<super::backend::GraphProfile> {
-        Some(*self.profile.lock().unwrap_or_else(|e| e.into_inner()))
+        Some(self.profile.lock().unwrap_or_else(|e| e.into_inner()).clone())
     }
 
     fn resident_bytes(&self) -> u64 {

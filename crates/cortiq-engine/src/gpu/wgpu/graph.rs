@@ -76,6 +76,9 @@ pub(super) struct ModelGraph {
     /// Under `CMF_GRAPH_HOSTPROF=1` with timestamp queries: the token pass's begin/end
     /// timestamps (query set, resolve buffer, readback buffer).
     timer: Option<(wgpu::QuerySet, wgpu::Buffer, wgpu::Buffer)>,
+    /// Under `CMF_GRAPH_HOSTPROF=2` where timestamps can be written inside a pass: one
+    /// before each dispatch and one after the last (query set, resolve, readback, count).
+    stamps: Option<(wgpu::QuerySet, wgpu::Buffer, wgpu::Buffer, u32)>,
 }
 
 /// A sequence's KV mirror (per layer K and V rows of kv_dim f32) and, once recorded, the
@@ -93,6 +96,8 @@ pub(super) struct Mirror {
 /// One token's dispatches with their bind groups (and the uniform slots they point into).
 struct Recorded {
     dispatches: Vec<(wgpu::ComputePipeline, wgpu::BindGroup, Grid)>,
+    /// What each dispatch does (per-kernel profile).
+    labels: Vec<&'static str>,
     _params: wgpu::Buffer,
 }
 
@@ -132,6 +137,11 @@ fn unsupported(m: &Llama, capacity: usize) -> Option<&'static str> {
     None
 }
 
+/// Name the dispatches planned since `from`.
+fn relabel(p: &mut [Planned], from: usize, label: &'static str) {
+    p[from..].iter_mut().for_each(|d| d.label = label);
+}
+
 impl WgpuBackend {
     fn storage_buf(&self, label: &str, floats: usize) -> wgpu::Buffer {
         let size = (floats.max(4) * 4).next_multiple_of(16) as u64;
@@ -164,7 +174,15 @@ impl WgpuBackend {
             out_norm: self.const_buf("output_norm", &m.output_norm),
             step: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("step"), size: std::mem::size_of::<StepBlock>() as u64, usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
             staging: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("logits-read"), size: (c.vocab * 4) as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
-            timer: (std::env::var("CMF_GRAPH_HOSTPROF").is_ok_and(|v| v == "1") && dev.features().contains(wgpu::Features::TIMESTAMP_QUERY)).then(|| {
+            stamps: (std::env::var("CMF_GRAPH_HOSTPROF").is_ok_and(|v| v == "2") && dev.features().contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)).then(|| {
+                // Dispatches per token: at most 16 per layer, with row-split chunks; 2 spare.
+                let n = (m.layers.len() * 16 + 8).min(4095) as u32 + 1;
+                let q = dev.create_query_set(&wgpu::QuerySetDescriptor { label: Some("dispatch-stamps"), ty: wgpu::QueryType::Timestamp, count: n });
+                let resolve = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("dispatch-stamps"), size: 8 * n as u64, usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC, mapped_at_creation: false });
+                let read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("dispatch-stamps-read"), size: 8 * n as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
+                (q, resolve, read, n)
+            }),
+            timer: (std::env::var("CMF_GRAPH_HOSTPROF").is_ok_and(|v| v == "1" || v == "2") && dev.features().contains(wgpu::Features::TIMESTAMP_QUERY)).then(|| {
                 let q = dev.create_query_set(&wgpu::QuerySetDescriptor { label: Some("token-timer"), ty: wgpu::QueryType::Timestamp, count: 2 });
                 let resolve = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("token-timer"), size: 16, usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC, mapped_at_creation: false });
                 let read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("token-timer-read"), size: 16, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
@@ -219,25 +237,35 @@ impl WgpuBackend {
         let rope_threads = ((c.n_head + c.n_head_kv) * c.rope_dims / 2 + c.kv_dim()) as u32;
         for (li, w) in args[..args.len() - 1].chunks_exact(7).enumerate() {
             let (attn_norm, ffn_norm) = &g.norms[li];
+            let at = p.len();
             plan::matvec(ctx, res(&w[0])?, normed(g, attn_norm, &g.q, eps), d, 1, &mut params, &mut p)?;
             plan::matvec(ctx, res(&w[1])?, normed(g, attn_norm, &g.k, eps), d, 1, &mut params, &mut p)?;
             plan::matvec(ctx, res(&w[2])?, normed(g, attn_norm, &g.v, eps), d, 1, &mut params, &mut p)?;
-            p.push(Planned { pipe: ctx.rope_store.clone(), bufs: vec![&g.q, &g.k, &g.v, &mirror.k[li], &mirror.v[li]], uniform: Uniform::Whole(&g.step), grid: Grid::Fixed(rope_threads.div_ceil(64), 1, 1) });
-            p.push(Planned { pipe: ctx.attn_split.clone(), bufs: vec![&g.q, &mirror.k[li], &mirror.v[li], &g.part], uniform: Uniform::Whole(&g.step), grid: Grid::HeadsByChunks(c.n_head as u32) });
-            p.push(Planned { pipe: ctx.attn_combine.clone(), bufs: vec![&g.part, &g.att], uniform: Uniform::Whole(&g.step), grid: Grid::Fixed(c.n_head as u32, 1, 1) });
+            relabel(&mut p, at, "qkv (norm fused)");
+            p.push(Planned { label: "rope+kv append", pipe: ctx.rope_store.clone(), bufs: vec![&g.q, &g.k, &g.v, &mirror.k[li], &mirror.v[li]], uniform: Uniform::Whole(&g.step), grid: Grid::Fixed(rope_threads.div_ceil(64), 1, 1) });
+            p.push(Planned { label: "attention split", pipe: ctx.attn_split.clone(), bufs: vec![&g.q, &mirror.k[li], &mirror.v[li], &g.part], uniform: Uniform::Whole(&g.step), grid: Grid::HeadsByChunks(c.n_head as u32) });
+            p.push(Planned { label: "attention combine", pipe: ctx.attn_combine.clone(), bufs: vec![&g.part, &g.att], uniform: Uniform::Whole(&g.step), grid: Grid::Fixed(c.n_head as u32, 1, 1) });
+            let at = p.len();
             plan::matvec(ctx, res(&w[3])?, added(g, &g.att, None, XMode::Plain), qd, 1, &mut params, &mut p)?;
+            relabel(&mut p, at, "o proj (+residual)");
+            let at = p.len();
             plan::matvec(ctx, res(&w[4])?, normed(g, ffn_norm, &g.g, eps), d, 1, &mut params, &mut p)?;
             plan::matvec(ctx, res(&w[5])?, normed(g, ffn_norm, &g.u, eps), d, 1, &mut params, &mut p)?;
+            relabel(&mut p, at, "gate, up (norm fused)");
+            let at = p.len();
             plan::matvec(ctx, res(&w[6])?, added(g, &g.g, Some(&g.u), XMode::Glu), ff, 1, &mut params, &mut p)?;
+            relabel(&mut p, at, "down (silu*up fused, +residual)");
         }
         // The head reads every element of the normed state in each of its many workgroups:
         // one norm dispatch first instead of a norm per workgroup.
         let at = params.slot(bytemuck::bytes_of(&NormBlock { n: d, add: 0, eps: c.eps, pad: 0 }));
-        p.push(Planned { pipe: ctx.norm.clone(), bufs: vec![&g.x, &g.zero, &g.out_norm, &g.xn], uniform: Uniform::Slot(at), grid: Grid::Fixed(1, 1, 1) });
+        p.push(Planned { label: "final norm", pipe: ctx.norm.clone(), bufs: vec![&g.x, &g.zero, &g.out_norm, &g.xn], uniform: Uniform::Slot(at), grid: Grid::Fixed(1, 1, 1) });
+        let at = p.len();
         plan::matvec(ctx, res(&args[args.len() - 1])?, MatvecIo::plain(&g.xn, &g.logits, 0), d, 1, &mut params, &mut p)?;
+        relabel(&mut p, at, "head");
         let pbuf = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("graph-params"), contents: &params.0, usage: wgpu::BufferUsages::UNIFORM });
         let groups = plan::bind(&ctx.device, &p, &pbuf);
-        Ok(Recorded { dispatches: p.into_iter().zip(groups).map(|(pl, bg)| (pl.pipe, bg, pl.grid)).collect(), _params: pbuf })
+        Ok(Recorded { labels: p.iter().map(|pl| pl.label).collect(), dispatches: p.into_iter().zip(groups).map(|(pl, bg)| (pl.pipe, bg, pl.grid)).collect(), _params: pbuf })
     }
 
     /// Run one token through the graph; `logits` is written only on success.
@@ -316,6 +344,15 @@ impl WgpuBackend {
                 let ns = t[1].saturating_sub(t[0]) as f64 * self.ctx.queue.get_timestamp_period() as f64;
                 *prof.gpu_pass.get_or_insert_default() += std::time::Duration::from_nanos(ns as u64);
             }
+            let rec = mirror.recorded.as_ref().expect("recorded above");
+            if let Some((_, _, read, n)) = g.stamps.as_ref().filter(|s| rec.dispatches.len() < s.3 as usize) {
+                let used = (rec.dispatches.len() as u64 + 1).min(*n as u64);
+                let t = self.ctx.read_back::<u64>(read, used)?;
+                let period = self.ctx.queue.get_timestamp_period() as f64;
+                for (label, w) in rec.labels.iter().zip(t.windows(2)) {
+                    *prof.kernels.entry(label).or_default() += std::time::Duration::from_nanos((w[1].saturating_sub(w[0]) as f64 * period) as u64);
+                }
+            }
             Ok(out)
         })();
         let oom = pollster::block_on(oom.pop());
@@ -347,7 +384,13 @@ impl WgpuBackend {
         {
             let timestamp_writes = g.timer.as_ref().map(|(q, _, _)| wgpu::ComputePassTimestampWrites { query_set: q, beginning_of_pass_write_index: Some(0), end_of_pass_write_index: Some(1) });
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("token"), timestamp_writes });
-            plan::encode(&mut pass, rec.dispatches.iter().map(|(p, b, gr)| (p, b, *gr)), chunks);
+            let stamps = g.stamps.as_ref().filter(|s| rec.dispatches.len() < s.3 as usize).map(|s| &s.0);
+            plan::encode(&mut pass, rec.dispatches.iter().map(|(p, b, gr)| (p, b, *gr)), chunks, stamps);
+        }
+        if let Some((q, resolve, read, n)) = g.stamps.as_ref().filter(|s| rec.dispatches.len() < s.3 as usize) {
+            let used = (rec.dispatches.len() as u32 + 1).min(*n);
+            enc.resolve_query_set(q, 0..used, resolve, 0);
+            enc.copy_buffer_to_buffer(resolve, 0, read, 0, 8 * used as u64);
         }
         enc.copy_buffer_to_buffer(&g.logits, 0, &g.staging, 0, (vocab * 4) as u64);
         if let Some((q, resolve, read)) = &g.timer {

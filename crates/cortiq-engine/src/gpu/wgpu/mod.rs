@@ -73,7 +73,7 @@ pub struct WgpuBackend {
     graph: Mutex<Option<graph::ModelGraph>>,
     /// KV mirrors per sequence.
     mirrors: Mutex<HashMap<u64, graph::Mirror>>,
-    /// Token-graph profile: (tokens, host encode, GPU tail).
+    /// Token-graph profile (`CMF_GRAPH_HOSTPROF`).
     profile: Mutex<super::backend::GraphProfile>,
     uploaded: AtomicU64,
     resident: AtomicU64,
@@ -192,7 +192,7 @@ impl WgpuBackend {
         let timestamp_writes = timer.as_ref().map(|(q, _)| wgpu::ComputePassTimestampWrites { query_set: q, beginning_of_pass_write_index: Some(0), end_of_pass_write_index: Some(1) });
         {
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("job"), timestamp_writes });
-            plan::encode(&mut pass, planned.iter().zip(&groups).map(|(p, g)| (&p.pipe, g, p.grid)), 0);
+            plan::encode(&mut pass, planned.iter().zip(&groups).map(|(p, g)| (&p.pipe, g, p.grid)), 0, None);
         }
         enc.copy_buffer_to_buffer(y, 0, &staging, 0, read * 4);
         let ticks = timer.as_ref().map(|(q, _)| {
@@ -373,7 +373,7 @@ impl Backend for WgpuBackend {
     }
 
     fn graph_profile(&self) -> Option<super::backend::GraphProfile> {
-        Some(*self.profile.lock().unwrap_or_else(|e| e.into_inner()))
+        Some(self.profile.lock().unwrap_or_else(|e| e.into_inner()).clone())
     }
 
     fn upload_bandwidth(&self) -> Option<f64> {

@@ -75,6 +75,8 @@ pub(super) enum Grid {
 }
 
 pub(super) struct Planned<'a> {
+    /// What the dispatch does (for per-kernel profiles).
+    pub label: &'static str,
     pub pipe: wgpu::ComputePipeline,
     /// Storage buffers in binding order; the uniform block binds after them.
     pub bufs: Vec<&'a wgpu::Buffer>,
@@ -108,7 +110,7 @@ pub(super) fn matvec<'a>(ctx: &WgpuContext, w: &'a Resident, io: MatvecIo<'a>, c
         let (gx, gy) = grid(c.rows.div_ceil(shape.rows));
         let p = MatvecParams { rows: c.rows, units: c.units, a: c.regions[0], b: c.regions[1], c: c.regions[2], x_stride: cols / 4, y_base: io.y_base, y_stride: total_rows, y_off: c.row0, grid_x: gx, eps: io.eps, pad: 0 };
         let at = params.slot(bytemuck::bytes_of(&p));
-        out.push(Planned { pipe: pipe.clone(), bufs: vec![&c.buf, &c.buf, io.x, io.x2.unwrap_or(io.x), io.y], uniform: Uniform::Slot(at), grid: Grid::Fixed(gx, gy, batch) });
+        out.push(Planned { label: "matvec", pipe: pipe.clone(), bufs: vec![&c.buf, &c.buf, io.x, io.x2.unwrap_or(io.x), io.y], uniform: Uniform::Slot(at), grid: Grid::Fixed(gx, gy, batch) });
     }
     Ok(())
 }
@@ -117,7 +119,7 @@ pub(super) fn matvec<'a>(ctx: &WgpuContext, w: &'a Resident, io: MatvecIo<'a>, c
 pub(super) fn act<'a>(ctx: &WgpuContext, g: &'a wgpu::Buffer, u: &'a wgpu::Buffer, n: u32, act: u32, params: &mut Params, out: &mut Vec<Planned<'a>>) {
     let (gx, gy) = grid(n.div_ceil(256));
     let at = params.slot(bytemuck::bytes_of(&ActParams { n, act, grid_x: gx, pad: 0 }));
-    out.push(Planned { pipe: ctx.act.clone(), bufs: vec![g, u], uniform: Uniform::Slot(at), grid: Grid::Fixed(gx, gy, 1) });
+    out.push(Planned { label: "act", pipe: ctx.act.clone(), bufs: vec![g, u], uniform: Uniform::Slot(at), grid: Grid::Fixed(gx, gy, 1) });
 }
 
 /// The bind group of every planned dispatch (`params` holds the plan's uniform slots).
@@ -135,14 +137,23 @@ pub(super) fn bind(device: &wgpu::Device, plan: &[Planned], params: &wgpu::Buffe
         .collect()
 }
 
-/// Encode dispatches into one compute pass (`chunks`: the attention grid of this token).
-pub(super) fn encode<'p>(pass: &mut wgpu::ComputePass, dispatches: impl Iterator<Item = (&'p wgpu::ComputePipeline, &'p wgpu::BindGroup, Grid)>, chunks: u32) {
+/// Encode dispatches into one compute pass (`chunks`: the attention grid of this token);
+/// with `stamps`, a timestamp before each dispatch and one after the last.
+pub(super) fn encode<'p>(pass: &mut wgpu::ComputePass, dispatches: impl Iterator<Item = (&'p wgpu::ComputePipeline, &'p wgpu::BindGroup, Grid)>, chunks: u32, stamps: Option<&wgpu::QuerySet>) {
+    let mut n = 0;
     for (pipe, group, grid) in dispatches {
+        if let Some(q) = stamps {
+            pass.write_timestamp(q, n);
+        }
+        n += 1;
         pass.set_pipeline(pipe);
         pass.set_bind_group(0, group, &[]);
         match grid {
             Grid::Fixed(x, y, z) => pass.dispatch_workgroups(x, y, z),
             Grid::HeadsByChunks(heads) => pass.dispatch_workgroups(heads, chunks, 1),
         }
+    }
+    if let Some(q) = stamps {
+        pass.write_timestamp(q, n);
     }
 }
