@@ -26,6 +26,15 @@ pub fn fingerprint(bytes: &[u8]) -> u64 {
     h.digest()
 }
 
+/// Identifies a loaded model for a backend's graph buffers: where its first tensor is mapped
+/// and the content fingerprints of its first and last tensors (a later model mapped at the
+/// same address does not pass for this one). Two fingerprints per token, not one per weight.
+pub fn model_key(m: &crate::model::Llama) -> u64 {
+    let first = m.file.tensor_data(&m.file.tensors[0]);
+    let last = m.file.tensor_data(&m.file.tensors[m.file.tensors.len() - 1]);
+    first.as_ptr() as u64 ^ fingerprint(first).rotate_left(17) ^ fingerprint(last).rotate_left(41)
+}
+
 /// Largest finite f16 value.
 pub const F16_MAX: f32 = 65504.0;
 

@@ -6,7 +6,7 @@
 
 use super::{err, kind, CudaBackend, Resident};
 use crate::gpu::backend::{DeviceOutcome, TokenGraphJob, WeightArg};
-use crate::gpu::memory::fingerprint;
+use crate::gpu::memory::model_key;
 use crate::kv::KvCache;
 use crate::model::llama::{Llama, Weight};
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
@@ -56,15 +56,6 @@ pub(super) struct Mirror {
     v: Vec<CudaSlice<f32>>,
     len: usize,
     captured: Option<CapturedToken>,
-}
-
-/// Identifies a loaded model for the graph's buffers: where its first tensor is mapped, and
-/// the content fingerprints of its first and last tensors (a later model mapped at the same
-/// address does not pass for this one). Two fingerprints per token, not one per weight.
-fn model_key(m: &Llama) -> u64 {
-    let first = m.file.tensor_data(&m.file.tensors[0]);
-    let last = m.file.tensor_data(&m.file.tensors[m.file.tensors.len() - 1]);
-    first.as_ptr() as u64 ^ fingerprint(first).rotate_left(17) ^ fingerprint(last).rotate_left(41)
 }
 
 fn all_weights(m: &Llama) -> Vec<Weight> {

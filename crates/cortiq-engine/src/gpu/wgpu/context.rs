@@ -14,6 +14,7 @@ const REDUCE_SHARED: &str = include_str!("kernels/reduce_shared.wgsl");
 const REDUCE_SUBGROUP: &str = include_str!("kernels/reduce_subgroup.wgsl");
 const ACT: &str = include_str!("kernels/act.wgsl");
 const NORM: &str = include_str!("kernels/norm.wgsl");
+const STEP: &str = include_str!("kernels/step.wgsl");
 const ROPE_STORE: &str = include_str!("kernels/rope_store.wgsl");
 const ATTN_SPLIT: &str = include_str!("kernels/attn_split.wgsl");
 const ATTN_COMBINE: &str = include_str!("kernels/attn_combine.wgsl");
@@ -172,9 +173,9 @@ impl WgpuContext {
         let act_layout = layout(&device, &[w, r, Uniform]);
         let act = build(&device, ACT, &act_layout, cache.as_ref(), "act")?;
         let norm = build(&device, NORM, &layout(&device, &[w, r, r, w, Uniform]), cache.as_ref(), "norm")?;
-        let rope_store = build(&device, ROPE_STORE, &layout(&device, &[w, r, r, w, w, Uniform]), cache.as_ref(), "rope_store")?;
-        let attn_split = build(&device, ATTN_SPLIT, &layout(&device, &[r, r, r, w, Uniform]), cache.as_ref(), "attn_split")?;
-        let attn_combine = build(&device, ATTN_COMBINE, &layout(&device, &[r, w, Uniform]), cache.as_ref(), "attn_combine")?;
+        let rope_store = build(&device, &format!("{STEP}{ROPE_STORE}"), &layout(&device, &[w, r, r, w, w, Uniform]), cache.as_ref(), "rope_store")?;
+        let attn_split = build(&device, &format!("{STEP}{ATTN_SPLIT}"), &layout(&device, &[r, r, r, w, Uniform]), cache.as_ref(), "attn_split")?;
+        let attn_combine = build(&device, &format!("{STEP}{ATTN_COMBINE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "attn_combine")?;
         let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, subgroups, pipeline_cache: cache, act, norm, rope_store, attn_split, attn_combine, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
         // The per-op kernels up front (a job's first call should not pay a compile).
         for (codec, _, _) in MATVEC_CODECS {
@@ -459,8 +460,8 @@ mod tests {
                 }
             }
         }
-        for (name, src) in [("act", ACT), ("norm", NORM), ("rope_store", ROPE_STORE), ("attn_split", ATTN_SPLIT), ("attn_combine", ATTN_COMBINE)] {
-            validate(name, src);
+        for (name, src) in [("act", ACT.to_string()), ("norm", NORM.to_string()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_split", format!("{STEP}{ATTN_SPLIT}")), ("attn_combine", format!("{STEP}{ATTN_COMBINE}"))] {
+            validate(name, &src);
         }
     }
 }

@@ -11,7 +11,7 @@
 use super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform};
 use super::{Resident, Variant, WgpuBackend, XMode};
 use crate::gpu::backend::{DeviceOutcome, TokenGraphJob, WeightArg};
-use crate::gpu::memory::fingerprint;
+use crate::gpu::memory::model_key;
 use crate::kv::KvCache;
 use crate::model::llama::{Llama, Weight};
 use crate::model::Family;
@@ -99,14 +99,6 @@ struct Recorded {
     /// What each dispatch does (per-kernel profile).
     labels: Vec<&'static str>,
     _params: wgpu::Buffer,
-}
-
-/// Identifies a loaded model: where its first tensor is mapped and the fingerprints of its
-/// first and last tensors (two fingerprints per token, not one per weight).
-fn model_key(m: &Llama) -> u64 {
-    let first = m.file.tensor_data(&m.file.tensors[0]);
-    let last = m.file.tensor_data(&m.file.tensors[m.file.tensors.len() - 1]);
-    first.as_ptr() as u64 ^ fingerprint(first).rotate_left(17) ^ fingerprint(last).rotate_left(41)
 }
 
 /// The matrices the graph streams: per layer wq, wk, wv, wo, gate, up, down; then the head.

@@ -1,19 +1,5 @@
 // Split attention, part 2: one workgroup per head merges the chunks' partials.
-
-struct Step {
-    pos: u32,
-    n_head: u32,
-    n_head_kv: u32,
-    head_dim: u32,
-    rot: u32,
-    neox: u32,
-    chunks: u32,
-    pad: u32,
-    base: f32,
-    scale: f32,
-    pad2: u32,
-    pad3: u32,
-}
+// `Step`, the per-token block, comes from step.wgsl (prepended by the host).
 
 @group(0) @binding(0) var<storage, read> part: array<f32>;      // (n_head, chunks, head_dim + 2)
 @group(0) @binding(1) var<storage, read_write> att: array<f32>; // (n_head * head_dim)

@@ -2,21 +2,7 @@
 // [64 c, 64 c + 64) of head h up to `pos` and writes its partial to `part`
 // (n_head, chunks, head_dim + 2): the exp-weighted V sum, the max score, the sum of exps.
 // head_dim <= 256.
-
-struct Step {
-    pos: u32,
-    n_head: u32,
-    n_head_kv: u32,
-    head_dim: u32,
-    rot: u32,
-    neox: u32,
-    chunks: u32,
-    pad: u32,
-    base: f32,
-    scale: f32,
-    pad2: u32,
-    pad3: u32,
-}
+// `Step`, the per-token block, comes from step.wgsl (prepended by the host).
 
 @group(0) @binding(0) var<storage, read> q: array<f32>;          // (n_head * head_dim)
 @group(0) @binding(1) var<storage, read> kc: array<f32>;         // (capacity, kv_dim)

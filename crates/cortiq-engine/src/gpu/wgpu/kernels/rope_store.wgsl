@@ -1,21 +1,7 @@
 // RoPE on q (n_head heads, in place) and k (n_head_kv heads) at position `pos`, then the
 // rotated k and v appended to this layer's KV mirror row `pos`. One invocation per rotary
 // pair of q and k, plus one per k/v value (dimensions past the rotary width are copied).
-
-struct Step {
-    pos: u32,
-    n_head: u32,
-    n_head_kv: u32,
-    head_dim: u32,
-    rot: u32,
-    neox: u32,
-    chunks: u32,
-    pad: u32,
-    base: f32,
-    scale: f32,
-    pad2: u32,
-    pad3: u32,
-}
+// `Step`, the per-token block, comes from step.wgsl (prepended by the host).
 
 @group(0) @binding(0) var<storage, read_write> q: array<f32>;  // (n_head * head_dim)
 @group(0) @binding(1) var<storage, read> k: array<f32>;        // (kv_dim)

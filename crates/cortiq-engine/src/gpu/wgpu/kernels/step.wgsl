@@ -1,0 +1,16 @@
+// The token graph's per-token uniform block (`StepBlock` in graph.rs), shared by the
+// RoPE and attention kernels.
+struct Step {
+    pos: u32,
+    n_head: u32,
+    n_head_kv: u32,
+    head_dim: u32,
+    rot: u32,
+    neox: u32,
+    chunks: u32,
+    pad: u32,
+    base: f32,
+    scale: f32,
+    pad2: u32,
+    pad3: u32,
+}
