@@ -210,6 +210,11 @@ pub trait Backend: Send + Sync {
         None
     }
 
+    /// Bytes of weights this backend keeps resident at most (`u64::MAX`: unified memory).
+    fn weight_budget(&self) -> u64 {
+        self.info().memory_bytes
+    }
+
     /// Backend-specific status lines for `cortiq gpu` (pipeline cache, limits).
     fn status_lines(&self) -> Vec<String> {
         Vec::new()

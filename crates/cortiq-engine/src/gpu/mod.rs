@@ -210,7 +210,7 @@ impl Gpu {
 
     /// Weight budget: 0 = no GPU, `u64::MAX` = unified memory.
     pub fn vram_budget(&self) -> u64 {
-        self.info.as_ref().map(|i| i.memory_bytes).unwrap_or(0)
+        self.backend.as_ref().map(|b| b.weight_budget()).unwrap_or(0)
     }
 
     pub fn resident_bytes(&self) -> u64 {

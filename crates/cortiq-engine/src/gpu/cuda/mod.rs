@@ -269,6 +269,10 @@ impl Backend for CudaBackend {
         Some(host.len() as f64 / secs)
     }
 
+    fn weight_budget(&self) -> u64 {
+        self.budget
+    }
+
     fn graph_profile(&self) -> Option<super::backend::GraphProfile> {
         Some(self.profile.lock().unwrap_or_else(|e| e.into_inner()).clone())
     }

@@ -380,6 +380,14 @@ impl Backend for WgpuBackend {
         self.ctx.upload_bandwidth()
     }
 
+    fn weight_budget(&self) -> u64 {
+        if self.info.memory_bytes == u64::MAX {
+            u64::MAX
+        } else {
+            self.ctx.budget
+        }
+    }
+
     fn status_lines(&self) -> Vec<String> {
         vec![
             format!("pipeline cache: {}", self.ctx.cache_state),
