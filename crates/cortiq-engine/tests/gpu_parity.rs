@@ -84,8 +84,9 @@ fn check(name: &str, got: &[f32], want: &[f32], scale: &[f32], seed: u64) {
     }
 }
 
-/// (rows, cols, batch): off-size, one row, large, wide, batched; 8200 rows take the wgpu tall shape.
-const SHAPES: [(usize, usize, usize); 7] = [(1, 32, 1), (37, 96, 1), (4097, 576, 1), (300, 2048, 3), (13, 4128, 2), (64, 256, 130), (8200, 256, 2)];
+/// (rows, cols, batch): off-size, one row, large, wide, batched; 8200 rows take the wgpu tall
+/// shape; batches from 8 the wgpu GEMM (tiles of 32 x 32, so 77 x 33 leaves partial tiles).
+const SHAPES: [(usize, usize, usize); 8] = [(1, 32, 1), (37, 96, 1), (4097, 576, 1), (300, 2048, 3), (13, 4128, 2), (64, 256, 130), (8200, 256, 2), (77, 512, 33)];
 
 #[test]
 #[cfg_attr(not(any(feature = "gpu", feature = "cuda")), ignore = "SKIP gpu parity: no GPU backend compiled in (build with --features gpu or cuda)")]
@@ -158,7 +159,7 @@ fn wgpu_splits_large_matrices_and_respects_the_budget() {
         };
         let mut rng = SplitMix64::fresh();
         let seed = rng.seed();
-        for (codec, rows, cols, batch) in [(Codec::Q4_0, 4097, 576, 2), (Codec::Q8_0, 1000, 1024, 1), (Codec::Q6K, 999, 512, 3)] {
+        for (codec, rows, cols, batch) in [(Codec::Q4_0, 4097, 576, 2), (Codec::Q8_0, 1000, 1024, 1), (Codec::Q6K, 999, 512, 3), (Codec::Q4_1, 3001, 512, 40)] {
             let w = Packed::random(&mut rng, codec, rows, cols);
             let x = rng.normals(batch * cols, 1.0);
             let mut out = vec![f32::NAN; batch * rows];

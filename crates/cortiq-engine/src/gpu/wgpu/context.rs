@@ -10,6 +10,8 @@ use std::path::PathBuf;
 
 const MATVEC: &str = include_str!("kernels/matvec.wgsl");
 const CODECS: &str = include_str!("kernels/codecs.wgsl");
+const GEMM: &str = include_str!("kernels/gemm.wgsl");
+const SLICES: &str = include_str!("kernels/slices.wgsl");
 const REDUCE_SHARED: &str = include_str!("kernels/reduce_shared.wgsl");
 const REDUCE_SUBGROUP: &str = include_str!("kernels/reduce_subgroup.wgsl");
 const ACT: &str = include_str!("kernels/act.wgsl");
@@ -62,6 +64,8 @@ pub struct WgpuContext {
     /// Matvec pipelines by (codec, tall, variant), built on first use.
     matvec: std::sync::Mutex<HashMap<(Codec, bool, Variant), (wgpu::ComputePipeline, MatvecShape)>>,
     matvec_layout: wgpu::BindGroupLayout,
+    /// GEMM pipelines by codec, built on first use (same bindings as the matvec).
+    gemm: std::sync::Mutex<HashMap<Codec, wgpu::ComputePipeline>>,
     subgroups: bool,
     pipeline_cache: Option<wgpu::PipelineCache>,
     pub act: wgpu::ComputePipeline,
@@ -176,7 +180,7 @@ impl WgpuContext {
         let rope_store = build(&device, &format!("{STEP}{ROPE_STORE}"), &layout(&device, &[w, r, r, w, w, Uniform]), cache.as_ref(), "rope_store")?;
         let attn_split = build(&device, &format!("{STEP}{ATTN_SPLIT}"), &layout(&device, &[r, r, r, w, Uniform]), cache.as_ref(), "attn_split")?;
         let attn_combine = build(&device, &format!("{STEP}{ATTN_COMBINE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "attn_combine")?;
-        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, subgroups, pipeline_cache: cache, act, norm, rope_store, attn_split, attn_combine, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
+        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, gemm: Default::default(), subgroups, pipeline_cache: cache, act, norm, rope_store, attn_split, attn_combine, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
         // The per-op kernels up front (a job's first call should not pay a compile).
         for (codec, _, _) in MATVEC_CODECS {
             for rows in [1, TALL_ROWS] {
@@ -202,6 +206,18 @@ impl WgpuContext {
         let src = matvec_source(suffix, vec4s, self.subgroups, shape, variant);
         let built = (build(&self.device, &src, &self.matvec_layout, self.pipeline_cache.as_ref(), &format!("matvec {suffix}"))?, shape);
         map.insert((codec, tall, variant), built.clone());
+        Ok(built)
+    }
+
+    /// The tiled GEMM pipeline of a codec (built on first use).
+    pub fn gemm_pipeline(&self, codec: Codec) -> Result<wgpu::ComputePipeline, String> {
+        let mut map = self.gemm.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(found) = map.get(&codec) {
+            return Ok(found.clone());
+        }
+        let (_, suffix, _) = MATVEC_CODECS.into_iter().find(|(c, _, _)| *c == codec).ok_or_else(|| format!("no GEMM kernel for {codec}"))?;
+        let built = build(&self.device, &gemm_source(suffix), &self.matvec_layout, self.pipeline_cache.as_ref(), &format!("gemm {suffix}"))?;
+        map.insert(codec, built.clone());
         Ok(built)
     }
 
@@ -366,6 +382,11 @@ fn matvec_source(suffix: &str, vec4s: u32, subgroups: bool, shape: MatvecShape, 
     format!("const UNIT_VEC4: u32 = {vec4s}u;\n{body}\n{CODECS}\nfn unit_dot(n: u32, r: u32, xs: X8, xsum: f32) -> f32 {{ return unit_dot_{suffix}(n, r, xs, xsum); }}\nfn silu4(a: vec4<f32>) -> vec4<f32> {{ return a / (1.0 + exp(-a)); }}\n{reduce}")
 }
 
+/// The GEMM shader for one codec: the kernel, the codec helpers, the slice decoders.
+fn gemm_source(suffix: &str) -> String {
+    format!("{GEMM}\n{CODECS}\n{SLICES}\nfn slice_vals(r: u32, s: u32, part: u32) -> vec4<f32> {{ return slice_vals_{suffix}(r, s, part); }}\n")
+}
+
 /// An explicit bind group layout (bindings 0.. in order), so every pipeline of a kind takes
 /// the same bind groups whether or not its shader reads every binding.
 fn layout(device: &wgpu::Device, kinds: &[wgpu::BufferBindingType]) -> wgpu::BindGroupLayout {
@@ -459,6 +480,9 @@ mod tests {
                     }
                 }
             }
+        }
+        for (_, suffix, _) in MATVEC_CODECS {
+            validate(&format!("gemm {suffix}"), &gemm_source(suffix));
         }
         for (name, src) in [("act", ACT.to_string()), ("norm", NORM.to_string()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_split", format!("{STEP}{ATTN_SPLIT}")), ("attn_combine", format!("{STEP}{ATTN_COMBINE}"))] {
             validate(name, &src);

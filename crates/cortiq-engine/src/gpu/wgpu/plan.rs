@@ -25,7 +25,7 @@ struct MatvecParams {
     y_off: u32,
     grid_x: u32,
     eps: f32,
-    pad: u32,
+    batch: u32,
 }
 
 /// The activation uniform block (`ActParams` in act.wgsl).
@@ -108,9 +108,25 @@ pub(super) fn matvec<'a>(ctx: &WgpuContext, w: &'a Resident, io: MatvecIo<'a>, c
     let (pipe, shape) = ctx.matvec_pipeline(w.codec, total_rows, io.variant)?;
     for c in &w.chunks {
         let (gx, gy) = grid(c.rows.div_ceil(shape.rows));
-        let p = MatvecParams { rows: c.rows, units: c.units, a: c.regions[0], b: c.regions[1], c: c.regions[2], x_stride: cols / 4, y_base: io.y_base, y_stride: total_rows, y_off: c.row0, grid_x: gx, eps: io.eps, pad: 0 };
+        let p = MatvecParams { rows: c.rows, units: c.units, a: c.regions[0], b: c.regions[1], c: c.regions[2], x_stride: cols / 4, y_base: io.y_base, y_stride: total_rows, y_off: c.row0, grid_x: gx, eps: io.eps, batch };
         let at = params.slot(bytemuck::bytes_of(&p));
         out.push(Planned { label: "matvec", pipe: pipe.clone(), bufs: vec![&c.buf, &c.buf, io.x, io.x2.unwrap_or(io.x), io.y], uniform: Uniform::Slot(at), grid: Grid::Fixed(gx, gy, batch) });
+    }
+    Ok(())
+}
+
+/// Batches from which a plain matmul runs as the tiled GEMM (each weight tile decoded once
+/// for 32 batch columns) rather than a matvec per batch column.
+pub(super) const GEMM_MIN_BATCH: u32 = 8;
+
+/// Y (batch, rows) = X . W^T as the tiled GEMM: one dispatch per row chunk.
+pub(super) fn gemm<'a>(ctx: &WgpuContext, w: &'a Resident, io: MatvecIo<'a>, cols: u32, batch: u32, params: &mut Params, out: &mut Vec<Planned<'a>>) -> Result<(), String> {
+    let total_rows: u32 = w.chunks.iter().map(|c| c.rows).sum();
+    let pipe = ctx.gemm_pipeline(w.codec)?;
+    for c in &w.chunks {
+        let p = MatvecParams { rows: c.rows, units: c.units, a: c.regions[0], b: c.regions[1], c: c.regions[2], x_stride: cols / 4, y_base: io.y_base, y_stride: total_rows, y_off: c.row0, grid_x: 0, eps: 0.0, batch };
+        let at = params.slot(bytemuck::bytes_of(&p));
+        out.push(Planned { label: "gemm", pipe: pipe.clone(), bufs: vec![&c.buf, &c.buf, io.x, io.x, io.y], uniform: Uniform::Slot(at), grid: Grid::Fixed(c.rows.div_ceil(32), batch.div_ceil(32), 1) });
     }
     Ok(())
 }

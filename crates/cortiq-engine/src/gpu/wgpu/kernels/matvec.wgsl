@@ -23,7 +23,7 @@ struct Params {
     y_off: u32,     // first row of this chunk
     grid_x: u32,    // workgroups along x
     eps: f32,       // RMSNorm epsilon (x-mode norm)
-    pad: u32,
+    batch: u32,     // batch columns (the grid's z carries them here)
 }
 
 @group(0) @binding(0) var<storage, read> wq: array<vec4<u32>>; // payload, 1-2 per unit
