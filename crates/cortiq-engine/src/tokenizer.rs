@@ -216,26 +216,35 @@ fn pre_tokenizer(pre: &str) -> Result<PreTokenizerWrapper, EngineError> {
 }
 
 /// Turns a stream of token ids into text pieces, holding back bytes of an unfinished
-/// UTF-8 character until the token that completes it arrives.
+/// UTF-8 character until the token that completes it arrives. Each step decodes only a
+/// window from the last emitted token (`prefix`) on, and emits what that window adds past
+/// the text of its already-emitted part: linear in the reply's length, and the same text
+/// as decoding the whole reply (decoders that strip a leading space strip it from both
+/// decodes of the window alike).
 pub struct StreamDecoder {
     ids: Vec<u32>,
-    emitted: usize,
+    /// Start of the decode window: the first token of the last emitted piece.
+    prefix: usize,
+    /// Tokens up to here have been emitted.
+    read: usize,
 }
 
 impl StreamDecoder {
     pub fn new() -> Self {
-        StreamDecoder { ids: Vec::new(), emitted: 0 }
+        StreamDecoder { ids: Vec::new(), prefix: 0, read: 0 }
     }
 
     /// Add a token; return the new text, if any is complete.
     pub fn push(&mut self, tok: &Tokenizer, id: u32) -> Result<Option<String>, EngineError> {
         self.ids.push(id);
-        let text = tok.decode(&self.ids)?;
-        if text.ends_with('\u{FFFD}') || text.len() <= self.emitted || !text.is_char_boundary(self.emitted) {
+        let done = tok.decode(&self.ids[self.prefix..self.read])?;
+        let text = tok.decode(&self.ids[self.prefix..])?;
+        if text.ends_with('\u{FFFD}') || text.len() <= done.len() || !text.is_char_boundary(done.len()) {
             return Ok(None);
         }
-        let piece = text[self.emitted..].to_string();
-        self.emitted = text.len();
+        let piece = text[done.len()..].to_string();
+        self.prefix = self.read;
+        self.read = self.ids.len();
         Ok(Some(piece))
     }
 }

@@ -118,6 +118,30 @@ fn gemma3_perplexity_matches_llama_cpp_within_one_percent() {
     assert!((r.ppl - 13.9062).abs() <= 0.01 * 13.9062, "PPL {} is not within 1% of 13.9062", r.ppl);
 }
 
+/// Streamed pieces concatenate to the whole decode, for both tokenizer kinds (byte-level BPE
+/// and SentencePiece), across multi-byte characters split over tokens and leading spaces.
+#[test]
+fn streamed_text_equals_the_whole_decode() {
+    use cortiq_engine::tokenizer::StreamDecoder;
+    let texts = ["Hello world, this is a test.", "  leading spaces and caf\u{e9} cr\u{e8}me br\u{fb}l\u{e9}e", "\u{4e16}\u{754c} \u{1f680} emoji \u{1f469}\u{200d}\u{1f52c} and 123456", "line one\nline two\n\n  indented"];
+    for name in ["smollm2-135m-instruct", "gemma3-270m"] {
+        let Some(path) = common::model(name) else { continue };
+        let engine = Engine::load(&path).unwrap();
+        for text in texts {
+            let ids = engine.tokenize(text).unwrap();
+            let whole = engine.tokenizer.decode(&ids).unwrap();
+            let mut dec = StreamDecoder::new();
+            let mut streamed = String::new();
+            for &id in &ids {
+                if let Some(piece) = dec.push(&engine.tokenizer, id).unwrap() {
+                    streamed.push_str(&piece);
+                }
+            }
+            assert_eq!(streamed, whole, "{name}: {text:?} ({} tokens)", ids.len());
+        }
+    }
+}
+
 /// SmolLM2 adds no BOS: an empty raw prompt has nothing to condition on.
 #[test]
 fn empty_prompt_without_bos_is_a_clear_error() {
