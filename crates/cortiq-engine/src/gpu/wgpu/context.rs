@@ -8,6 +8,7 @@ use cortiq_core::Codec;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+const WEIGHTS_IO: &str = include_str!("kernels/weights_io.wgsl");
 const MATVEC: &str = include_str!("kernels/matvec.wgsl");
 const CODECS: &str = include_str!("kernels/codecs.wgsl");
 const GEMM: &str = include_str!("kernels/gemm.wgsl");
@@ -379,12 +380,12 @@ fn matvec_source(suffix: &str, vec4s: u32, subgroups: bool, shape: MatvecShape, 
         .replace("UNROLL", &format!("{}u", shape.unroll))
         .replace("UNITS", &units)
         .replace("STORES", &stores);
-    format!("const UNIT_VEC4: u32 = {vec4s}u;\n{body}\n{CODECS}\nfn unit_dot(n: u32, r: u32, xs: X8, xsum: f32) -> f32 {{ return unit_dot_{suffix}(n, r, xs, xsum); }}\nfn silu4(a: vec4<f32>) -> vec4<f32> {{ return a / (1.0 + exp(-a)); }}\n{reduce}")
+    format!("const UNIT_VEC4: u32 = {vec4s}u;\n{WEIGHTS_IO}\n{body}\n{CODECS}\nfn unit_dot(n: u32, r: u32, xs: X8, xsum: f32) -> f32 {{ return unit_dot_{suffix}(n, r, xs, xsum); }}\nfn silu4(a: vec4<f32>) -> vec4<f32> {{ return a / (1.0 + exp(-a)); }}\n{reduce}")
 }
 
 /// The GEMM shader for one codec: the kernel, the codec helpers, the slice decoders.
 fn gemm_source(suffix: &str) -> String {
-    format!("{GEMM}\n{CODECS}\n{SLICES}\nfn slice_vals(r: u32, s: u32, part: u32) -> vec4<f32> {{ return slice_vals_{suffix}(r, s, part); }}\n")
+    format!("{WEIGHTS_IO}\n{GEMM}\n{CODECS}\n{SLICES}\nfn slice_vals(r: u32, s: u32, part: u32) -> vec4<f32> {{ return slice_vals_{suffix}(r, s, part); }}\n")
 }
 
 /// An explicit bind group layout (bindings 0.. in order), so every pipeline of a kind takes

@@ -5,27 +5,7 @@
 // x slice loaded beside it. The host appends codecs.wgsl (helpers) and slices.wgsl with
 // `fn slice_vals(r, s, part) -> vec4<f32>` (values 4 part .. 4 part + 3 of slice s of row r).
 
-struct Params {
-    rows: u32,      // rows in this chunk
-    units: u32,     // units per row
-    a: u32,         // scale regions, in u32 words (planar.rs)
-    b: u32,
-    c: u32,
-    x_stride: u32,  // vec4s per x row (cols / 4)
-    y_base: u32,    // first float of this matrix's output block
-    y_stride: u32,  // floats per output row (the matrix's total rows)
-    y_off: u32,     // first row of this chunk
-    grid_x: u32,    // unused here
-    eps: f32,       // unused here
-    batch: u32,     // batch columns
-}
-
-@group(0) @binding(0) var<storage, read> wq: array<vec4<u32>>;
-@group(0) @binding(1) var<storage, read> ws: array<u32>;
-@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;  // (batch, cols / 4)
-@group(0) @binding(3) var<storage, read> x2: array<vec4<f32>>; // unused (layout shared with the matvec)
-@group(0) @binding(4) var<storage, read_write> y: array<f32>;  // y_base + (batch, y_stride)
-@group(0) @binding(5) var<uniform> p: Params;
+// Bindings and `Params`: weights_io.wgsl (prepended by the host); `x2` is unused here.
 
 var<workgroup> wt: array<vec4<f32>, 256>; // [row][part]: 32 rows x 8 vec4s
 var<workgroup> xt: array<vec4<f32>, 256>; // [batch][part]
