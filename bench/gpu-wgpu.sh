@@ -4,7 +4,9 @@
 #   parity.log     the parity harness (every kernel vs its CPU twin, greedy per-op decode)
 #   parity-shared.log  the same kernels with subgroups off (the portable reduction)
 #   kernels.md     matvec throughput per codec on llama-1b/8b shapes vs BANDWIDTH GB/s
-#   explain.md     `cortiq bench --backend wgpu --explain` on synthesized llama-1b q4_0
+#   explain.md     `cortiq bench --backend wgpu --explain` on synthesized llama-1b q4_0 (per op)
+#   graph-profile.txt  the token graph's host/GPU split and GPU time per kind of dispatch
+#                  (CMF_GRAPH_HOSTPROF=2) on synthesized smollm2-135m and llama-1b q4_0
 # Usage: bash bench/gpu-wgpu.sh OUTDIR   (env: CORTIQ_BIN, PARITY_BIN, BANDWIDTH=3800)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -22,5 +24,11 @@ CMF_WGPU_SUBGROUPS=0 $parity --test-threads 1 --nocapture matmul_matches qkv_bat
 $bin gpu --kernels --bandwidth "${BANDWIDTH:-3800}" > "$out/kernels.md" 2>"$out/kernels.log"
 file="$models/llama-1b-q4_0.gguf"
 [ -f "$file" ] || $bin synth llama-1b --codec q4_0 -o "$file" 2>/dev/null
-CMF_GPU=wgpu CMF_PROBE_CACHE=0 $bin bench -m "$file" -p "${PROMPT:-512}" -n "${GEN:-128}" -r "${REPS:-1}" --backend wgpu --explain --bandwidth "${BANDWIDTH:-3800}" > "$out/explain.md" 2>&1
-tail -n 3 "$out/parity.log" "$out/parity-shared.log"; cat "$out/kernels.md" "$out/explain.md"
+CMF_GPU=wgpu CMF_GPU_WGPU_GRAPH=0 CMF_PROBE_CACHE=0 $bin bench -m "$file" -p "${PROMPT:-512}" -n "${GEN:-128}" -r "${REPS:-1}" --backend wgpu --explain --bandwidth "${BANDWIDTH:-3800}" > "$out/explain.md" 2>&1
+for shape in smollm2-135m llama-1b; do
+  f="$models/$shape-q4_0.gguf"
+  [ -f "$f" ] || $bin synth "$shape" --codec q4_0 -o "$f" 2>/dev/null
+  echo "# $shape q4_0" >> "$out/graph-profile.txt"
+  CMF_GPU=wgpu CMF_GRAPH_HOSTPROF=2 CMF_PROBE_CACHE=0 $bin bench -m "$f" -p 512 -n 128 -r 1 --backend wgpu --explain 2>&1 | grep -E "tg128 |token graph|GPU time" >> "$out/graph-profile.txt"
+done
+tail -n 3 "$out/parity.log" "$out/parity-shared.log"; cat "$out/kernels.md" "$out/explain.md" "$out/graph-profile.txt"
