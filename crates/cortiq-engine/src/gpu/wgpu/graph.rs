@@ -9,7 +9,7 @@
 //! the host (n_embd floats written with the step block).
 
 use super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform};
-use super::{Resident, Variant, WgpuBackend, XMode};
+use super::{Resident, Unfit, Variant, WgpuBackend, XMode};
 use crate::gpu::backend::{DeviceOutcome, TokenGraphJob, WeightArg};
 use crate::gpu::memory::model_key;
 use crate::kv::KvCache;
@@ -267,8 +267,9 @@ impl WgpuBackend {
         if let Some(why) = unsupported(m, capacity) {
             return DeviceOutcome::Declined(why);
         }
-        let weights = graph_weights(m);
-        let args: Vec<WeightArg> = weights.iter().map(|w| m.weight_arg(w)).collect();
+        // The weight list is only needed to build the graph or record a sequence's dispatches,
+        // not per token.
+        let args = || -> Vec<WeightArg> { graph_weights(m).iter().map(|w| m.weight_arg(w)).collect() };
         let mut map = self.weights.lock().unwrap_or_else(|e| e.into_inner());
         let mut graph = self.graph.lock().unwrap_or_else(|e| e.into_inner());
         let mut mirrors = self.mirrors.lock().unwrap_or_else(|e| e.into_inner());
@@ -276,12 +277,12 @@ impl WgpuBackend {
         let mut cold = false;
         if graph.as_ref().is_none_or(|g| g.model_key != key || g.capacity < capacity) {
             // Every weight resident and proven by its fingerprint, once per graph build.
+            let args = args();
             let refs: Vec<&WeightArg> = args.iter().collect();
             match self.ensure(&mut map, &refs) {
                 Ok(_) => {}
-                Err(e) if e.contains("budget") => return DeviceOutcome::Declined("cannot build a graph: weights exceed the budget"),
-                Err(e) if e.contains("binding") || e.contains("planar") => return DeviceOutcome::Declined("cannot build a graph: a matrix exceeds the adapter's limits"),
-                Err(e) => return DeviceOutcome::Failed(e),
+                Err(Unfit::Budget) => return DeviceOutcome::Declined("cannot build a graph: weights exceed the budget"),
+                Err(Unfit::Limits) => return DeviceOutcome::Declined("cannot build a graph: a matrix exceeds the adapter's limits"),
             }
             // Recorded dispatches point at the old buffers: drop them with the buffers.
             mirrors.values_mut().for_each(|mi| {
@@ -300,7 +301,7 @@ impl WgpuBackend {
             self.mirror_at(&mut mirrors, job);
             let mirror = mirrors.get_mut(&job.seq).expect("mirror_at made it");
             if mirror.recorded.is_none() {
-                mirror.recorded = Some(self.record(m, &args, &map, g, mirror)?);
+                mirror.recorded = Some(self.record(m, &args(), &map, g, mirror)?);
                 // The graph's kernel variants were just compiled: keep them for the next process.
                 self.ctx.save_pipeline_cache();
             }

@@ -38,6 +38,24 @@ struct Resident {
     bytes: u64,
 }
 
+/// Why a weight cannot be made resident (the job then declines; nothing was changed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unfit {
+    /// It would exceed the weight budget.
+    Budget,
+    /// A row exceeds the largest binding, or the shape has no planar layout.
+    Limits,
+}
+
+impl Unfit {
+    fn why(self) -> &'static str {
+        match self {
+            Unfit::Budget => "weight budget exhausted",
+            Unfit::Limits => "matrix shape exceeds the adapter's limits",
+        }
+    }
+}
+
 /// Per-job device buffers, grown on demand and reused (a growth makes the job cold).
 #[derive(Default)]
 struct Scratch {
@@ -112,8 +130,8 @@ impl WgpuBackend {
     }
 
     /// Make every weight resident (repack, split under the binding limit, upload);
-    /// `Ok(true)` when something was uploaded (cold).
-    fn ensure(&self, map: &mut HashMap<u64, Resident>, ws: &[&WeightArg]) -> Result<bool, String> {
+    /// `Ok(true)` when something was uploaded (cold); `Err` when a weight cannot be placed.
+    fn ensure(&self, map: &mut HashMap<u64, Resident>, ws: &[&WeightArg]) -> Result<bool, Unfit> {
         let mut cold = false;
         for w in ws {
             let fp = fingerprint(w.view.bytes);
@@ -123,11 +141,11 @@ impl WgpuBackend {
             let v = &w.view;
             let per_row = planar::bytes_per_row(v.codec, v.cols) as u64 + 64;
             if per_row > self.ctx.max_binding {
-                return Err("a single row exceeds the binding-size limit".into());
+                return Err(Unfit::Limits);
             }
             let total = per_row * v.rows as u64;
             if self.resident.load(Ordering::SeqCst) + total > self.ctx.budget {
-                return Err("weight budget exhausted".into());
+                return Err(Unfit::Budget);
             }
             let rows_per_chunk = (self.ctx.max_binding / per_row).min(v.rows as u64).max(1) as usize;
             let row_bytes = v.row_bytes();
@@ -136,7 +154,7 @@ impl WgpuBackend {
             for row0 in (0..v.rows).step_by(rows_per_chunk) {
                 let rows = rows_per_chunk.min(v.rows - row0);
                 let src = &v.bytes[row0 * row_bytes..(row0 + rows) * row_bytes];
-                let p = planar::repack(v.codec, rows, v.cols, src).ok_or("codec or shape without a planar layout")?;
+                let p = planar::repack(v.codec, rows, v.cols, src).ok_or(Unfit::Limits)?;
                 let buf = self.ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("weight"), contents: bytemuck::cast_slice(&p.words), usage: wgpu::BufferUsages::STORAGE });
                 bytes += buf.size();
                 chunks.push(Chunk { buf, row0: row0 as u32, rows: rows as u32, units: p.units_per_row, regions: [p.a, p.b, p.c] });
@@ -232,9 +250,7 @@ impl WgpuBackend {
         let mut map = self.weights.lock().unwrap_or_else(|e| e.into_inner());
         let cold = match self.ensure(&mut map, ws) {
             Ok(c) => c,
-            Err(e) if e.contains("budget") => return DeviceOutcome::Declined("weight budget exhausted"),
-            Err(e) if e.contains("binding") || e.contains("planar") => return DeviceOutcome::Declined("matrix shape exceeds the adapter's limits"),
-            Err(e) => return DeviceOutcome::Failed(e),
+            Err(u) => return DeviceOutcome::Declined(u.why()),
         };
         let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
         match body(&map, &mut scratch) {
@@ -277,7 +293,7 @@ impl WgpuBackend {
         Self::supported(&refs, 1).map_err(str::to_string)?;
         let w = refs.first().ok_or("no weight to time")?;
         let mut map = self.weights.lock().unwrap_or_else(|e| e.into_inner());
-        self.ensure(&mut map, &refs)?;
+        self.ensure(&mut map, &refs).map_err(|u| u.why().to_string())?;
         let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
         let (x, _) = self.upload_x(&mut scratch, "x", &vec![0.5; w.view.cols]);
         let (y, _) = self.storage(&mut scratch, "y", w.view.rows);
