@@ -55,17 +55,24 @@ impl Packed {
         let rb = self.bytes.len() / self.rows;
         &self.bytes[r * rb..(r + 1) * rb]
     }
-    /// Reference y (batch, rows) with the codec's f64 dot, and |w_r| |x_b| per element.
-    fn reference(&self, x: &[f32], batch: usize) -> (Vec<f32>, Vec<f32>) {
+    /// Reference y (batch, rows) for backend `be`, and |w_r| |x_b| per element: the codec's
+    /// f32-activation dot, or the CPU path's int8-activation kernels (`cpu::quant`,
+    /// `cpu::dot`) where the backend dots this codec with int8 activations.
+    fn reference(&self, be: &dyn Backend, x: &[f32], batch: usize) -> (Vec<f32>, Vec<f32>) {
+        let q8 = be.info().q8_activations && matches!(self.codec, Codec::Q4_0 | Codec::Q4Tiled | Codec::Q4_1 | Codec::Q8_0);
         let mut y = Vec::new();
         let mut scale = Vec::new();
         let mut dec = vec![0f32; self.cols];
         for b in 0..batch {
             let xb = &x[b * self.cols..(b + 1) * self.cols];
             let xn = xb.iter().map(|v| v * v).sum::<f32>().sqrt();
+            let xq = cortiq_engine::cpu::quant::quantize_rows(xb, self.cols);
             for r in 0..self.rows {
                 self.codec.unpack_row(self.row(r), &mut dec).unwrap();
-                y.push(self.codec.dot_row(self.row(r), xb).unwrap());
+                y.push(match q8 {
+                    true => (cortiq_engine::cpu::dot::q8_kernel(self.codec).expect("an int8 kernel").one)(self.row(r), &xq),
+                    false => self.codec.dot_row(self.row(r), xb).unwrap(),
+                });
                 scale.push(dec.iter().map(|v| v * v).sum::<f32>().sqrt() * xn);
             }
         }
@@ -113,7 +120,7 @@ fn matmul_matches_the_cpu_reference_for_every_codec_and_odd_shapes() {
                     }
                     other => panic!("{name} {codec} {rows}x{cols}x{batch}: {other:?}"),
                 }
-                let (want, scale) = w.reference(&x, batch);
+                let (want, scale) = w.reference(&*be, &x, batch);
                 check(&format!("{name} {codec} {rows}x{cols} batch {batch}"), &out, &want, &scale, seed);
             }
         }
@@ -164,7 +171,7 @@ fn wgpu_splits_large_matrices_and_respects_the_budget() {
             let x = rng.normals(batch * cols, 1.0);
             let mut out = vec![f32::NAN; batch * rows];
             assert!(matches!(small.matmul(&MatmulJob { w: w.arg(), x: &x, batch }, &mut out), DeviceOutcome::Completed { .. }));
-            let (want, scale) = w.reference(&x, batch);
+            let (want, scale) = w.reference(&small, &x, batch);
             check(&format!("split {codec} {rows}x{cols}"), &out, &want, &scale, seed);
         }
         let tight = WgpuBackend::open(pin.as_deref(), Some("1M"), None).unwrap();
@@ -219,12 +226,12 @@ fn qkv_batch_and_ffn_match_the_cpu_reference() {
             let mut outs: Vec<&mut [f32]> = o.iter_mut().map(|v| &mut v[..]).collect();
             assert!(matches!(be.matmul_many(&job, &mut outs), DeviceOutcome::Completed { .. }), "{name}");
             for (w, got) in ws.iter().zip(&o) {
-                let (want, scale) = w.reference(&x, batch);
+                let (want, scale) = w.reference(&*be, &x, batch);
                 check(&format!("{name} qkv"), got, &want, &scale, seed);
             }
             let (g, u, dn) = (Packed::random(&mut rng, Codec::Q4_0, ff, d), Packed::random(&mut rng, Codec::Q4_0, ff, d), Packed::random(&mut rng, Codec::Q4_0, d, ff));
-            let (gr, _) = g.reference(&x, batch);
-            let (ur, _) = u.reference(&x, batch);
+            let (gr, _) = g.reference(&*be, &x, batch);
+            let (ur, _) = u.reference(&*be, &x, batch);
             for act in [Activation::Silu, Activation::GeluExact, Activation::GeluTanh] {
                 let mut out = vec![f32::NAN; batch * d];
                 let fjob = FfnJob { gate: g.arg(), up: u.arg(), down: dn.arg(), act, x: &x, batch };
@@ -237,7 +244,7 @@ fn qkv_batch_and_ffn_match_the_cpu_reference() {
                     other => panic!("{name} ffn {act:?}: {other:?}"),
                 }
                 let h: Vec<f32> = gr.iter().zip(&ur).map(|(a, b)| act_ref(act, *a) * b).collect();
-                let (want, scale) = dn.reference(&h, batch);
+                let (want, scale) = dn.reference(&*be, &h, batch);
                 // The hidden activation carries the first two matmuls' f32 error into the third.
                 let loose: Vec<f32> = scale.iter().map(|s| s * 10.0).collect();
                 check(&format!("{name} ffn {act:?}"), &out, &want, &loose, seed);
@@ -351,8 +358,10 @@ fn wgpu_per_op_greedy_matches_the_cpu_path() {
             // llama-1b), and where the argmax differs the CPU's own gap between the two
             // tokens must be within the measured difference between the paths at that step
             // (a near-tie that this noise can flip). Where CUDA is also built and present,
-            // its per-op path (f32 activations too) runs alongside: the two devices must
-            // agree within 0.5%, which pins the CPU gap on the int8 activations.
+            // its per-op path runs alongside: with f32 activations it must agree with wgpu
+            // within 0.5%; with int8 ones (the CPU's rule) it is held to the CPU within the
+            // same 5% as wgpu, and its worst gap is printed for the prefill step and the
+            // decode steps apart.
             let ctx = prompt.len() + steps + 1;
             let mut cpu = Session::with_gpu(Arc::clone(&engine.model), ctx, Arc::new(Gpu::new(None, GpuConfig::for_tests())));
             let mut dev = Session::with_gpu(Arc::clone(&engine.model), ctx, Arc::clone(&gpu));
@@ -364,25 +373,27 @@ fn wgpu_per_op_greedy_matches_the_cpu_path() {
             };
             #[cfg(feature = "cuda")]
             let mut twin = cortiq_engine::gpu::cuda::CudaBackend::new(0).ok().map(|c| {
+                let q8 = c.info().q8_activations;
                 let g = Arc::new(Gpu::new(Some(Box::new(c)), GpuConfig { min_rows: Some(0), probe: false, graph: GraphMode::Off, ..GpuConfig::for_tests() }));
                 let mut s = Session::with_gpu(Arc::clone(&engine.model), ctx, g);
                 let l = s.prefill(&prompt).unwrap();
-                (s, l)
+                (s, l, q8)
             });
             let (mut same, mut worst) = (0, 0f32);
             // Only written where the CUDA twin runs.
             #[allow(unused_mut)]
-            let mut worst_devices = 0f32;
+            let mut worst_devices = (0f32, 0f32);
             for i in 0..steps {
                 assert!(b.iter().all(|v| v.is_finite()), "{shape}: non-finite device logits at step {i}");
                 let rel = rel_l2(&a, &b);
                 worst = worst.max(rel);
                 assert!(rel < 5e-2, "{shape} {codec}: step {i}: logits differ by {rel:.2e} relative L2");
                 #[cfg(feature = "cuda")]
-                if let Some((_, c)) = &twin {
-                    let d = rel_l2(c, &b);
-                    worst_devices = worst_devices.max(d);
-                    assert!(d < 5e-3, "{shape} {codec}: step {i}: wgpu and CUDA per-op logits differ by {d:.2e}");
+                if let Some((_, c, q8)) = &twin {
+                    let (d, bound, other) = if *q8 { (rel_l2(c, &a), 5e-2, "the CPU path (both int8 activations)") } else { (rel_l2(c, &b), 5e-3, "wgpu (both f32 activations)") };
+                    let slot = if i == 0 { &mut worst_devices.0 } else { &mut worst_devices.1 };
+                    *slot = slot.max(d);
+                    assert!(d < bound, "{shape} {codec}: step {i}: CUDA per-op logits differ from {other} by {d:.2e}");
                 }
                 let (t, u) = (cortiq_engine::sample::argmax(&a), cortiq_engine::sample::argmax(&b));
                 if t == u {
@@ -396,13 +407,13 @@ fn wgpu_per_op_greedy_matches_the_cpu_path() {
                 a = cpu.step(t).unwrap();
                 b = dev.step(t).unwrap();
                 #[cfg(feature = "cuda")]
-                if let Some((s, c)) = &mut twin {
+                if let Some((s, c, _)) = &mut twin {
                     *c = s.step(t).unwrap();
                 }
             }
             let table = gpu.explain_table();
             eprintln!("{shape} {codec} per-op wgpu:\n{table}");
-            eprintln!("{shape} {codec}: greedy argmax agreement {same}/{steps} (the rest near-ties), worst logit relative L2 vs CPU {worst:.2e}, vs CUDA per-op {worst_devices:.2e} (0 = not run)");
+            eprintln!("{shape} {codec}: greedy argmax agreement {same}/{steps} (the rest near-ties), worst logit relative L2 vs CPU {worst:.2e}, CUDA per-op vs its twin path {:.2e} after prefill, {:.2e} over decode (0 = not run)", worst_devices.0, worst_devices.1);
             assert!(gpu.upload_bytes() > 0, "{shape}: nothing ran on the device:\n{table}");
         }
     }

@@ -20,6 +20,9 @@ pub struct DeviceInfo {
     pub f16: bool,
     pub subgroups: bool,
     pub max_binding_bytes: u64,
+    /// Quantized weights (Q4_0, Q4_1, Q8_0) are dotted with activations quantized to int8
+    /// per 32 values by the CPU path's q8 rule (`cpu::quant`), not with f32 activations.
+    pub q8_activations: bool,
 }
 
 /// A weight matrix handed to a backend: a residency key (stable per loaded tensor) and the

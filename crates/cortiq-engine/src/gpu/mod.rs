@@ -8,6 +8,7 @@ pub mod backend;
 pub mod cuda;
 pub mod explain;
 pub mod memory;
+pub mod planar;
 pub mod probe;
 pub mod race;
 pub mod scope;

@@ -60,7 +60,7 @@ impl Scripted {
 
 impl Backend for Scripted {
     fn info(&self) -> DeviceInfo {
-        DeviceInfo { backend: "scripted", name: "Scripted GPU".into(), discrete: self.discrete, memory_bytes: 1 << 30, f16: true, subgroups: true, max_binding_bytes: 1 << 30 }
+        DeviceInfo { backend: "scripted", name: "Scripted GPU".into(), discrete: self.discrete, memory_bytes: 1 << 30, f16: true, subgroups: true, max_binding_bytes: 1 << 30, q8_activations: false }
     }
 
     fn is_resident(&self, key: u64) -> bool {

@@ -2,9 +2,12 @@
 //! (norm, QKV, RoPE, KV-mirror append, attention over the mirror, output projection,
 //! residual, FFN, residual), final norm and head queued on one stream with no host round
 //! trip; one readback of the logits. Token and position travel through device memory, so
-//! the launch sequence is the same for every token.
+//! the launch sequence is the same for every token. Five launches per layer: QKV with the
+//! RMSNorm (computed while the kernel stages its input), RoPE and the KV-mirror append fused;
+//! attention with its split merge fused; the output projection adding into the residual
+//! stream; gate/up with the norm and SiLU fused; the down projection adding into the stream.
 
-use super::{err, kind, CudaBackend, Resident};
+use super::{err, kind, row_smem, CudaBackend, Resident};
 use crate::gpu::backend::{DeviceOutcome, TokenGraphJob, WeightArg};
 use crate::gpu::memory::model_key;
 use crate::kv::KvCache;
@@ -29,16 +32,14 @@ pub(super) struct ModelGraph {
     /// [token, pos]
     params: CudaSlice<i32>,
     x: CudaSlice<f32>,      // (n_embd) residual stream
-    xn: CudaSlice<f32>,     // (n_embd) normed
-    q: CudaSlice<f32>,      // (n_head * head_dim)
-    k: CudaSlice<f32>,      // (n_head_kv * head_dim)
-    v: CudaSlice<f32>,      // (n_head_kv * head_dim)
+    q: CudaSlice<f32>,      // (n_head * head_dim), after RoPE
     att: CudaSlice<f32>,    // (n_head * head_dim)
-    proj: CudaSlice<f32>,   // (n_embd)
     h: CudaSlice<f32>,      // (n_ff) silu(gate) * up
     logits: CudaSlice<f32>, // (vocab)
     /// Split-attention partials (n_head, splits, head_dim + 2), sized for `splits`.
     part: CudaSlice<f32>,
+    /// Per head: split blocks finished this layer (the last one merges and resets it).
+    done: CudaSlice<i32>,
     splits: usize,
 }
 
@@ -65,10 +66,14 @@ fn all_weights(m: &Llama) -> Vec<Weight> {
     ws
 }
 
-/// Why this model cannot run as a graph, if it cannot.
-pub(super) fn unsupported(m: &Llama, capacity: usize) -> Option<&'static str> {
+/// Why this model cannot run as a graph, if it cannot (`smem_limit`: shared bytes a block
+/// may stage).
+pub(super) fn unsupported(m: &Llama, capacity: usize, smem_limit: usize) -> Option<&'static str> {
     if m.cfg.family != crate::model::Family::Llama {
         return Some("cannot build a graph: only the llama block has CUDA graph kernels");
+    }
+    if m.cfg.n_embd > super::NORMED_MAX_COLS {
+        return Some("cannot build a graph: embedding width beyond the fused-norm kernels");
     }
     if m.cfg.head_dim > MAX_HEAD_DIM || capacity >= i32::MAX as usize / m.cfg.kv_dim().max(1) {
         return Some("cannot build a graph: head size or context beyond the attention kernels");
@@ -76,11 +81,17 @@ pub(super) fn unsupported(m: &Llama, capacity: usize) -> Option<&'static str> {
     if kind(m.embed.codec).is_none() {
         return Some("cannot build a graph: embedding codec has no CUDA decoder");
     }
-    if all_weights(m).iter().any(|w| kind(w.codec).is_none() || w.cols % 32 != 0) {
-        return Some("cannot build a graph: a weight codec has no CUDA kernel");
+    if all_weights(m).iter().any(|w| kind(w.codec).is_none_or(|k| row_smem(k, w.cols) > smem_limit) || !crate::gpu::planar::supports(w.codec, w.cols) || w.cols % 32 != 0) {
+        return Some("cannot build a graph: a weight codec or width has no CUDA kernel");
     }
-    if !m.cfg.head_dim.is_multiple_of(2) {
-        return Some("cannot build a graph: odd head size");
+    let Some(first) = m.layers.first() else {
+        return Some("cannot build a graph: the model has no layers");
+    };
+    if m.layers.iter().any(|l| [l.wq.codec, l.wk.codec, l.wv.codec].iter().any(|&c| kind(c) != kind(first.wq.codec)) || [l.gate.codec, l.up.codec].iter().any(|&c| kind(c) != kind(first.gate.codec))) {
+        return Some("cannot build a graph: q/k/v or gate/up codecs differ (or differ between layers)");
+    }
+    if !m.cfg.head_dim.is_multiple_of(16) || !m.cfg.rope_dims.is_multiple_of(2) || m.cfg.rope_dims > m.cfg.head_dim {
+        return Some("cannot build a graph: head size not a multiple of 16, or rotary width odd or wider than a head");
     }
     None
 }
@@ -105,15 +116,12 @@ impl CudaBackend {
             out_norm: s.clone_htod(&m.output_norm).map_err(err)?,
             params: s.alloc_zeros::<i32>(2).map_err(err)?,
             x: zeros(c.n_embd)?,
-            xn: zeros(c.n_embd)?,
             q: zeros(c.q_dim())?,
-            k: zeros(c.kv_dim())?,
-            v: zeros(c.kv_dim())?,
             att: zeros(c.q_dim())?,
-            proj: zeros(c.n_embd)?,
             h: zeros(c.n_ff)?,
             logits: zeros(c.vocab)?,
             part: zeros(c.n_head * splits * (c.head_dim + 2))?,
+            done: s.alloc_zeros::<i32>(c.n_head).map_err(err)?,
             splits,
         })
     }
@@ -150,7 +158,7 @@ impl CudaBackend {
     /// Run one token through the graph; `logits` is written only on success.
     pub(super) fn run_graph(&self, job: &TokenGraphJob, logits: &mut [f32]) -> DeviceOutcome {
         let m = job.model;
-        if let Some(why) = unsupported(m, job.host_kv.capacity()) {
+        if let Some(why) = unsupported(m, job.host_kv.capacity(), self.smem_limit) {
             return DeviceOutcome::Declined(why);
         }
         let weights = all_weights(m);
@@ -222,65 +230,62 @@ impl CudaBackend {
     }
 
     /// Queue every kernel of one token (token and position are read from `g.params`):
-    /// per layer qkv, rope_store, attention, o-proj, add_rmsnorm, gate_up_silu, down, and
-    /// the residual add fused into the next layer's norm. `args` is `all_weights` order;
+    /// per layer qkv_rope (attention norm, RoPE and the mirror append fused), attention
+    /// (split merge fused), o-proj (+residual), gate_up_silu (FFN norm fused), down
+    /// (+residual); then the head with the final norm fused. `args` is `all_weights` order;
     /// `capacity` sizes the split-attention grid.
     fn queue_token(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &mut ModelGraph, mirror: &mut Mirror, capacity: usize) -> Result<(), String> {
         let c = &m.cfg;
         let s = &self.stream;
-        let f = |n: &str| &self.funcs[n];
-        let dev = |w: &WeightArg| map.get(&w.key).map(|r| &r.data).ok_or_else(|| "weight not resident".to_string());
+        let dev = |w: &WeightArg| map.get(&w.key).ok_or_else(|| "weight not resident".to_string());
         let kd = |w: &WeightArg| kind(w.view.codec).expect("checked by unsupported()");
         let (d, ff) = (c.n_embd as i32, c.n_ff as i32);
         let (nh, nkv, hd, rot) = (c.n_head as i32, c.n_head_kv as i32, c.head_dim as i32, c.rope_dims as i32);
-        let (qd, kvd) = (c.q_dim() as i32, c.kv_dim() as i32);
         let (eps, base, neox) = (c.eps, c.rope_base, c.rope_neox as i32);
         let scale = 1.0f32 / (c.head_dim as f32).sqrt();
         let pos_ptr = g.params.slice(1..2);
         let tok_ptr = g.params.slice(0..1);
         let embed = &args[args.len() - 1];
-        let ekind = kd(embed);
-        let warps = |rows: usize| LaunchConfig { grid_dim: ((rows as u32).div_ceil(8), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        let norm_cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1024, 1, 1), shared_mem_bytes: 0 };
-        let splits = capacity.div_ceil(ATT_CHUNK) as i32;
-        let split_cfg = LaunchConfig { grid_dim: (c.n_head as u32, splits as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        let combine_cfg = LaunchConfig { grid_dim: (c.n_head as u32, 1, 1), block_dim: (c.head_dim.min(256) as u32, 1, 1), shared_mem_bytes: 0 };
+        let (e, ekind) = (dev(embed)?, kd(embed));
+        let splits = capacity.div_ceil(ATT_CHUNK) as u32;
+        let att_cfg = LaunchConfig { grid_dim: (c.n_head as u32, splits, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         let part_splits = g.splits as i32;
-        let rope_threads = (c.n_head + c.n_head_kv) * c.rope_dims / 2 + c.kv_dim();
+        // Kinds are uniform within q/k/v and within gate/up (checked by unsupported()).
+        let (qkind, gkind) = (kd(&args[0]), kd(&args[4]));
+        let glu_r = if c.n_ff >= 4096 { 4 } else { 2 };
+        let (qkv_f, qkv_cfg) = self.row_launch(&super::row_kernel("qkv_rope", qkind, 2), c.q_dim() + 2 * c.kv_dim(), 2, row_smem(qkind, c.n_embd), 1)?;
+        let (glu_f, glu_cfg) = self.row_launch(&super::row_kernel("gate_up_silu", gkind, glu_r), 2 * c.n_ff, glu_r, row_smem(gkind, c.n_embd), 1)?;
         // SAFETY (every launch below): buffer sizes are the model's geometry, allocated in
         // build_graph / mirror_at for exactly these shapes; positions are bounded by the
-        // mirror capacity (the session checks it before the call).
+        // mirror capacity (the session checks it before the call); staged rows fit the
+        // shared memory granted (checked by unsupported()).
         unsafe {
-            s.launch_builder(f("embed_row")).arg(dev(embed)?).arg(&tok_ptr).arg(&mut g.x).arg(&d).arg(&ekind).launch(grid(c.n_embd, 256)).map_err(err)?;
-            s.launch_builder(f("rmsnorm")).arg(&g.x).arg(&g.norms[0].0).arg(&mut g.xn).arg(&d).arg(&eps).launch(norm_cfg).map_err(err)?;
+            s.launch_builder(&self.funcs["embed_row"]).arg(&e.data).arg(&ekind).arg(&e.a_off).arg(&tok_ptr).arg(&mut g.x).arg(&d).launch(grid(c.n_embd, 256)).map_err(err)?;
         }
         for li in 0..c.n_layer {
             let w = &args[li * 7..li * 7 + 7];
-            let next_norm = if li + 1 < c.n_layer { &g.norms[li + 1].0 } else { &g.out_norm };
+            let (wq, wk, wv, wg, wu) = (dev(&w[0])?, dev(&w[1])?, dev(&w[2])?, dev(&w[4])?, dev(&w[5])?);
             unsafe {
-                s.launch_builder(f("qkv"))
-                    .arg(dev(&w[0])?).arg(dev(&w[1])?).arg(dev(&w[2])?).arg(&kd(&w[0])).arg(&kd(&w[1])).arg(&kd(&w[2]))
-                    .arg(&g.xn).arg(&mut g.q).arg(&mut g.k).arg(&mut g.v).arg(&qd).arg(&kvd).arg(&kvd).arg(&d)
-                    .launch(warps(c.q_dim() + 2 * c.kv_dim())).map_err(err)?;
-                s.launch_builder(f("rope_store"))
-                    .arg(&mut g.q).arg(&mut g.k).arg(&g.v).arg(&mut mirror.k[li]).arg(&mut mirror.v[li])
-                    .arg(&nh).arg(&nkv).arg(&hd).arg(&rot).arg(&pos_ptr).arg(&base).arg(&neox)
-                    .launch(grid(rope_threads, 128)).map_err(err)?;
-                s.launch_builder(f("attn_split")).arg(&g.q).arg(&mirror.k[li]).arg(&mirror.v[li]).arg(&mut g.part).arg(&nh).arg(&nkv).arg(&hd).arg(&pos_ptr).arg(&scale).arg(&part_splits).launch(split_cfg).map_err(err)?;
-                s.launch_builder(f("attn_combine")).arg(&g.part).arg(&mut g.att).arg(&hd).arg(&pos_ptr).arg(&part_splits).launch(combine_cfg).map_err(err)?;
+                s.launch_builder(qkv_f)
+                    .arg(&wq.data).arg(&wk.data).arg(&wv.data).arg(&wq.a_off).arg(&wk.a_off).arg(&wv.a_off)
+                    .arg(&g.x).arg(&g.norms[li].0).arg(&eps).arg(&mut g.q).arg(&mut mirror.k[li]).arg(&mut mirror.v[li])
+                    .arg(&nh).arg(&nkv).arg(&hd).arg(&rot).arg(&neox).arg(&base).arg(&pos_ptr).arg(&d)
+                    .launch(qkv_cfg).map_err(err)?;
+                s.launch_builder(&self.funcs["attention"])
+                    .arg(&g.q).arg(&mirror.k[li]).arg(&mirror.v[li]).arg(&mut g.part).arg(&mut g.done).arg(&mut g.att)
+                    .arg(&nh).arg(&nkv).arg(&hd).arg(&pos_ptr).arg(&scale).arg(&part_splits)
+                    .launch(att_cfg).map_err(err)?;
             }
-            self.launch_matvec(&w[3], map, &g.att, &mut g.proj, 1)?;
-            let rpw = super::rows_per_warp(c.n_ff, 2);
+            self.launch_matvec(&w[3], map, &g.att, None, &mut g.x, 1, true)?;
             unsafe {
-                s.launch_builder(f("add_rmsnorm")).arg(&mut g.x).arg(&g.proj).arg(&g.norms[li].1).arg(&mut g.xn).arg(&d).arg(&eps).launch(norm_cfg).map_err(err)?;
-                s.launch_builder(f("gate_up_silu")).arg(dev(&w[4])?).arg(dev(&w[5])?).arg(&kd(&w[4])).arg(&kd(&w[5])).arg(&g.xn).arg(&mut g.h).arg(&ff).arg(&d).arg(&(rpw as i32)).launch(warps(c.n_ff.div_ceil(rpw as usize))).map_err(err)?;
+                s.launch_builder(glu_f)
+                    .arg(&wg.data).arg(&wu.data).arg(&wg.a_off).arg(&wu.a_off)
+                    .arg(&g.x).arg(&g.norms[li].1).arg(&eps).arg(&mut g.h).arg(&ff).arg(&d)
+                    .launch(glu_cfg).map_err(err)?;
             }
-            self.launch_matvec(&w[6], map, &g.h, &mut g.proj, 1)?;
-            unsafe {
-                s.launch_builder(f("add_rmsnorm")).arg(&mut g.x).arg(&g.proj).arg(next_norm).arg(&mut g.xn).arg(&d).arg(&eps).launch(norm_cfg).map_err(err)?;
-            }
+            self.launch_matvec(&w[6], map, &g.h, None, &mut g.x, 1, true)?;
         }
-        self.launch_matvec(&args[args.len() - 2], map, &g.xn, &mut g.logits, 1)
+        self.launch_matvec(&args[args.len() - 2], map, &g.x, Some((&g.out_norm, eps)), &mut g.logits, 1, false)
     }
 
     /// Mirror rows from..to of `seq` into the host cache layout.

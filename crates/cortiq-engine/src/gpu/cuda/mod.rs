@@ -4,14 +4,17 @@
 //! key and proven by a content fingerprint. Every job here is one stream, one synchronize;
 //! on any CUDA error nothing is written to the caller's outputs.
 //!
-//! This is the first cut: per-op matvec/GEMM (one warp per row), the dense FFN, and the
-//! whole-token decode graph (`graph.rs`) built from the same kernels.
+//! Weights are repacked into the planar layout (`gpu/planar.rs`, 16-byte aligned payloads,
+//! scales apart) on upload. Quantized weights are dotted with int8 activations (the CPU
+//! path's q8 rule, `DeviceInfo::q8_activations`); per-op matvec (batched for prefill), the
+//! dense FFN, and the whole-token decode graph (`graph.rs`) use the same kernels.
 
 mod graph;
 
 use super::backend::{Activation, Backend, DeviceInfo, DeviceOutcome, FfnJob, MatmulJob, MultiMatmulJob, TokenGraphJob, WeightArg};
 use crate::kv::KvCache;
 use super::memory::fingerprint;
+use super::planar;
 use cortiq_core::Codec;
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use std::collections::HashMap;
@@ -20,39 +23,89 @@ use std::sync::{Arc, Mutex};
 
 /// One module: the matvec helpers, then the graph kernels that use them.
 const KERNELS: [&str; 2] = [include_str!("kernels/matvec.cu"), include_str!("kernels/graph.cu")];
-const KERNEL_NAMES: [&str; 10] = ["matvec", "silu_mul", "embed_row", "rmsnorm", "attn_split", "attn_combine", "qkv", "gate_up_silu", "rope_store", "add_rmsnorm"];
+/// Kernels without variants.
+const FIXED_KERNELS: [&str; 3] = ["silu_mul", "embed_row", "attention"];
+/// Kernels instantiated per codec kind (0..=4) and rows per warp group, which stage their
+/// activation row in dynamic shared memory: (name prefix, row counts).
+const ROW_KERNELS: [(&str, &[usize]); 3] = [("matvec", &[1, 2, 4]), ("qkv_rope", &[2]), ("gate_up_silu", &[2, 4])];
 /// Fraction of device memory weights may occupy (the rest: activations, KV, the driver).
 const WEIGHT_BUDGET_FRACTION: f64 = 0.9;
-/// Threads per block of the matvec kernel: 8 warps.
-const MATVEC_THREADS: u32 = 256;
-/// Rows each matvec warp computes on large matrices (`MV_ROWS` in matvec.cu).
-const MATVEC_ROWS_PER_WARP: u32 = 4;
-/// From this many rows a matrix has warps enough to fill the H200's 132 SMs even with
-/// several rows per warp (measured, bench/NOTES.md: 4 rows per warp everywhere took
-/// llama-8b decode from 95 to 140 tok/s but smollm2-135m's 576-row matrices from 673 to 553;
-/// from 8192 rows only, 8b fell back to 124).
-pub(super) const MULTI_ROW_MIN_ROWS: usize = 4096;
+/// Threads per block of the row kernels: 8 warps.
+const ROW_THREADS: u32 = 256;
 
-/// Rows per warp for a matrix of `rows` rows.
-pub(super) fn rows_per_warp(rows: usize, most: u32) -> u32 {
-    if rows >= MULTI_ROW_MIN_ROWS {
-        most
+/// Name of the row kernel `prefix` for codec kind `kind` and `r` rows per warp group.
+pub(super) fn row_kernel(prefix: &str, kind: i32, r: usize) -> String {
+    format!("{prefix}_k{kind}_r{r}")
+}
+
+/// Rows per warp group for a matrix of `rows` rows (env `CMF_CUDA_MV_ROWS` overrides):
+/// large matrices share each staged x unit among 4 rows; small ones keep every row on its own
+/// warp so they spread over the whole chip.
+pub(super) fn matvec_rows_per_group(rows: usize) -> usize {
+    if let Some(r) = std::env::var("CMF_CUDA_MV_ROWS").ok().and_then(|v| v.parse().ok()).filter(|r| [1, 2, 4].contains(r)) {
+        return r;
+    }
+    if rows >= 16384 {
+        4
+    } else if rows >= 4096 {
+        2
     } else {
         1
     }
 }
 
-/// A resident weight: its device bytes and the fingerprint of the host bytes it came from.
+/// A resident weight: its planar device bytes, where their scale region starts, and the
+/// fingerprint of the host bytes they came from.
 struct Resident {
     data: CudaSlice<u8>,
+    /// Scale region offset in u32 words (`Planar::a`).
+    a_off: i32,
     fingerprint: u64,
 }
+
+/// Shared bytes a kernel stages for an activation row of `cols` values (`stage_x` in
+/// matvec.cu): int8 values plus 12 bytes per 32-value group, or the floats.
+fn staged_bytes(kind: i32, cols: usize) -> usize {
+    if kind <= 2 {
+        cols + 12 * (cols / 32)
+    } else {
+        4 * cols
+    }
+}
+
+/// Shared bytes of a row kernel's weight ring (`Ring` in matvec.cu): per thread 8 (Q8_0) or
+/// 16 units of 16-byte payload words (two for Q8_0) and, for quantized kinds, a scale word.
+fn ring_bytes(kind: i32) -> usize {
+    let (units, words, scale) = match kind {
+        2 => (8, 2, 4),
+        0 | 1 => (16, 1, 4),
+        _ => (16, 1, 0),
+    };
+    ROW_THREADS as usize * units * (16 * words + scale)
+}
+
+/// Widest activation row a row kernel can RMS-norm while staging it (`STAGE_PASSES` pieces
+/// of 8 values per thread in matvec.cu).
+pub(super) const NORMED_MAX_COLS: usize = 8 * ROW_THREADS as usize * 4;
+
+/// Dynamic shared memory of a row kernel over `cols` columns: the staged activation row
+/// (rounded up to 16 bytes), then the weight ring.
+pub(super) fn row_smem(kind: i32, cols: usize) -> usize {
+    staged_bytes(kind, cols).next_multiple_of(16) + ring_bytes(kind)
+}
+
+/// A kernel argument standing for a null pointer (no norm weights).
+static NULL_PTR: u64 = 0;
 
 pub struct CudaBackend {
     /// Keeps the context alive for the stream and buffers.
     _ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
-    funcs: HashMap<&'static str, CudaFunction>,
+    funcs: HashMap<String, CudaFunction>,
+    /// Streaming multiprocessors (persistent row-kernel grids are sized by them).
+    sms: u32,
+    /// Blocks per SM of a row kernel at a given shared-memory size (occupancy, cached).
+    occupancy: Mutex<HashMap<(String, u32), u32>>,
     weights: Mutex<HashMap<u64, Resident>>,
     /// The token graph's buffers for the model last run.
     graph: Mutex<Option<graph::ModelGraph>>,
@@ -63,6 +116,8 @@ pub struct CudaBackend {
     /// Token-graph profile (`CMF_GRAPH_HOSTPROF`).
     profile: Mutex<super::backend::GraphProfile>,
     budget: u64,
+    /// Dynamic shared memory a block may use (the device's opt-in maximum).
+    smem_limit: usize,
     info: DeviceInfo,
 }
 
@@ -98,15 +153,34 @@ impl CudaBackend {
         // has nothing to order and only adds API calls to every launch.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream().map_err(err)?;
-        let ptx = cudarc::nvrtc::compile_ptx(KERNELS.concat()).map_err(|e| format!("NVRTC: {e:?}"))?;
-        let module = ctx.load_module(ptx).map_err(err)?;
-        let mut funcs = HashMap::new();
-        for name in KERNEL_NAMES {
-            funcs.insert(name, module.load_function(name).map_err(err)?);
+        use cudarc::driver::sys::{CUdevice_attribute as A, CUfunction_attribute as F};
+        let (major, minor) = (ctx.attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR).map_err(err)?, ctx.attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).map_err(err)?);
+        if major < 6 || (major == 6 && minor < 1) {
+            return Err(format!("compute capability {major}.{minor}: the kernels need 6.1 or newer (__dp4a)"));
         }
+        let opts = cudarc::nvrtc::CompileOptions { options: vec![format!("--gpu-architecture=compute_{major}{minor}")], ..Default::default() };
+        let ptx = cudarc::nvrtc::compile_ptx_with_opts(KERNELS.concat(), opts).map_err(|e| format!("NVRTC: {e:?}"))?;
+        let module = ctx.load_module(ptx).map_err(err)?;
+        let smem_limit = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN).map_err(err)?.max(0) as usize;
+        let mut funcs = HashMap::new();
+        for name in FIXED_KERNELS {
+            funcs.insert(name.to_string(), module.load_function(name).map_err(err)?);
+        }
+        for (prefix, rs) in ROW_KERNELS {
+            for kind in 0..=4 {
+                for &r in rs {
+                    let name = row_kernel(prefix, kind, r);
+                    let f = module.load_function(&name).map_err(err)?;
+                    // The static part (block_sum's 32 floats) comes out of the same budget.
+                    f.set_attribute(F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (smem_limit - 256) as i32).map_err(err)?;
+                    funcs.insert(name, f);
+                }
+            }
+        }
+        let sms = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(err)?.max(1) as u32;
         let total = ctx.total_mem().map_err(err)? as u64;
-        let info = DeviceInfo { backend: "cuda", name: ctx.name().map_err(err)?, discrete: true, memory_bytes: total, f16: true, subgroups: true, max_binding_bytes: total };
-        Ok(CudaBackend { _ctx: ctx, stream, funcs, weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, info })
+        let info = DeviceInfo { backend: "cuda", name: ctx.name().map_err(err)?, discrete: true, memory_bytes: total, f16: true, subgroups: true, max_binding_bytes: total, q8_activations: true };
+        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit: smem_limit - 256, info })
     }
 
     /// Make sure every weight is resident; `Ok(true)` when something was uploaded (cold).
@@ -118,12 +192,15 @@ impl CudaBackend {
             if map.get(&w.key).is_some_and(|r| r.fingerprint == fp) {
                 continue;
             }
-            let bytes = w.view.bytes.len() as u64;
+            let v = &w.view;
+            let p = planar::repack(v.codec, v.rows, v.cols, v.bytes).ok_or_else(|| format!("{} {}x{}: no planar layout", v.codec, v.rows, v.cols))?;
+            let bytes = p.words.len() as u64 * 4;
             if self.resident.load(Ordering::SeqCst) + bytes > self.budget {
                 return Err("weight budget exhausted".into());
             }
-            let data = self.stream.clone_htod(w.view.bytes).map_err(err)?;
-            if let Some(old) = map.insert(w.key, Resident { data, fingerprint: fp }) {
+            let data = self.stream.clone_htod(bytemuck::cast_slice::<u32, u8>(&p.words)).map_err(err)?;
+            let a_off = i32::try_from(p.a).map_err(|_| "scale region offset beyond i32".to_string())?;
+            if let Some(old) = map.insert(w.key, Resident { data, a_off, fingerprint: fp }) {
                 self.resident.fetch_sub(old.data.len() as u64, Ordering::SeqCst);
             }
             self.resident.fetch_add(bytes, Ordering::SeqCst);
@@ -133,31 +210,60 @@ impl CudaBackend {
         Ok(cold)
     }
 
-    /// Queue y (batch, rows) = x (batch, cols) . W^T on the stream.
-    fn launch_matvec(&self, w: &WeightArg, weights: &HashMap<u64, Resident>, x: &CudaSlice<f32>, y: &mut CudaSlice<f32>, batch: usize) -> Result<(), String> {
+    /// The launch of row kernel `name` over `rows` rows in groups of `r` (one warp each),
+    /// staging `smem` bytes, for `batch` activation rows: a persistent grid of at most as
+    /// many blocks as fit on the chip at once.
+    pub(super) fn row_launch(&self, name: &str, rows: usize, r: usize, smem: usize, batch: usize) -> Result<(&CudaFunction, LaunchConfig), String> {
+        let f = self.funcs.get(name).ok_or_else(|| format!("no kernel {name}"))?;
+        let mut occ = self.occupancy.lock().unwrap_or_else(|e| e.into_inner());
+        let per_sm = match occ.get(&(name.to_string(), smem as u32)) {
+            Some(&n) => n,
+            None => {
+                let n = f.occupancy_max_active_blocks_per_multiprocessor(ROW_THREADS, smem, None).map_err(err)?.max(1);
+                occ.insert((name.to_string(), smem as u32), n);
+                n
+            }
+        };
+        let needed = rows.div_ceil(r * (ROW_THREADS as usize / 32)) as u32;
+        Ok((f, LaunchConfig { grid_dim: (needed.min(per_sm * self.sms).max(1), batch as u32, 1), block_dim: (ROW_THREADS, 1, 1), shared_mem_bytes: smem as u32 }))
+    }
+
+    /// Queue y (batch, rows) = x (batch, cols) . W^T on the stream, x RMS-normed with `norm`
+    /// (weights, eps) first when given, added into y when `add`.
+    #[allow(clippy::too_many_arguments)]
+    fn launch_matvec(&self, w: &WeightArg, weights: &HashMap<u64, Resident>, x: &CudaSlice<f32>, norm: Option<(&CudaSlice<f32>, f32)>, y: &mut CudaSlice<f32>, batch: usize, add: bool) -> Result<(), String> {
         let kind = kind(w.view.codec).ok_or("codec has no CUDA kernel")?;
-        let f = &self.funcs["matvec"];
-        let dev = &weights.get(&w.key).ok_or("weight not resident")?.data;
-        let (rows, cols, batch) = (w.view.rows as i32, w.view.cols as i32, batch as i32);
-        let rpw = rows_per_warp(w.view.rows, MATVEC_ROWS_PER_WARP);
-        let rows_per_block = (MATVEC_THREADS / 32) * rpw;
-        let rpw = rpw as i32;
-        let cfg = LaunchConfig { grid_dim: ((rows as u32).div_ceil(rows_per_block), batch as u32, 1), block_dim: (MATVEC_THREADS, 1, 1), shared_mem_bytes: 0 };
+        let res = weights.get(&w.key).ok_or("weight not resident")?;
+        let r = matvec_rows_per_group(w.view.rows);
+        let (f, cfg) = self.row_launch(&row_kernel("matvec", kind, r), w.view.rows, r, row_smem(kind, w.view.cols), batch)?;
+        let (rows, cols, add, eps) = (w.view.rows as i32, w.view.cols as i32, add as i32, norm.map_or(0.0, |n| n.1));
         let mut b = self.stream.launch_builder(f);
-        b.arg(dev).arg(&kind).arg(x).arg(y).arg(&rows).arg(&cols).arg(&batch).arg(&rpw);
-        // SAFETY: the kernel reads rows * row_bytes weight bytes, batch * cols floats of x and
-        // writes batch * rows floats of y; all three buffers were sized for exactly that.
+        b.arg(&res.data).arg(&res.a_off).arg(x);
+        match norm {
+            Some((nw, _)) => b.arg(nw),
+            None => b.arg(&NULL_PTR),
+        };
+        b.arg(&eps).arg(y).arg(&rows).arg(&cols).arg(&add);
+        // SAFETY: the kernel reads the resident planar weight (rows x cols of its codec),
+        // batch * cols floats of x (and cols norm weights) and writes batch * rows floats of
+        // y; every buffer was sized for exactly that, and `supported` checked that the staged
+        // row fits the shared memory granted at load time.
         unsafe { b.launch(cfg) }.map_err(err)?;
         Ok(())
     }
 
-    fn supported(ws: &[&WeightArg]) -> bool {
-        ws.iter().all(|w| kind(w.view.codec).is_some() && w.view.cols % 32 == 0 && w.view.rows < i32::MAX as usize && w.view.cols < i32::MAX as usize)
+    /// Whether the kernels take these weights: a codec they decode with a planar layout,
+    /// i32 shapes, and an activation row that fits shared memory.
+    fn supported(&self, ws: &[&WeightArg]) -> bool {
+        ws.iter().all(|w| {
+            let v = &w.view;
+            kind(v.codec).is_some_and(|k| row_smem(k, v.cols) <= self.smem_limit) && planar::supports(v.codec, v.cols) && v.cols % 32 == 0 && v.rows < i32::MAX as usize && v.cols < i32::MAX as usize
+        })
     }
 
     /// Run `body` (which queues work and returns host results); map errors to `Failed`.
     fn run(&self, ws: &[&WeightArg], body: impl FnOnce(&HashMap<u64, Resident>) -> Result<Vec<Vec<f32>>, String>, outs: &mut [&mut [f32]]) -> DeviceOutcome {
-        if !Self::supported(ws) {
+        if !self.supported(ws) {
             return DeviceOutcome::Declined("codec or shape without a CUDA kernel");
         }
         let cold = match self.ensure(ws) {
@@ -194,7 +300,7 @@ impl Backend for CudaBackend {
             |map| {
                 let x = self.stream.clone_htod(job.x).map_err(err)?;
                 let mut y = self.stream.alloc_zeros::<f32>(job.batch * rows).map_err(err)?;
-                self.launch_matvec(&job.w, map, &x, &mut y, job.batch)?;
+                self.launch_matvec(&job.w, map, &x, None, &mut y, job.batch, false)?;
                 Ok(vec![self.stream.clone_dtoh(&y).map_err(err)?])
             },
             &mut [out],
@@ -210,7 +316,7 @@ impl Backend for CudaBackend {
                 let mut ys = Vec::new();
                 for w in &job.ws {
                     let mut y = self.stream.alloc_zeros::<f32>(job.batch * w.view.rows).map_err(err)?;
-                    self.launch_matvec(w, map, &x, &mut y, job.batch)?;
+                    self.launch_matvec(w, map, &x, None, &mut y, job.batch, false)?;
                     ys.push(y);
                 }
                 ys.iter().map(|y| self.stream.clone_dtoh(y).map_err(err)).collect()
@@ -230,8 +336,8 @@ impl Backend for CudaBackend {
                 let x = self.stream.clone_htod(job.x).map_err(err)?;
                 let mut g = self.stream.alloc_zeros::<f32>(job.batch * ff).map_err(err)?;
                 let mut u = self.stream.alloc_zeros::<f32>(job.batch * ff).map_err(err)?;
-                self.launch_matvec(&job.gate, map, &x, &mut g, job.batch)?;
-                self.launch_matvec(&job.up, map, &x, &mut u, job.batch)?;
+                self.launch_matvec(&job.gate, map, &x, None, &mut g, job.batch, false)?;
+                self.launch_matvec(&job.up, map, &x, None, &mut u, job.batch, false)?;
                 let n = (job.batch * ff) as i32;
                 let cfg = LaunchConfig { grid_dim: ((n as u32).div_ceil(256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
                 let mut b = self.stream.launch_builder(&self.funcs["silu_mul"]);
@@ -239,7 +345,7 @@ impl Backend for CudaBackend {
                 // SAFETY: g and u hold n floats each.
                 unsafe { b.launch(cfg) }.map_err(err)?;
                 let mut y = self.stream.alloc_zeros::<f32>(job.batch * job.down.view.rows).map_err(err)?;
-                self.launch_matvec(&job.down, map, &g, &mut y, job.batch)?;
+                self.launch_matvec(&job.down, map, &g, None, &mut y, job.batch, false)?;
                 Ok(vec![self.stream.clone_dtoh(&y).map_err(err)?])
             },
             &mut [out],

@@ -170,6 +170,7 @@ impl WgpuContext {
             f16: features.contains(wgpu::Features::SHADER_F16),
             subgroups,
             max_binding_bytes: max_binding,
+            q8_activations: false,
         };
         let (cache, cache_path) = open_cache(&device, adapter, features);
         use wgpu::BufferBindingType::{Storage, Uniform};

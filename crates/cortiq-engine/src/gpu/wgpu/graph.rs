@@ -123,7 +123,7 @@ fn unsupported(m: &Llama, capacity: usize) -> Option<&'static str> {
     if capacity.checked_mul(c.kv_dim()).is_none_or(|n| n >= u32::MAX as usize / 4) || c.n_ff % 4 != 0 || c.n_embd % 4 != 0 || c.q_dim() % 4 != 0 {
         return Some("cannot build a graph: context or widths beyond 32-bit indexing");
     }
-    if graph_weights(m).iter().any(|w| !super::planar::supports(w.codec, w.cols)) {
+    if graph_weights(m).iter().any(|w| !crate::gpu::planar::supports(w.codec, w.cols)) {
         return Some("cannot build a graph: a weight codec has no wgpu kernel");
     }
     None

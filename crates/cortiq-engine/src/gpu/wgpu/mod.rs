@@ -1,6 +1,6 @@
 //! The portable backend (feature `gpu`): wgpu over Vulkan, DX12 or Metal, one WGSL code base
 //! (`kernels/*.wgsl`). One context per adapter: device, queue, pipelines, resident weights,
-//! scratch buffers. Weights are repacked into the planar layout (`planar.rs`) and uploaded on
+//! scratch buffers. Weights are repacked into the planar layout (`gpu/planar.rs`) and uploaded on
 //! first use, split by rows where a matrix exceeds the binding-size limit, kept under the
 //! weight budget, keyed by the facade's weight key and proven by a content fingerprint.
 //! Every job is one command buffer with ONE compute pass and one readback; on any device
@@ -11,11 +11,11 @@ pub mod adapter;
 mod context;
 mod graph;
 mod plan;
-pub mod planar;
 
 use super::backend::{Activation, Backend, DeviceInfo, DeviceOutcome, FfnJob, MatmulJob, MultiMatmulJob, TokenGraphJob, WeightArg};
 use crate::kv::KvCache;
 use super::memory::fingerprint;
+use super::planar;
 pub use context::{MatvecShape, PipelineCacheState, Variant, WgpuContext, XMode};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -2,30 +2,22 @@
 // whose helpers they use). One token per launch sequence; shapes come in as arguments;
 // token and position are read from device memory so a captured graph can be replayed.
 
-__device__ __forceinline__ unsigned short g_rd16(const unsigned char* p) {
-    return (unsigned short)(p[0] | (p[1] << 8));
-}
-
-// out (cols) = row `row` of a packed matrix, decoded. kind: 0 q4_0, 1 q4_1, 2 q8_0, 3 f16, 4 f32.
-extern "C" __global__ void embed_row(const unsigned char* w, const int* token, float* out, int cols, int kind) {
+// out (cols) = row *token of a planar matrix (see matvec.cu), decoded.
+extern "C" __global__ void embed_row(const unsigned char* w, int kind, int a_off, const int* token, float* out, int cols) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= cols) return;
     long row = *token;
-    int blk = i >> 5, j = i & 31;
+    int j = i & 31;
+    long iu = row * (cols >> 5) + (i >> 5);
+    const unsigned int* a = (const unsigned int*)w + a_off;
     float v;
-    if (kind == 0) {
-        const unsigned char* b = w + (row * (cols >> 5) + blk) * 18;
-        unsigned char q = b[2 + (j & 15)];
+    if (kind == 0 || kind == 1) {
+        unsigned char q = w[iu * 16 + (j & 15)];
         int n = j < 16 ? (q & 15) : (q >> 4);
-        v = h2f(g_rd16(b)) * (float)(n - 8);
-    } else if (kind == 1) {
-        const unsigned char* b = w + (row * (cols >> 5) + blk) * 20;
-        unsigned char q = b[4 + (j & 15)];
-        int n = j < 16 ? (q & 15) : (q >> 4);
-        v = h2f(g_rd16(b)) * (float)n + h2f(g_rd16(b + 2));
+        if (kind == 0) v = h2f(((const unsigned short*)a)[iu]) * (float)(n - 8);
+        else v = h2f(a[iu] & 0xffff) * (float)n + h2f(a[iu] >> 16);
     } else if (kind == 2) {
-        const unsigned char* b = w + (row * (cols >> 5) + blk) * 34;
-        v = h2f(g_rd16(b)) * (float)(signed char)b[2 + j];
+        v = h2f(((const unsigned short*)a)[iu]) * (float)(signed char)w[iu * 32 + j];
     } else if (kind == 3) {
         v = h2f(((const unsigned short*)w)[row * cols + i]);
     } else {
@@ -34,181 +26,175 @@ extern "C" __global__ void embed_row(const unsigned char* w, const int* token, f
     out[i] = v;
 }
 
-// Sum of every thread's v over the block (blockDim a multiple of 32, up to 1024), returned
-// to all threads. Call once per kernel (its shared buffer is not reset).
-__device__ float block_sum(float v) {
-    __shared__ float part[32];
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
-    __syncthreads();
-    if (threadIdx.x < 32) {
-        v = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : 0.f;
-        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-        if (threadIdx.x == 0) part[0] = v;
-    }
-    __syncthreads();
-    return part[0];
-}
-
-// out = x / rms(x) * w, one block.
-extern "C" __global__ void rmsnorm(const float* x, const float* w, float* out, int n, float eps) {
-    float s = 0.f;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) s += x[i] * x[i];
-    float scale = rsqrtf(block_sum(s) / n + eps);
-    for (int i = threadIdx.x; i < n; i += blockDim.x) out[i] = x[i] * scale * w[i];
-}
-
-// Split attention (flash-decoding): block (h, c) takes positions [64 c, 64 c + 64) of
-// head h and writes its partial (max, sum of exps, exp-weighted V sum) to `part`
-// (n_head, splits, head_dim + 2); blocks past *pos exit at once, so the grid can be sized
-// for the whole context and captured once. head_dim <= 256.
+// Causal attention of one token over the KV mirror, split by positions (flash-decoding)
+// with the merge fused: block (h, c) takes positions [64 c, 64 c + 64) of head h and writes
+// its partial (exp-weighted V sum, max, sum of exps) to `part` (n_head, splits,
+// head_dim + 2); the last block of a head to finish (counted in `done`, reset after)
+// merges the partials into out (n_head * head_dim). Blocks past *pos exit at once, so the
+// grid is sized for the whole context and captured once. 256 threads; head_dim <= 256 and
+// a multiple of 16.
 #define ATT_CHUNK 64
-extern "C" __global__ void attn_split(const float* q, const float* kc, const float* vc, float* part, int n_head, int n_head_kv, int head_dim, const int* pos, float scale, int splits) {
+extern "C" __global__ void attention(const float* q, const float* kc, const float* vc, float* part, int* done, float* out, int n_head, int n_head_kv, int head_dim, const int* pos, float scale, int splits) {
+    __shared__ __align__(16) float qs[256];
     __shared__ float sc[ATT_CHUNK];
     __shared__ float acc4[4][256];
-    int h = blockIdx.x, c = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    __shared__ int last;
+    int h = blockIdx.x, c = blockIdx.y, tid = threadIdx.x;
     int n = *pos + 1, t0 = c * ATT_CHUNK;
     if (t0 >= n) return;
     int cnt = min(ATT_CHUNK, n - t0);
     int kvh = h / (n_head / n_head_kv), kvd = n_head_kv * head_dim;
-    const float* qh = q + h * head_dim;
-    for (int j = warp; j < cnt; j += 8) {
-        const float* kr = kc + (long)(t0 + j) * kvd + kvh * head_dim;
+    for (int d = tid; d < head_dim; d += blockDim.x) qs[d] = q[h * head_dim + d];
+    __syncthreads();
+    {
+        // Scores: 4 threads per position, each a quarter of the dimensions as float4s.
+        int j = tid >> 2, quarter = tid & 3, span = head_dim >> 2;
         float s = 0.f;
-        for (int d = lane; d < head_dim; d += 32) s += qh[d] * kr[d];
-        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-        if (lane == 0) sc[j] = s * scale;
+        if (j < cnt) {
+            const float4* kr = (const float4*)(kc + (long)(t0 + j) * kvd + kvh * head_dim + quarter * span);
+            const float4* qq = (const float4*)(qs + quarter * span);
+            #pragma unroll 4
+            for (int e = 0; e < (span >> 2); e++) {
+                float4 k4 = kr[e], q4 = qq[e];
+                s += k4.x * q4.x + k4.y * q4.y + k4.z * q4.z + k4.w * q4.w;
+            }
+        }
+        s += __shfl_xor_sync(0xffffffffu, s, 1);
+        s += __shfl_xor_sync(0xffffffffu, s, 2);
+        if (j < cnt && quarter == 0) sc[j] = s * scale;
     }
     __syncthreads();
     float m = -3.4e38f;
     for (int j = 0; j < cnt; j++) m = fmaxf(m, sc[j]);
     __syncthreads();
-    if (threadIdx.x < cnt) sc[threadIdx.x] = expf(sc[threadIdx.x] - m);
+    if (tid < cnt) sc[tid] = expf(sc[tid] - m);
     __syncthreads();
     // Thread (g, d): positions j = g, g + 4, ...; dimension d.
-    int g = threadIdx.x >> 6, d = threadIdx.x & 63;
+    int g = tid >> 6, d = tid & 63;
     for (int dd = d; dd < head_dim; dd += 64) {
+        const float* vcol = vc + (long)t0 * kvd + kvh * head_dim + dd;
         float a = 0.f;
-        for (int j = g; j < cnt; j += 4) a += sc[j] * vc[(long)(t0 + j) * kvd + kvh * head_dim + dd];
+        #pragma unroll 8
+        for (int j = g; j < cnt; j += 4) a += sc[j] * vcol[(long)j * kvd];
         acc4[g][dd] = a;
     }
     __syncthreads();
-    float* out = part + ((long)h * splits + c) * (head_dim + 2);
-    for (int dd = threadIdx.x; dd < head_dim; dd += blockDim.x) out[dd] = acc4[0][dd] + acc4[1][dd] + acc4[2][dd] + acc4[3][dd];
-    if (threadIdx.x == 0) {
-        float s = 0.f;
-        for (int j = 0; j < cnt; j++) s += sc[j];
-        out[head_dim] = m;
-        out[head_dim + 1] = s;
+    float* pp = part + ((long)h * splits + c) * (head_dim + 2);
+    for (int dd = tid; dd < head_dim; dd += blockDim.x) pp[dd] = acc4[0][dd] + acc4[1][dd] + acc4[2][dd] + acc4[3][dd];
+    if (tid == 0) {
+        float sum = 0.f;
+        for (int j = 0; j < cnt; j++) sum += sc[j];
+        pp[head_dim] = m;
+        pp[head_dim + 1] = sum;
     }
-}
-
-// Combine the partials of the chunks that exist at *pos: one block per head.
-extern "C" __global__ void attn_combine(const float* part, float* out, int head_dim, const int* pos, int splits) {
-    int h = blockIdx.x;
-    int used = (*pos + ATT_CHUNK) / ATT_CHUNK;
+    // Publish the partial; the head's last block merges (reading past L1).
+    __threadfence();
+    __syncthreads();
+    int used = (n + ATT_CHUNK - 1) / ATT_CHUNK;
+    if (tid == 0) last = atomicAdd(done + h, 1) == used - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
     const float* p = part + (long)h * splits * (head_dim + 2);
-    float m = -3.4e38f;
-    for (int c = 0; c < used; c++) m = fmaxf(m, p[c * (head_dim + 2) + head_dim]);
+    float mm = -3.4e38f;
+    for (int cc = 0; cc < used; cc++) mm = fmaxf(mm, __ldcg(p + cc * (head_dim + 2) + head_dim));
     float total = 0.f;
-    for (int c = 0; c < used; c++) total += expf(p[c * (head_dim + 2) + head_dim] - m) * p[c * (head_dim + 2) + head_dim + 1];
-    for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
+    for (int cc = 0; cc < used; cc++) total += expf(__ldcg(p + cc * (head_dim + 2) + head_dim) - mm) * __ldcg(p + cc * (head_dim + 2) + head_dim + 1);
+    for (int dd = tid; dd < head_dim; dd += blockDim.x) {
         float a = 0.f;
-        for (int c = 0; c < used; c++) a += expf(p[c * (head_dim + 2) + head_dim] - m) * p[c * (head_dim + 2) + d];
-        out[h * head_dim + d] = a / total;
+        for (int cc = 0; cc < used; cc++) a += expf(__ldcg(p + cc * (head_dim + 2) + head_dim) - mm) * __ldcg(p + cc * (head_dim + 2) + dd);
+        out[h * head_dim + dd] = a / total;
     }
+    if (tid == 0) done[h] = 0;
 }
 
-// Q, K and V projections of one input in one launch: warps 0..rows0 compute q, the next
-// rows1 k, the next rows2 v.
-extern "C" __global__ void qkv(const unsigned char* wq, const unsigned char* wk, const unsigned char* wv, int kq, int kk, int kvk,
-                               const float* x, float* q, float* k, float* v, int rows0, int rows1, int rows2, int cols) {
-    int row = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
-    const unsigned char* w; int kind; float* y;
-    if (row < rows0) { w = wq; kind = kq; y = q; }
-    else if (row < rows0 + rows1) { row -= rows0; w = wk; kind = kk; y = k; }
-    else if (row < rows0 + rows1 + rows2) { row -= rows0 + rows1; w = wv; kind = kvk; y = v; }
-    else return;
-    float sum = warp_sum(lane_dot(kind, w, row, x, cols, lane));
-    if (lane == 0) y[row] = sum;
-}
-
-// h = silu(gate . x) * (up . x) for every FFN row; each warp takes `rpw` (1 or 2) rows, so
-// one activation load serves up to 4 weight rows (2 of gate, 2 of up).
-extern "C" __global__ void gate_up_silu(const unsigned char* wg, const unsigned char* wu, int kg, int ku, const float* x, float* h, int rows, int cols, int rpw) {
-    int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
-    long r0 = (long)warp * rpw;
-    if (r0 >= rows) return;
-    bool two = rpw == 2 && r0 + 1 < rows;
-    float g0 = 0.f, g1 = 0.f, u0 = 0.f, u1 = 0.f;
-    if (kg <= 2 && ku <= 2) {
-        int nb = cols >> 5;
-        long bg = (long)nb * block_bytes(kg), bu = (long)nb * block_bytes(ku);
-        for (int i = lane; i < nb; i += 32) {
-            float xs[32];
-            load_x32(x + i * 32, xs);
-            g0 += block_dot(kg, wg + r0 * bg, i, xs);
-            u0 += block_dot(ku, wu + r0 * bu, i, xs);
-            if (two) {
-                g1 += block_dot(kg, wg + (r0 + 1) * bg, i, xs);
-                u1 += block_dot(ku, wu + (r0 + 1) * bu, i, xs);
-            }
-        }
-    } else {
-        g0 = lane_dot(kg, wg, r0, x, cols, lane);
-        u0 = lane_dot(ku, wu, r0, x, cols, lane);
-        if (two) {
-            g1 = lane_dot(kg, wg, r0 + 1, x, cols, lane);
-            u1 = lane_dot(ku, wu, r0 + 1, x, cols, lane);
+// The q, k and v rows of one launch in rotary pairs: pair j of a head (q heads, then k
+// heads, then v heads) holds dimensions (a, b) = rotary pair j (neox: j, j + rot/2; else
+// 2j, 2j + 1) for j < rot/2, then the unrotated dimensions rot + 2 (j - rot/2) + (0, 1).
+// finish rotates q and k pairs by pos * base^(-2j/rot) (rope_store's formula before) and
+// writes q, and k and v straight into the KV mirror row pos.
+struct RopeQkvMap {
+    const unsigned char *wq, *wk, *wv;
+    int aq, ak, av;
+    float *q, *kc, *vc;
+    int n_head, n_head_kv, head_dim, rot, neox, pos;
+    float base;
+    // Matrix (0 q, 1 k, 2 v), head and pair of pair index `pair`; the pair's dimensions.
+    __device__ void locate(int pair, int& which, int& h, int& j, int& a, int& b) const {
+        int hp = head_dim >> 1, qp = n_head * hp, kp = n_head_kv * hp;
+        which = pair < qp ? 0 : (pair < qp + kp ? 1 : 2);
+        pair -= which == 0 ? 0 : (which == 1 ? qp : qp + kp);
+        h = pair / hp;
+        j = pair % hp;
+        int half = rot >> 1;
+        if (j < half) {
+            a = neox ? j : 2 * j;
+            b = neox ? j + half : 2 * j + 1;
+        } else {
+            a = rot + 2 * (j - half);
+            b = a + 1;
         }
     }
-    g0 = warp_sum(g0); u0 = warp_sum(u0); g1 = warp_sum(g1); u1 = warp_sum(u1);
-    if (lane == 0) {
-        h[r0] = g0 / (1.f + expf(-g0)) * u0;
-        if (two) h[r0 + 1] = g1 / (1.f + expf(-g1)) * u1;
+    __device__ Row row(int i) const {
+        int which, h, j, a, b;
+        locate(i >> 1, which, h, j, a, b);
+        long r = (long)h * head_dim + ((i & 1) ? b : a);
+        return which == 0 ? Row{wq, aq, r} : (which == 1 ? Row{wk, ak, r} : Row{wv, av, r});
     }
-}
-
-// RoPE on q (n_head heads) and k (n_head_kv heads) at *pos, then k and v appended to this
-// layer's cache row *pos. One thread per rotary pair of q and k, plus one per v value.
-extern "C" __global__ void rope_store(float* q, float* k, const float* v, float* kc, float* vc, int n_head, int n_head_kv, int head_dim, int rot, const int* pos, float base, int neox) {
-    int t = blockIdx.x * blockDim.x + threadIdx.x;
-    int half = rot >> 1, kvd = n_head_kv * head_dim, p = *pos;
-    int nq = n_head * half, nk = n_head_kv * half;
-    if (t < nq + nk) {
-        bool is_q = t < nq;
-        int u = is_q ? t : t - nq;
-        int h = u / half, i = u % half;
-        float theta = (float)p * powf(base, -2.f * (float)i / (float)rot);
-        float s, c;
-        sincosf(theta, &s, &c);
-        float* hv = (is_q ? q : k) + h * head_dim;
-        int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
-        float x0 = hv[a], x1 = hv[b];
-        float y0 = x0 * c - x1 * s, y1 = x0 * s + x1 * c;
-        hv[a] = y0;
-        hv[b] = y1;
-        if (!is_q) {
-            kc[(long)p * kvd + h * head_dim + a] = y0;
-            kc[(long)p * kvd + h * head_dim + b] = y1;
+    __device__ void finish(int i0, int total, const float* s) const {
+        int which, h, j, a, b;
+        locate(i0 >> 1, which, h, j, a, b);
+        float y0 = s[0], y1 = s[1];
+        if (which < 2 && j < (rot >> 1)) {
+            float sn, cs;
+            sincosf((float)pos * powf(base, -2.f * (float)j / (float)rot), &sn, &cs);
+            float r0 = y0 * cs - y1 * sn, r1 = y0 * sn + y1 * cs;
+            y0 = r0;
+            y1 = r1;
         }
-    } else if (t < nq + nk + kvd) {
-        int i = t - nq - nk;
-        vc[(long)p * kvd + i] = v[i];
-        // Dimensions past the rotary width are copied unrotated.
-        int d = i % head_dim;
-        if (d >= rot) kc[(long)p * kvd + i] = k[i];
+        float* dst = which == 0 ? q + h * head_dim : (which == 1 ? kc : vc) + (long)pos * n_head_kv * head_dim + h * head_dim;
+        dst[a] = y0;
+        dst[b] = y1;
     }
-}
+};
 
-// x += y, then out = x / rms(x) * w (the residual add fused into the next norm); one block.
-extern "C" __global__ void add_rmsnorm(float* x, const float* y, const float* w, float* out, int n, float eps) {
-    float s = 0.f;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        float v = x[i] + y[i];
-        x[i] = v;
-        s += v * v;
+// Q, K and V projections of x, RMS-normed with nw, with RoPE at *pos and the KV-mirror
+// append fused (one codec kind K; rows in rotary pairs, so R = 2). Dynamic shared memory:
+// the staged x, then the weight ring (host: `row_smem`).
+#define QKV_ROPE(K)                                                                                                   \
+    extern "C" __global__ void __launch_bounds__(256) qkv_rope_k##K##_r2(const unsigned char* wq, const unsigned char* wk, \
+            const unsigned char* wv, int aq, int ak, int av, const float* x, const float* nw, float eps, float* q,       \
+            float* kc, float* vc, int n_head, int n_head_kv, int head_dim, int rot, int neox, float base, const int* pos, \
+            int cols) {                                                                                                 \
+        extern __shared__ int sm[];                                                                                   \
+        RopeQkvMap m{wq, wk, wv, aq, ak, av, q, kc, vc, n_head, n_head_kv, head_dim, rot, neox, *pos, base};          \
+        run_rows<K, 2>(m, (n_head + 2 * n_head_kv) * head_dim, cols, x, nw, eps, sm);                                 \
     }
-    float scale = rsqrtf(block_sum(s) / n + eps);
-    for (int i = threadIdx.x; i < n; i += blockDim.x) out[i] = x[i] * scale * w[i];
-}
+QKV_ROPE(0) QKV_ROPE(1) QKV_ROPE(2) QKV_ROPE(3) QKV_ROPE(4)
+
+// Gate and up rows interleaved (2i: gate row i, 2i + 1: up row i); R even, so a warp group
+// holds whole pairs and writes h[i] = silu(gate_i . xn) * (up_i . xn).
+template <int R> struct GluMap {
+    const unsigned char *wg, *wu;
+    int ag, au;
+    float* h;
+    __device__ Row row(int i) const { return (i & 1) ? Row{wu, au, i >> 1} : Row{wg, ag, i >> 1}; }
+    __device__ void finish(int i0, int total, const float* s) const {
+        #pragma unroll
+        for (int p = 0; p < R / 2; p++)
+            if (i0 + 2 * p < total) h[(i0 >> 1) + p] = s[2 * p] / (1.f + expf(-s[2 * p])) * s[2 * p + 1];
+    }
+};
+
+// h (rows) = silu(gate . xn) * (up . xn), xn = x RMS-normed with nw (one codec kind K).
+// Dynamic shared memory: the staged x, then the weight ring (host: `row_smem`).
+#define GATE_UP(K, R)                                                                                                \
+    extern "C" __global__ void __launch_bounds__(256) gate_up_silu_k##K##_r##R(const unsigned char* wg,              \
+            const unsigned char* wu, int ag, int au, const float* x, const float* nw, float eps, float* h, int rows,  \
+            int cols) {                                                                                              \
+        extern __shared__ int sm[];                                                                                  \
+        GluMap<R> m{wg, wu, ag, au, h};                                                                              \
+        run_rows<K, R>(m, 2 * rows, cols, x, nw, eps, sm);                                                          \
+    }
+#define GATE_UP_R(K) GATE_UP(K, 2) GATE_UP(K, 4)
+GATE_UP_R(0) GATE_UP_R(1) GATE_UP_R(2) GATE_UP_R(3) GATE_UP_R(4)

@@ -1,7 +1,11 @@
-// cortiq CUDA kernels, compiled at run time by NVRTC.
-// y (batch, rows) = x (batch, cols) . W^T for packed weight rows; one warp per (row, batch).
-// First-cut kernels: correct on any shape, not yet tuned (one 32-lane warp per row,
-// activations read from global memory per block).
+// cortiq CUDA kernels, compiled at run time by NVRTC for the device's architecture.
+// Weights arrive in the planar layout (gpu/planar.rs): per 32-value unit a 16-byte (Q4_0,
+// Q4_1) or 32-byte (Q8_0) payload word run, scales in region `a` (offset a_off in u32
+// words); F16 and F32 rows are stored raw. Each block first stages its activation row in
+// shared memory: for the quantized codecs as int8 in 32-value groups (ggml's q8 rule, the
+// CPU path's: d = max|x| / 127 rounded to f16, q = round-half-even(x * 127 / max)) dotted with
+// __dp4a; for F16/F32 as floats. The staging can apply an RMSNorm first (x / rms(x) * nw), so
+// a token graph needs no separate norm kernel.
 
 __device__ __forceinline__ float h2f(unsigned short h) {
     float f;
@@ -9,124 +13,332 @@ __device__ __forceinline__ float h2f(unsigned short h) {
     return f;
 }
 
+// v rounded to f16 precision (round to nearest even), back as f32.
+__device__ __forceinline__ float round_f16(float v) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+    return h2f(h);
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
 
-// The 32 activations of block i as 8 float4 loads (x rows are 16-byte aligned: cols % 32 == 0).
-__device__ __forceinline__ void load_x32(const float* xv, float* xs) {
-    const float4* p = (const float4*)xv;
-    #pragma unroll
-    for (int k = 0; k < 8; k++) {
-        float4 f = p[k];
-        xs[4 * k] = f.x; xs[4 * k + 1] = f.y; xs[4 * k + 2] = f.z; xs[4 * k + 3] = f.w;
+// Sum of every thread's v over the block (blockDim a multiple of 32, up to 1024), returned
+// to all threads. Call once per kernel (its shared buffer is not reset).
+__device__ float block_sum(float v) {
+    __shared__ float part[32];
+    v = warp_sum(v);
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        v = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : 0.f;
+        v = warp_sum(v);
+        if (threadIdx.x == 0) part[0] = v;
     }
+    __syncthreads();
+    return part[0];
 }
 
-// Codec kinds shared with the host: 0 q4_0, 1 q4_1, 2 q8_0, 3 f16, 4 f32.
-// One quantized block (32 weights) of row `wr` dotted with the 32 activations xs.
-__device__ __forceinline__ float block_dot(int kind, const unsigned char* wr, int i, const float* xs) {
-    float s = 0.f;
-    if (kind == 0) {
-        // 18-byte blocks (f16 d, 16 nibble bytes), w = d * (q - 8); read as 2-byte words.
-        const unsigned short* blk = (const unsigned short*)(wr + (long)i * 18);
+// 8 floats at p (16-byte aligned) into v.
+__device__ __forceinline__ void load8(const float* p, float* v) {
+    float4 a = ((const float4*)p)[0], b = ((const float4*)p)[1];
+    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+}
+
+// Codec kinds shared with the host: 0 q4_0, 1 q4_1, 2 q8_0, 3 f16, 4 f32. Quantized
+// kinds stage x as int8, the others as floats: staged_bytes(kind, cols) on the host is
+// cols + 12 * (cols / 32), or 4 * cols.
+__device__ __forceinline__ bool quantized(int kind) { return kind <= 2; }
+
+// Passes of stage_x whose loads are issued together; a normed row must fit one such
+// chunk (cols <= 8 * blockDim * STAGE_PASSES; host: `NORMED_MAX_COLS`).
+#define STAGE_PASSES 4
+
+// Stage x (cols floats) in shared memory `sm`, RMS-normed with nw when nw is not null.
+// Quantized kinds: int8 values (cols bytes), then per group d (f32), s = d * sum rounded
+// to f16 (f32), sum (i32). Float kinds: the floats. Each thread takes 8-value pieces
+// (4 neighbouring lanes make a 32-value group, reduced by shuffles), loading up to
+// STAGE_PASSES pieces at once so their latencies overlap. A NaN or infinity in a group
+// makes its d NaN, so it reaches the output. Ends with a barrier.
+__device__ void stage_x(int kind, const float* x, const float* nw, float eps, int cols, int* sm) {
+    int pieces = cols >> 3, passes = (pieces + blockDim.x - 1) / blockDim.x;
+    int groups = cols >> 5;
+    float* gd = (float*)(sm + (cols >> 2));
+    float* gs = gd + groups;
+    int* gsum = (int*)(gs + groups);
+    for (int p0 = 0; p0 < passes; p0 += STAGE_PASSES) {
+        float v[STAGE_PASSES][8];
         #pragma unroll
-        for (int k = 0; k < 8; k++) {
-            unsigned short q2 = blk[1 + k];
-            unsigned char q0 = q2 & 0xff, q1 = q2 >> 8;
-            s += (float)((int)(q0 & 15) - 8) * xs[2 * k] + (float)((int)(q0 >> 4) - 8) * xs[2 * k + 16]
-               + (float)((int)(q1 & 15) - 8) * xs[2 * k + 1] + (float)((int)(q1 >> 4) - 8) * xs[2 * k + 17];
-        }
-        return h2f(blk[0]) * s;
-    } else if (kind == 1) {
-        // 20-byte blocks (f16 d, f16 m, 16 nibble bytes), w = d * q + m; 4-byte words.
-        const unsigned int* blk = (const unsigned int*)(wr + (long)i * 20);
-        float sx = 0.f;
-        #pragma unroll
-        for (int k = 0; k < 4; k++) {
-            unsigned int q4 = blk[1 + k];
-            #pragma unroll
-            for (int t = 0; t < 4; t++) {
-                unsigned char q = (q4 >> (8 * t)) & 0xff;
-                int j = 4 * k + t;
-                s += (float)(q & 15) * xs[j] + (float)(q >> 4) * xs[j + 16];
-                sx += xs[j] + xs[j + 16];
+        for (int p = 0; p < STAGE_PASSES; p++) {
+            int j = (p0 + p) * blockDim.x + threadIdx.x;
+            if (j < pieces) {
+                load8(x + 8 * j, v[p]);
+            } else {
+                #pragma unroll
+                for (int k = 0; k < 8; k++) v[p][k] = 0.f;
             }
         }
-        unsigned int dm = blk[0];
-        return h2f(dm & 0xffff) * s + h2f(dm >> 16) * sx;
-    } else {
-        // 34-byte blocks (f16 d, 32 int8), w = d * q; 2-byte words.
-        const unsigned short* blk = (const unsigned short*)(wr + (long)i * 34);
-        #pragma unroll
-        for (int k = 0; k < 16; k++) {
-            unsigned short q2 = blk[1 + k];
-            s += (float)(signed char)(q2 & 0xff) * xs[2 * k] + (float)(signed char)(q2 >> 8) * xs[2 * k + 1];
-        }
-        return h2f(blk[0]) * s;
-    }
-}
-
-__device__ __forceinline__ int block_bytes(int kind) {
-    return kind == 0 ? 18 : (kind == 1 ? 20 : 34);
-}
-
-// This lane's part of row . x: blocks lane, lane + 32, ... (quantized) or values (floats).
-__device__ __forceinline__ float lane_dot(int kind, const unsigned char* w, long row, const float* xb, int cols, int lane) {
-    float sum = 0.f;
-    if (kind <= 2) {
-        int nb = cols >> 5;
-        const unsigned char* wr = w + row * nb * block_bytes(kind);
-        for (int i = lane; i < nb; i += 32) {
-            float xs[32];
-            load_x32(xb + i * 32, xs);
-            sum += block_dot(kind, wr, i, xs);
-        }
-    } else if (kind == 3) {
-        const unsigned short* wr = (const unsigned short*)w + row * cols;
-        for (int i = lane; i < cols; i += 32) sum += h2f(wr[i]) * xb[i];
-    } else {
-        const float* wr = (const float*)w + row * cols;
-        for (int i = lane; i < cols; i += 32) sum += wr[i] * xb[i];
-    }
-    return sum;
-}
-
-// Most rows per warp of the matvec: each activation block loaded once serves that many rows.
-#define MV_ROWS 4
-
-// y (batch, rows) = x (batch, cols) . W^T: each warp takes `rpw` (1..MV_ROWS) consecutive
-// rows of one batch row, so every activation load is reused rpw times. Large matrices want
-// rpw = MV_ROWS; small ones want every row on its own warp to fill the chip.
-extern "C" __global__ void matvec(const unsigned char* w, int kind, const float* x, float* y, int rows, int cols, int batch, int rpw) {
-    int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31, b = blockIdx.y;
-    long r0 = (long)warp * rpw;
-    if (r0 >= rows) return;
-    const float* xb = x + (long)b * cols;
-    float acc[MV_ROWS];
-    #pragma unroll
-    for (int r = 0; r < MV_ROWS; r++) acc[r] = 0.f;
-    if (kind <= 2) {
-        int nb = cols >> 5, bb = block_bytes(kind);
-        for (int i = lane; i < nb; i += 32) {
-            float xs[32];
-            load_x32(xb + i * 32, xs);
+        if (nw) {
+            float w[STAGE_PASSES][8];
+            float ss = 0.f;
             #pragma unroll
-            for (int r = 0; r < MV_ROWS; r++)
-                if (r < rpw && r0 + r < rows) acc[r] += block_dot(kind, w + (r0 + r) * nb * bb, i, xs);
+            for (int p = 0; p < STAGE_PASSES; p++) {
+                int j = (p0 + p) * blockDim.x + threadIdx.x;
+                if (j < pieces) load8(nw + 8 * j, w[p]);
+                #pragma unroll
+                for (int k = 0; k < 8; k++) ss += v[p][k] * v[p][k];
+            }
+            float scale = rsqrtf(block_sum(ss) / cols + eps);
+            #pragma unroll
+            for (int p = 0; p < STAGE_PASSES; p++) {
+                #pragma unroll
+                for (int k = 0; k < 8; k++) v[p][k] = (p0 + p) * (int)blockDim.x + (int)threadIdx.x < pieces ? v[p][k] * scale * w[p][k] : 0.f;
+            }
         }
-    } else {
         #pragma unroll
-        for (int r = 0; r < MV_ROWS; r++)
-            if (r < rpw && r0 + r < rows) acc[r] = lane_dot(kind, w, r0 + r, xb, cols, lane);
+        for (int p = 0; p < STAGE_PASSES; p++) {
+            int j = (p0 + p) * blockDim.x + threadIdx.x;
+            if (!quantized(kind)) {
+                if (j < pieces) {
+                    ((float4*)sm)[2 * j] = make_float4(v[p][0], v[p][1], v[p][2], v[p][3]);
+                    ((float4*)sm)[2 * j + 1] = make_float4(v[p][4], v[p][5], v[p][6], v[p][7]);
+                }
+                continue;
+            }
+            // Every lane takes part in the shuffles; pieces past the row hold zeros.
+            float amax = 0.f;
+            int finite = 1;
+            #pragma unroll
+            for (int k = 0; k < 8; k++) {
+                amax = fmaxf(amax, fabsf(v[p][k]));
+                finite &= fabsf(v[p][k]) <= 3.402823466e38f;
+            }
+            amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+            amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+            finite &= __shfl_xor_sync(0xffffffffu, finite, 1);
+            finite &= __shfl_xor_sync(0xffffffffu, finite, 2);
+            float id = amax != 0.f ? 127.f / amax : 0.f;
+            int q[8], sum = 0;
+            #pragma unroll
+            for (int k = 0; k < 8; k++) {
+                q[k] = __float2int_rn(v[p][k] * id);
+                sum += q[k];
+            }
+            sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+            sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+            if (j < pieces) {
+                sm[2 * j] = (q[0] & 0xff) | ((q[1] & 0xff) << 8) | ((q[2] & 0xff) << 16) | ((unsigned)(q[3] & 0xff) << 24);
+                sm[2 * j + 1] = (q[4] & 0xff) | ((q[5] & 0xff) << 8) | ((q[6] & 0xff) << 16) | ((unsigned)(q[7] & 0xff) << 24);
+                if ((j & 3) == 0) {
+                    float d = amax / 127.f;
+                    gd[j >> 2] = finite ? round_f16(d) : __int_as_float(0x7fc00000);
+                    gs[j >> 2] = round_f16((float)sum * d);
+                    gsum[j >> 2] = sum;
+                }
+            }
+        }
     }
-    #pragma unroll
-    for (int r = 0; r < MV_ROWS; r++) {
-        float s = warp_sum(acc[r]);
-        if (lane == 0 && r < rpw && r0 + r < rows) y[(long)b * rows + r0 + r] = s;
-    }
+    __syncthreads();
 }
+
+// Nibbles of a 16-byte Q4 payload (byte i: value i low, value i + 16 high) . int8 x.
+__device__ __forceinline__ int dot_q4(uint4 q, int4 xa, int4 xb) {
+    int s = 0;
+    s = __dp4a((int)(q.x & 0x0F0F0F0Fu), xa.x, s);
+    s = __dp4a((int)((q.x >> 4) & 0x0F0F0F0Fu), xb.x, s);
+    s = __dp4a((int)(q.y & 0x0F0F0F0Fu), xa.y, s);
+    s = __dp4a((int)((q.y >> 4) & 0x0F0F0F0Fu), xb.y, s);
+    s = __dp4a((int)(q.z & 0x0F0F0F0Fu), xa.z, s);
+    s = __dp4a((int)((q.z >> 4) & 0x0F0F0F0Fu), xb.z, s);
+    s = __dp4a((int)(q.w & 0x0F0F0F0Fu), xa.w, s);
+    s = __dp4a((int)((q.w >> 4) & 0x0F0F0F0Fu), xb.w, s);
+    return s;
+}
+
+// 32 int8 weights (two 16-byte words) . int8 x.
+__device__ __forceinline__ int dot_q8(uint4 q0, uint4 q1, int4 xa, int4 xb) {
+    int s = 0;
+    s = __dp4a((int)q0.x, xa.x, s); s = __dp4a((int)q0.y, xa.y, s);
+    s = __dp4a((int)q0.z, xa.z, s); s = __dp4a((int)q0.w, xa.w, s);
+    s = __dp4a((int)q1.x, xb.x, s); s = __dp4a((int)q1.y, xb.y, s);
+    s = __dp4a((int)q1.z, xb.z, s); s = __dp4a((int)q1.w, xb.w, s);
+    return s;
+}
+
+// One weight row: the matrix's planar bytes, its scale region (u32 words), the row index.
+struct Row {
+    const unsigned char* w;
+    int a_off;
+    long row;
+};
+
+// One unit of a row as loaded from memory: a 16-byte payload word (b: the second one of
+// Q8_0) and the unit's scale (f16 d for Q4_0 / Q8_0 in the low half, d | m << 16 for Q4_1).
+struct Unit {
+    uint4 a, b;
+    unsigned int s;
+};
+
+// Units per row: 32 values (quantized), 8 halves (F16) or 4 floats (F32) each.
+template <int K> __device__ __forceinline__ int units_per_row(int cols) {
+    return K <= 2 ? cols >> 5 : (K == 3 ? cols >> 3 : cols >> 2);
+}
+
+// Unit u of a row . the staged x.
+template <int K> __device__ __forceinline__ float unit_dot(const Unit& w, const int* sm, int cols, int u) {
+    if (K <= 2) {
+        int groups = cols >> 5;
+        const float* gd = (const float*)(sm + (cols >> 2));
+        int4 xa = ((const int4*)sm)[2 * u], xb = ((const int4*)sm)[2 * u + 1];
+        float dx = gd[u];
+        if (K == 0) return h2f(w.s & 0xffff) * dx * (float)(dot_q4(w.a, xa, xb) - 8 * ((const int*)(gd + 2 * groups))[u]);
+        if (K == 1) return h2f(w.s & 0xffff) * dx * (float)dot_q4(w.a, xa, xb) + h2f(w.s >> 16) * gd[groups + u];
+        return h2f(w.s & 0xffff) * dx * (float)dot_q8(w.a, w.b, xa, xb);
+    }
+    const float* xf = (const float*)sm;
+    if (K == 3) {
+        float xv[8];
+        load8(xf + 8 * u, xv);
+        unsigned int ws[4] = {w.a.x, w.a.y, w.a.z, w.a.w};
+        float acc = 0.f;
+        #pragma unroll
+        for (int k = 0; k < 4; k++) acc += h2f(ws[k] & 0xffff) * xv[2 * k] + h2f(ws[k] >> 16) * xv[2 * k + 1];
+        return acc;
+    }
+    float4 f = ((const float4*)xf)[u];
+    return __uint_as_float(w.a.x) * f.x + __uint_as_float(w.a.y) * f.y + __uint_as_float(w.a.z) * f.z + __uint_as_float(w.a.w) * f.w;
+}
+
+// Asynchronous global -> shared copies (sm_80+). Each thread fills and reads only its own
+// ring slots, so waiting for its own copy groups is all the synchronization they need.
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
+// The weight ring: per thread RING_UNITS(K) units in flight (ring slots x rows), payload
+// words then scale words, thread-major so a warp's accesses are conflict-free. Sizes on the
+// host: `ring_bytes`. The ring starts at the staged x's size rounded up to 16 bytes.
+template <int K> struct Ring {
+    static constexpr int UNITS = K == 2 ? 8 : 16;
+    static constexpr int WORDS = K == 2 ? 2 : 1;
+    static constexpr bool SCALED = K <= 2;
+    uint4* pay;
+    unsigned int* sc;
+    __device__ Ring(int* sm, int cols) {
+        int staged = K <= 2 ? cols + 12 * (cols >> 5) : 4 * cols;
+        pay = (uint4*)((char*)sm + ((staged + 15) & ~15));
+        sc = (unsigned int*)(pay + UNITS * WORDS * blockDim.x);
+    }
+    // Start copying unit u of row `row` into slot `slot`.
+    __device__ __forceinline__ void issue(const Row& row, int units, int u, int slot) {
+        long iu = row.row * units + u;
+        const uint4* p = (const uint4*)row.w + iu * WORDS;
+        #pragma unroll
+        for (int w = 0; w < WORDS; w++) cp_async16(pay + (slot * WORDS + w) * blockDim.x + threadIdx.x, p + w);
+        if (SCALED) {
+            const unsigned int* a = (const unsigned int*)row.w + row.a_off;
+            cp_async4(sc + slot * blockDim.x + threadIdx.x, K == 1 ? a + iu : a + (iu >> 1));
+        }
+    }
+    // The unit in slot `slot` (copied for row `row`, unit u).
+    __device__ __forceinline__ Unit take(const Row& row, int units, int u, int slot) const {
+        Unit x;
+        x.a = pay[slot * WORDS * blockDim.x + threadIdx.x];
+        if (WORDS == 2) x.b = pay[(slot * WORDS + 1) * blockDim.x + threadIdx.x];
+        if (SCALED) {
+            unsigned int s = sc[slot * blockDim.x + threadIdx.x];
+            x.s = K == 1 ? s : (((row.row * units + u) & 1) ? s >> 16 : s & 0xffff);
+        }
+        return x;
+    }
+};
+
+// The rows of one launch, R consecutive rows per warp group (a Map gives row(i) and
+// finish(first row, sums)); total < 2^31. Every warp walks its groups (warp, warp + warps,
+// ...) unit by unit, lanes side by side: work item t is group warp + (t / iters) * warps,
+// unit lane + 32 (t % iters). The weights of the next P items stream into the thread's
+// shared-memory ring by cp.async (no registers held), the first ones before x is staged.
+template <int K, int R, class Map>
+__device__ __forceinline__ void run_rows(const Map& map, int total, int cols, const float* x, const float* nw, float eps, int* sm) {
+    constexpr int P = Ring<K>::UNITS / R;
+    Ring<K> ring(sm, cols);
+    int lane = threadIdx.x & 31;
+    int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, warps = (gridDim.x * blockDim.x) >> 5;
+    int units = units_per_row<K>(cols), iters = (units + 31) >> 5;
+    int groups = (total + R - 1) / R;
+    int items = warp < groups ? ((groups - 1 - warp) / warps + 1) * iters : 0;
+    // Item t's unit (clamped: lanes past the row's end load a valid unit and drop it).
+    auto unit_of = [&](int t) { return min(lane + 32 * (t % iters), units - 1); };
+    auto first_row = [&](int t) { return (warp + (t / iters) * warps) * R; };
+    auto issue = [&](int t) {
+        if (t < items) {
+            #pragma unroll
+            for (int r = 0; r < R; r++) ring.issue(map.row(min(first_row(t) + r, total - 1)), units, unit_of(t), (t % P) * R + r);
+        }
+        cp_commit();
+    };
+    for (int t = 0; t < P - 1; t++) issue(t);
+    stage_x(K, x, nw, eps, cols, sm);
+    float acc[R];
+    #pragma unroll
+    for (int r = 0; r < R; r++) acc[r] = 0.f;
+    for (int t = 0; t < items; t++) {
+        // Refill the slot item t - 1 used (its values are in acc already), then wait for t.
+        issue(t + P - 1);
+        cp_wait<P - 1>();
+        int it = t % iters, u = unit_of(t), i0 = first_row(t);
+        if (lane + 32 * it < units) {
+            #pragma unroll
+            for (int r = 0; r < R; r++) {
+                Row row = map.row(min(i0 + r, total - 1));
+                acc[r] += unit_dot<K>(ring.take(row, units, u, (t % P) * R + r), sm, cols, u);
+            }
+        }
+        if (it == iters - 1) {
+            #pragma unroll
+            for (int r = 0; r < R; r++) acc[r] = warp_sum(acc[r]);
+            if (lane == 0) map.finish(i0, total, acc);
+            #pragma unroll
+            for (int r = 0; r < R; r++) acc[r] = 0.f;
+        }
+    }
+    cp_wait<0>();
+}
+
+// One matrix; y[i] = sum (or y[i] += sum when add).
+template <int R> struct PlainMap {
+    const unsigned char* w;
+    int a_off;
+    float* y;
+    int add;
+    __device__ Row row(int i) const { return Row{w, a_off, i}; }
+    __device__ void finish(int i0, int total, const float* s) const {
+        #pragma unroll
+        for (int r = 0; r < R; r++)
+            if (i0 + r < total) y[i0 + r] = add ? y[i0 + r] + s[r] : s[r];
+    }
+};
+
+// y (batch, rows) = x (batch, cols) . W^T (added into y when add != 0), x RMS-normed with
+// nw first when nw is not null; codec kind K, R rows per warp group, batch row blockIdx.y.
+// Dynamic shared memory: the staged x, then the weight ring (host: `row_smem`).
+#define MATVEC(K, R)                                                                                      \
+    extern "C" __global__ void __launch_bounds__(256) matvec_k##K##_r##R(const unsigned char* w, int a_off, \
+            const float* x, const float* nw, float eps, float* y, int rows, int cols, int add) {           \
+        extern __shared__ int sm[];                                                                       \
+        int b = blockIdx.y;                                                                               \
+        PlainMap<R> m{w, a_off, y + (long)b * rows, add};                                                 \
+        run_rows<K, R>(m, rows, cols, x + (long)b * cols, nw, eps, sm);                                   \
+    }
+#define MATVEC_R(K) MATVEC(K, 1) MATVEC(K, 2) MATVEC(K, 4)
+MATVEC_R(0) MATVEC_R(1) MATVEC_R(2) MATVEC_R(3) MATVEC_R(4)
 
 // g = silu(g) * u, element-wise over n values.
 extern "C" __global__ void silu_mul(float* g, const float* u, int n) {

@@ -1,4 +1,5 @@
-//! The device layout of a weight matrix ("planar"): what `kernels/matvec.wgsl` reads. Rows
+//! The device layout of a weight matrix ("planar"): what the wgpu `kernels/matvec.wgsl` and
+//! the CUDA `kernels/matvec.cu` read. Rows
 //! are cut into *units* of a few values; each unit's quant payload is one or two 16-byte
 //! words (so the shader loads `vec4<u32>`), and scales live in separate regions after the
 //! payload. GGUF's 18- and 34-byte blocks are not 4-byte aligned, so they cannot be read in
