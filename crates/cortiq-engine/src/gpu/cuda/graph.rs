@@ -305,3 +305,41 @@ impl CudaBackend {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::unsupported;
+    use crate::gpu::cuda::row_smem;
+    use crate::model::llama::Llama;
+    use std::sync::Arc;
+
+    /// A synthesized `tiny` llama (hidden 256, head size 64) in `codec`.
+    fn tiny(codec: &str) -> Arc<Llama> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tiny.gguf");
+        crate::synth::synth("tiny", codec, &path, 3).unwrap();
+        crate::generate::Engine::load(&path).unwrap().model
+    }
+
+    #[test]
+    fn the_graph_takes_a_plain_llama_and_names_what_it_cannot_take() {
+        let m = tiny("q4_0");
+        let ample = row_smem(0, 512) + 1024;
+        assert_eq!(unsupported(&m, 2048, ample), None);
+        // The staged row and weight ring of the widest input (the FFN's 512) must fit.
+        assert!(unsupported(&m, 2048, row_smem(0, 512) - 1).is_some_and(|why| why.contains("width")));
+        // A context whose mirror offsets would overflow the kernels' i32 arithmetic.
+        assert!(unsupported(&m, i32::MAX as usize, ample).is_some_and(|why| why.contains("context")));
+        // K-quants have no CUDA kernel: the graph declines instead of running part of it.
+        assert!(unsupported(&tiny("q4_k"), 2048, ample).is_some_and(|why| why.contains("codec")));
+    }
+
+    #[test]
+    fn the_weight_ring_dominates_shared_memory_and_q8_0_halves_its_units() {
+        // Planar Q4_0 unit: 16 payload bytes + a scale word, 16 per thread; Q8_0: 32 + 4, 8.
+        assert_eq!(row_smem(0, 2048), (2048 + 12 * 64) + 256 * 16 * 20);
+        assert_eq!(row_smem(2, 2048), (2048 + 12 * 64) + 256 * 8 * 36);
+        // Float kinds stage f32 x and carry no scale words.
+        assert_eq!(row_smem(3, 2048), 4 * 2048 + 256 * 16 * 16);
+    }
+}

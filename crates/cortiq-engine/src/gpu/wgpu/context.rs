@@ -333,6 +333,9 @@ impl MatvecShape {
 
 /// The matvec shader for one codec and variant: constants, generated lines, codec
 /// functions, reduction.
+/// Loads in flight per invocation while a norm-fused matvec sums the squares of its input.
+const NORM_LOADS: u32 = 8;
+
 fn matvec_source(suffix: &str, vec4s: u32, subgroups: bool, shape: MatvecShape, variant: Variant) -> String {
     let reduce = if subgroups { REDUCE_SUBGROUP } else { REDUCE_SHARED };
     let directive = |key: &str| reduce.lines().find_map(|l| l.trim_start_matches("// ").strip_prefix(key)).unwrap_or("").to_string();
@@ -348,9 +351,15 @@ fn matvec_source(suffix: &str, vec4s: u32, subgroups: bool, shape: MatvecShape, 
         XMode::Glu => format!("(silu4(x[xv + {k}u]) * x2[xv + {k}u])"),
     };
     let loads = (0..8).map(|k| if k < vec4s { load(k) } else { "vec4<f32>(0.0)".into() }).collect::<Vec<_>>().join(", ");
-    // x-mode norm: the workgroup's rms over the whole input row first.
+    // x-mode norm: the workgroup's rms over the whole input row first, NORM_LOADS vec4s per
+    // invocation and iteration, all loaded before any is summed (indices clamped, the extra
+    // ones weighted 0), so their latencies overlap instead of queueing one after another.
     let prologue = match variant.x {
-        XMode::Norm => format!("var ss = 0.0; for (var i = lid; i < p.x_stride; i += WG) {{ let v = x[xrow + i]; ss += dot(v, v); }} let xscale = inverseSqrt(reduce(vec4<f32>(ss, 0.0, 0.0, 0.0), lid{pass}).x / f32(p.x_stride * 4u) + p.eps);"),
+        XMode::Norm => {
+            let loads: String = (0..NORM_LOADS).map(|k| format!("let v{k} = x[xrow + min(i + {k}u * WG, p.x_stride - 1u)]; ")).collect();
+            let sums = (0..NORM_LOADS).map(|k| format!("select(0.0, dot(v{k}, v{k}), i + {k}u * WG < p.x_stride)")).collect::<Vec<_>>().join(" + ");
+            format!("var ss = 0.0; for (var i = lid; i < p.x_stride; i += WG * {NORM_LOADS}u) {{ {loads}ss += {sums}; }} let xscale = inverseSqrt(reduce(vec4<f32>(ss, 0.0, 0.0, 0.0), lid{pass}).x / f32(p.x_stride * 4u) + p.eps);")
+        }
         _ => String::new(),
     };
     let store = |o: u32, g: u32| if variant.add { format!("y[yrow + r0 + {o}u + lid] += t{g}[lid];") } else { format!("y[yrow + r0 + {o}u + lid] = t{g}[lid];") };
