@@ -139,6 +139,29 @@ pub struct GraphProfile {
     /// GPU time by kind of dispatch, from timestamps between dispatches
     /// (`CMF_GRAPH_HOSTPROF=2`, where the adapter can write them inside a pass).
     pub kernels: std::collections::BTreeMap<&'static str, std::time::Duration>,
+    /// Weight bytes one token reads in each kind of dispatch that streams weights (the
+    /// model's own encoding, as `weight bytes/token` in the bench table).
+    pub stage_bytes: std::collections::BTreeMap<&'static str, u64>,
+}
+
+impl GraphProfile {
+    /// The per-kind lines of the `--explain` table: GPU time per token and, for kinds that
+    /// stream weights, their bytes per token and the read rate that implies.
+    pub fn kernel_lines(&self) -> String {
+        let mut out = String::new();
+        if self.tokens == 0 {
+            return out;
+        }
+        for (kind, d) in &self.kernels {
+            let us = d.as_secs_f64() * 1e6 / self.tokens as f64;
+            let weights = match self.stage_bytes.get(kind) {
+                Some(&b) if us > 0.0 => format!(", weights {:.1} MB ({:.0} GB/s)", b as f64 / 1e6, b as f64 / (us * 1e3)),
+                _ => String::new(),
+            };
+            out.push_str(&format!("  GPU time per token, {kind}: {us:.1} us{weights}\n"));
+        }
+        out
+    }
 }
 
 /// What a backend did with a job.

@@ -288,9 +288,7 @@ impl Gpu {
                 let per = |d: Duration| d.as_secs_f64() * 1e6 / p.tokens as f64;
                 let pass = p.gpu_pass.map(|d| format!(", of which the compute pass on the GPU {:.1} us", per(d))).unwrap_or_default();
                 t.push_str(&format!("\ntoken graph, per token over {} tokens: host encode {:.1} us (before the submission), GPU tail {:.1} us (submission to readback){pass}\n", p.tokens, per(p.host), per(p.tail)));
-                for (kind, d) in &p.kernels {
-                    t.push_str(&format!("  GPU time per token, {kind}: {:.1} us\n", per(*d)));
-                }
+                t.push_str(&p.kernel_lines());
             }
         }
         t

@@ -264,3 +264,16 @@ fn trust_guard_skips_probing_for_wide_classes_only() {
     }
     assert_eq!(stats(&gpu, OpClass::MatmatWide).reasons.get(&Reason::Trusted), Some(&1));
 }
+
+#[test]
+fn the_graph_profile_reports_time_and_weight_read_rate_per_kind() {
+    use super::backend::GraphProfile;
+    use std::time::Duration;
+    let mut p = GraphProfile { tokens: 4, ..Default::default() };
+    assert_eq!(p.kernel_lines(), "", "no dispatch timestamps: no lines");
+    p.kernels.insert("qkv (norm fused)", Duration::from_micros(400));
+    p.kernels.insert("attention split", Duration::from_micros(80));
+    p.stage_bytes.insert("qkv (norm fused)", 50_000_000);
+    // 100 us per token for 50 MB per token: 500 GB/s; attention streams no weights.
+    assert_eq!(p.kernel_lines(), "  GPU time per token, attention split: 20.0 us\n  GPU time per token, qkv (norm fused): 100.0 us, weights 50.0 MB (500 GB/s)\n");
+}

@@ -16,7 +16,7 @@ use crate::kv::KvCache;
 use crate::model::llama::{Llama, Weight};
 use crate::model::Family;
 use half::slice::HalfFloatSliceExt;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use wgpu::util::DeviceExt;
 
 /// Positions per split-attention workgroup (`CHUNK` in attn_split.wgsl).
@@ -98,6 +98,8 @@ struct Recorded {
     dispatches: Vec<(wgpu::ComputePipeline, wgpu::BindGroup, Grid)>,
     /// What each dispatch does (per-kernel profile).
     labels: Vec<&'static str>,
+    /// Weight bytes per token by label (`GraphProfile::stage_bytes`).
+    stage_bytes: BTreeMap<&'static str, u64>,
     _params: wgpu::Buffer,
 }
 
@@ -227,26 +229,31 @@ impl WgpuBackend {
             MatvecIo { x, x2, y: &g.x, y_base: 0, variant: Variant { x: mode, add: true }, eps: 0.0 }
         }
         let rope_threads = ((c.n_head + c.n_head_kv) * c.rope_dims / 2 + c.kv_dim()) as u32;
+        let mut stage_bytes: BTreeMap<&'static str, u64> = BTreeMap::new();
+        let mut stage = |p: &mut [Planned], at: usize, label: &'static str, ws: &[WeightArg]| {
+            relabel(p, at, label);
+            *stage_bytes.entry(label).or_default() += ws.iter().map(|w| w.view.bytes.len() as u64).sum::<u64>();
+        };
         for (li, w) in args[..args.len() - 1].chunks_exact(7).enumerate() {
             let (attn_norm, ffn_norm) = &g.norms[li];
             let at = p.len();
             plan::matvec(ctx, res(&w[0])?, normed(g, attn_norm, &g.q, eps), d, 1, &mut params, &mut p)?;
             plan::matvec(ctx, res(&w[1])?, normed(g, attn_norm, &g.k, eps), d, 1, &mut params, &mut p)?;
             plan::matvec(ctx, res(&w[2])?, normed(g, attn_norm, &g.v, eps), d, 1, &mut params, &mut p)?;
-            relabel(&mut p, at, "qkv (norm fused)");
+            stage(&mut p, at, "qkv (norm fused)", &w[0..3]);
             p.push(Planned { label: "rope+kv append", pipe: ctx.rope_store.clone(), bufs: vec![&g.q, &g.k, &g.v, &mirror.k[li], &mirror.v[li]], uniform: Uniform::Whole(&g.step), grid: Grid::Fixed(rope_threads.div_ceil(64), 1, 1) });
             p.push(Planned { label: "attention split", pipe: ctx.attn_split.clone(), bufs: vec![&g.q, &mirror.k[li], &mirror.v[li], &g.part], uniform: Uniform::Whole(&g.step), grid: Grid::HeadsByChunks(c.n_head as u32) });
             p.push(Planned { label: "attention combine", pipe: ctx.attn_combine.clone(), bufs: vec![&g.part, &g.att], uniform: Uniform::Whole(&g.step), grid: Grid::Fixed(c.n_head as u32, 1, 1) });
             let at = p.len();
             plan::matvec(ctx, res(&w[3])?, added(g, &g.att, None, XMode::Plain), qd, 1, &mut params, &mut p)?;
-            relabel(&mut p, at, "o proj (+residual)");
+            stage(&mut p, at, "o proj (+residual)", &w[3..4]);
             let at = p.len();
             plan::matvec(ctx, res(&w[4])?, normed(g, ffn_norm, &g.g, eps), d, 1, &mut params, &mut p)?;
             plan::matvec(ctx, res(&w[5])?, normed(g, ffn_norm, &g.u, eps), d, 1, &mut params, &mut p)?;
-            relabel(&mut p, at, "gate, up (norm fused)");
+            stage(&mut p, at, "gate, up (norm fused)", &w[4..6]);
             let at = p.len();
             plan::matvec(ctx, res(&w[6])?, added(g, &g.g, Some(&g.u), XMode::Glu), ff, 1, &mut params, &mut p)?;
-            relabel(&mut p, at, "down (silu*up fused, +residual)");
+            stage(&mut p, at, "down (silu*up fused, +residual)", &w[6..7]);
         }
         // The head reads every element of the normed state in each of its many workgroups:
         // one norm dispatch first instead of a norm per workgroup.
@@ -254,10 +261,10 @@ impl WgpuBackend {
         p.push(Planned { label: "final norm", pipe: ctx.norm.clone(), bufs: vec![&g.x, &g.zero, &g.out_norm, &g.xn], uniform: Uniform::Slot(at), grid: Grid::Fixed(1, 1, 1) });
         let at = p.len();
         plan::matvec(ctx, res(&args[args.len() - 1])?, MatvecIo::plain(&g.xn, &g.logits, 0), d, 1, &mut params, &mut p)?;
-        relabel(&mut p, at, "head");
+        stage(&mut p, at, "head", &args[args.len() - 1..]);
         let pbuf = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("graph-params"), contents: &params.0, usage: wgpu::BufferUsages::UNIFORM });
         let groups = plan::bind(&ctx.device, &p, &pbuf);
-        Ok(Recorded { labels: p.iter().map(|pl| pl.label).collect(), dispatches: p.into_iter().zip(groups).map(|(pl, bg)| (pl.pipe, bg, pl.grid)).collect(), _params: pbuf })
+        Ok(Recorded { labels: p.iter().map(|pl| pl.label).collect(), stage_bytes, dispatches: p.into_iter().zip(groups).map(|(pl, bg)| (pl.pipe, bg, pl.grid)).collect(), _params: pbuf })
     }
 
     /// Run one token through the graph; `logits` is written only on success.
@@ -345,6 +352,7 @@ impl WgpuBackend {
                 for (label, w) in rec.labels.iter().zip(t.windows(2)) {
                     *prof.kernels.entry(label).or_default() += std::time::Duration::from_nanos((w[1].saturating_sub(w[0]) as f64 * period) as u64);
                 }
+                prof.stage_bytes.clone_from(&rec.stage_bytes);
             }
             Ok(out)
         })();
