@@ -80,14 +80,28 @@ impl Packed {
     }
 }
 
-/// Relative error bound per element: f32 accumulation over up to a few thousand products.
+/// Relative error bound per element (of |w| |x|): f32 accumulation over up to a few
+/// thousand products against the f32-activation reference.
 const REL: f32 = 1e-4;
+/// The same where device and reference quantize the same x by the same int8 rule: only the
+/// order of the f32 block sums differs (~1e-7 of |y|), while one int8 value rounded the other
+/// way already moves an output by ~1e-5 |w| |x| at these widths.
+const REL_Q8: f32 = 1e-6;
 
-fn check(name: &str, got: &[f32], want: &[f32], scale: &[f32], seed: u64) {
+/// The bound for `codec` on `be`: `REL_Q8` where its reference is the CPU's int8 kernels.
+fn rel_for(be: &dyn Backend, codec: Codec) -> f32 {
+    if be.info().q8_activations && matches!(codec, Codec::Q4_0 | Codec::Q4Tiled | Codec::Q4_1 | Codec::Q8_0) {
+        REL_Q8
+    } else {
+        REL
+    }
+}
+
+fn check(name: &str, got: &[f32], want: &[f32], scale: &[f32], rel: f32, seed: u64) {
     assert_eq!(got.len(), want.len());
     for (i, ((g, w), s)) in got.iter().zip(want).zip(scale).enumerate() {
         assert!(g.is_finite(), "{name}: element {i} is {g} (unwritten or NaN), seed {seed}");
-        assert!((g - w).abs() <= REL * s + 1e-6, "{name}: element {i}: {g} vs {w} (scale {s}), seed {seed}");
+        assert!((g - w).abs() <= rel * s + 1e-6, "{name}: element {i}: {g} vs {w} (scale {s}, bound {rel:e} of it), seed {seed}");
     }
 }
 
@@ -121,7 +135,7 @@ fn matmul_matches_the_cpu_reference_for_every_codec_and_odd_shapes() {
                     other => panic!("{name} {codec} {rows}x{cols}x{batch}: {other:?}"),
                 }
                 let (want, scale) = w.reference(&*be, &x, batch);
-                check(&format!("{name} {codec} {rows}x{cols} batch {batch}"), &out, &want, &scale, seed);
+                check(&format!("{name} {codec} {rows}x{cols} batch {batch}"), &out, &want, &scale, rel_for(&*be, codec), seed);
             }
         }
         eprintln!("{name}: {ran} codec/shape cases matched the CPU reference (seed {seed})");
@@ -172,7 +186,7 @@ fn wgpu_splits_large_matrices_and_respects_the_budget() {
             let mut out = vec![f32::NAN; batch * rows];
             assert!(matches!(small.matmul(&MatmulJob { w: w.arg(), x: &x, batch }, &mut out), DeviceOutcome::Completed { .. }));
             let (want, scale) = w.reference(&small, &x, batch);
-            check(&format!("split {codec} {rows}x{cols}"), &out, &want, &scale, seed);
+            check(&format!("split {codec} {rows}x{cols}"), &out, &want, &scale, REL, seed);
         }
         let tight = WgpuBackend::open(pin.as_deref(), Some("1M"), None).unwrap();
         let big = Packed::random(&mut rng, Codec::F16, 1024, 1024);
@@ -227,7 +241,7 @@ fn qkv_batch_and_ffn_match_the_cpu_reference() {
             assert!(matches!(be.matmul_many(&job, &mut outs), DeviceOutcome::Completed { .. }), "{name}");
             for (w, got) in ws.iter().zip(&o) {
                 let (want, scale) = w.reference(&*be, &x, batch);
-                check(&format!("{name} qkv"), got, &want, &scale, seed);
+                check(&format!("{name} qkv"), got, &want, &scale, rel_for(&*be, w.codec), seed);
             }
             let (g, u, dn) = (Packed::random(&mut rng, Codec::Q4_0, ff, d), Packed::random(&mut rng, Codec::Q4_0, ff, d), Packed::random(&mut rng, Codec::Q4_0, d, ff));
             let (gr, _) = g.reference(&*be, &x, batch);
@@ -247,7 +261,7 @@ fn qkv_batch_and_ffn_match_the_cpu_reference() {
                 let (want, scale) = dn.reference(&*be, &h, batch);
                 // The hidden activation carries the first two matmuls' f32 error into the third.
                 let loose: Vec<f32> = scale.iter().map(|s| s * 10.0).collect();
-                check(&format!("{name} ffn {act:?}"), &out, &want, &loose, seed);
+                check(&format!("{name} ffn {act:?}"), &out, &want, &loose, REL, seed);
             }
         }
     }
@@ -255,8 +269,9 @@ fn qkv_batch_and_ffn_match_the_cpu_reference() {
 
 /// The whole-token graph against the CPU path on synthesized models, on every compiled
 /// backend: teacher-forced along the CPU's greedy tokens, the logits must agree within the
-/// CPU path's own quantization noise (it multiplies int8-quantized activations; the devices
-/// use f32), and the device KV mirror read back must match the host cache's rows. On a
+/// paths' noise (the CPU multiplies int8-quantized activations, wgpu f32 ones; CUDA int8
+/// ones but with its own f32 attention and norms, fused differently), and the device KV
+/// mirror read back must match the host cache's rows. On a
 /// non-discrete adapter (a pinned software one) only `tiny` runs.
 #[test]
 #[cfg_attr(not(any(feature = "gpu", feature = "cuda")), ignore = "SKIP gpu parity: no GPU backend compiled in (build with --features gpu or cuda)")]
