@@ -7,7 +7,7 @@
 //! attention with its split merge fused; the output projection adding into the residual
 //! stream; gate/up with the norm and SiLU fused; the down projection adding into the stream.
 
-use super::{err, kind, row_smem, CudaBackend, Resident};
+use super::{err, kind, row_smem, CudaBackend, Resident, Unfit};
 use crate::gpu::backend::{DeviceOutcome, TokenGraphJob, WeightArg};
 use crate::gpu::memory::model_key;
 use crate::kv::KvCache;
@@ -174,8 +174,8 @@ impl CudaBackend {
             // per token: that would hash every tensor on the hot path).
             cold = match self.ensure(&refs) {
                 Ok(c) => c,
-                Err(e) if e.contains("budget") => return DeviceOutcome::Declined("cannot build a graph: weights exceed the budget"),
-                Err(e) => return DeviceOutcome::Failed(e),
+                Err(Unfit::Budget) => return DeviceOutcome::Declined("cannot build a graph: weights exceed the budget"),
+                Err(Unfit::Failed(e)) => return DeviceOutcome::Failed(e),
             };
             // Captured launch sequences point at the old buffers: drop them with the buffers.
             mirrors.values_mut().for_each(|mi| mi.captured = None);

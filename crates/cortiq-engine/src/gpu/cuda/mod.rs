@@ -91,6 +91,14 @@ pub(super) fn row_smem(kind: i32, cols: usize) -> usize {
     staged_bytes(kind, cols).next_multiple_of(16) + ring_bytes(kind)
 }
 
+/// Why weights could not be made resident.
+enum Unfit {
+    /// They would exceed the weight budget: the job declines (the CPU runs it).
+    Budget,
+    /// The upload or the data failed.
+    Failed(String),
+}
+
 /// A kernel argument standing for a null pointer (no norm weights).
 static NULL_PTR: u64 = 0;
 
@@ -181,7 +189,7 @@ impl CudaBackend {
     }
 
     /// Make sure every weight is resident; `Ok(true)` when something was uploaded (cold).
-    fn ensure(&self, ws: &[&WeightArg]) -> Result<bool, String> {
+    fn ensure(&self, ws: &[&WeightArg]) -> Result<bool, Unfit> {
         let mut map = self.weights.lock().unwrap_or_else(|e| e.into_inner());
         let mut cold = false;
         for w in ws {
@@ -190,13 +198,13 @@ impl CudaBackend {
                 continue;
             }
             let v = &w.view;
-            let p = planar::repack(v.codec, v.rows, v.cols, v.bytes).ok_or_else(|| format!("{} {}x{}: no planar layout", v.codec, v.rows, v.cols))?;
+            let p = planar::repack(v.codec, v.rows, v.cols, v.bytes).ok_or_else(|| Unfit::Failed(format!("{} {}x{}: no planar layout", v.codec, v.rows, v.cols)))?;
             let bytes = p.words.len() as u64 * 4;
             if self.resident.load(Ordering::SeqCst) + bytes > self.budget {
-                return Err("weight budget exhausted".into());
+                return Err(Unfit::Budget);
             }
-            let data = self.stream.clone_htod(bytemuck::cast_slice::<u32, u8>(&p.words)).map_err(err)?;
-            let a_off = i32::try_from(p.a).map_err(|_| "scale region offset beyond i32".to_string())?;
+            let data = self.stream.clone_htod(bytemuck::cast_slice::<u32, u8>(&p.words)).map_err(|e| Unfit::Failed(err(e)))?;
+            let a_off = i32::try_from(p.a).map_err(|_| Unfit::Failed("scale region offset beyond i32".into()))?;
             if let Some(old) = map.insert(w.key, Resident { data, a_off, fingerprint: fp }) {
                 self.resident.fetch_sub(old.data.len() as u64, Ordering::SeqCst);
             }
@@ -265,8 +273,8 @@ impl CudaBackend {
         }
         let cold = match self.ensure(ws) {
             Ok(c) => c,
-            Err(e) if e.contains("budget") => return DeviceOutcome::Declined("weight budget exhausted"),
-            Err(e) => return DeviceOutcome::Failed(e),
+            Err(Unfit::Budget) => return DeviceOutcome::Declined("weight budget exhausted"),
+            Err(Unfit::Failed(e)) => return DeviceOutcome::Failed(e),
         };
         let map = self.weights.lock().unwrap_or_else(|e| e.into_inner());
         match body(&map) {
