@@ -14,7 +14,7 @@ bin=${CORTIQ_BIN:-./cortiq}
 models=${MODELS_DIR:-/tmp/cortiq-models}
 mkdir -p "$models"
 specs=("$@")
-[ ${#specs[@]} -gt 0 ] || specs=(smollm2-135m:q4_0 smollm2-135m:q8_0 llama-1b:q4_0 llama-1b:q8_0 llama-8b:q4_0)
+[ ${#specs[@]} -gt 0 ] || specs=(smollm2-135m:q4_0 smollm2-135m:q8_0 llama-1b:q4_0 llama-1b:q8_0 llama-8b:q4_0 llama-8b:q8_0)
 backends=${BACKENDS:-$($bin gpu | sed -n "s/^compiled backends: //p" | tr -d ",")}
 gen=${GEN:-128}
 prompt=${PROMPT:-512}
