@@ -4,8 +4,8 @@
 #   wgpu-<shape>.txt  the wgpu graph's host/GPU split and GPU time per kind of dispatch
 #                     (CMF_GRAPH_HOSTPROF=2, GPU timestamps around each dispatch)
 #   cuda-<shape>.txt  the CUDA graph's decode speed, then Nsight Compute's duration of every
-#                     kernel of a few decode tokens summed by kernel name (ncu --clock-control
-#                     none; the kernels run serialized, so the sum excludes launch gaps)
+#                     kernel of `bench -p 1 -n 4` (8 graph tokens with the warm-up run) summed
+#                     by kernel name (ncu --clock-control none; kernels run serialized)
 # Usage: bash bench/profile-graphs.sh OUTDIR   (env: CORTIQ_BIN, SHAPES="smollm2-135m llama-1b",
 #        CODEC=q4_0, BACKENDS="wgpu cuda")
 set -uo pipefail
@@ -26,7 +26,7 @@ for shape in ${SHAPES:-smollm2-135m llama-1b}; do
     echo "# $shape $codec, $backend graph" > "$o"
     CMF_GPU=$backend CMF_GRAPH_HOSTPROF=2 CMF_PROBE_CACHE=0 $bin bench -m "$f" -p 512 -n 128 -r 1 --backend "$backend" --explain 2>&1 | grep -E "tg128 |pp512 |token graph|GPU time" >> "$o"
     if [ "$backend" = cuda ] && [ -n "$ncu" ]; then
-      echo "# ncu: decode of 4 tokens after a 1-token prompt" >> "$o"
+      echo "# ncu: bench -p 1 -n 4 (8 graph tokens with the warm-up run; divide totals by 8 per token)" >> "$o"
       CMF_GPU=cuda CMF_PROBE_CACHE=0 "$ncu" --clock-control none --csv --metrics gpu__time_duration.sum,dram__bytes_read.sum \
         $bin bench -m "$f" -p 1 -n 4 -r 1 --backend cuda 2> "$out/ncu-$shape.err" > "$out/ncu-$shape.csv"
       # CSV rows: ..., "Kernel Name", ..., "Metric Name", "Metric Unit", "Metric Value"
