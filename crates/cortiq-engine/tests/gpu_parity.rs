@@ -59,7 +59,7 @@ impl Packed {
     /// f32-activation dot, or the CPU path's int8-activation kernels (`cpu::quant`,
     /// `cpu::dot`) where the backend dots this codec with int8 activations.
     fn reference(&self, be: &dyn Backend, x: &[f32], batch: usize) -> (Vec<f32>, Vec<f32>) {
-        let q8 = be.info().q8_activations && matches!(self.codec, Codec::Q4_0 | Codec::Q4Tiled | Codec::Q4_1 | Codec::Q8_0);
+        let q8 = int8_reference(be, self.codec);
         let mut y = Vec::new();
         let mut scale = Vec::new();
         let mut dec = vec![0f32; self.cols];
@@ -88,9 +88,14 @@ const REL: f32 = 1e-4;
 /// way already moves an output by ~1e-5 |w| |x| at these widths.
 const REL_Q8: f32 = 1e-6;
 
+/// Whether `be` dots `codec` with int8 activations, so its reference is the CPU's int8 kernels.
+fn int8_reference(be: &dyn Backend, codec: Codec) -> bool {
+    be.info().q8_activations && matches!(codec, Codec::Q4_0 | Codec::Q4Tiled | Codec::Q4_1 | Codec::Q8_0)
+}
+
 /// The bound for `codec` on `be`: `REL_Q8` where its reference is the CPU's int8 kernels.
 fn rel_for(be: &dyn Backend, codec: Codec) -> f32 {
-    if be.info().q8_activations && matches!(codec, Codec::Q4_0 | Codec::Q4Tiled | Codec::Q4_1 | Codec::Q8_0) {
+    if int8_reference(be, codec) {
         REL_Q8
     } else {
         REL

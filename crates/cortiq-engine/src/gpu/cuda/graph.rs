@@ -158,20 +158,24 @@ impl CudaBackend {
     /// Run one token through the graph; `logits` is written only on success.
     pub(super) fn run_graph(&self, job: &TokenGraphJob, logits: &mut [f32]) -> DeviceOutcome {
         let m = job.model;
-        if let Some(why) = unsupported(m, job.host_kv.capacity(), self.smem_limit) {
-            return DeviceOutcome::Declined(why);
-        }
-        let weights = all_weights(m);
-        let args: Vec<WeightArg> = weights.iter().map(|w| m.weight_arg(w)).collect();
-        let refs: Vec<&WeightArg> = args.iter().collect();
+        // The weight list is only needed to build the graph or capture a sequence's launches,
+        // not per token.
+        let args = || -> Vec<WeightArg> { all_weights(m).iter().map(|w| m.weight_arg(w)).collect() };
         let mut graph = self.graph.lock().unwrap_or_else(|e| e.into_inner());
         let mut mirrors = self.mirrors.lock().unwrap_or_else(|e| e.into_inner());
         let splits = job.host_kv.capacity().div_ceil(ATT_CHUNK);
         let key = model_key(m);
         let mut cold = false;
         if graph.as_ref().is_none_or(|g| g.model_key != key || g.splits < splits) {
+            // Whether the model fits the kernels depends only on the model and the context
+            // size: checked when they change, not per token.
+            if let Some(why) = unsupported(m, job.host_kv.capacity(), self.smem_limit) {
+                return DeviceOutcome::Declined(why);
+            }
             // Every weight resident and proven by its fingerprint, once per graph build (not
             // per token: that would hash every tensor on the hot path).
+            let args = args();
+            let refs: Vec<&WeightArg> = args.iter().collect();
             cold = match self.ensure(&refs) {
                 Ok(c) => c,
                 Err(Unfit::Budget) => return DeviceOutcome::Declined("cannot build a graph: weights exceed the budget"),
@@ -191,11 +195,11 @@ impl CudaBackend {
             let t0 = std::time::Instant::now();
             self.stream.memcpy_htod(&[job.token as i32, job.pos as i32], &mut g.params).map_err(err)?;
             if mirror.captured.is_none() {
-                mirror.captured = self.capture(m, &args, &map, g, mirror)?;
+                mirror.captured = self.capture(m, &args(), &map, g, mirror)?;
             }
             match &mirror.captured {
                 Some(c) => c.0.launch().map_err(err)?,
-                None => self.queue_token(m, &args, &map, g, mirror, job.host_kv.capacity())?,
+                None => self.queue_token(m, &args(), &map, g, mirror, job.host_kv.capacity())?,
             }
             let t1 = std::time::Instant::now();
             let out = self.stream.clone_dtoh(&g.logits).map_err(err)?;

@@ -299,17 +299,8 @@ impl Backend for CudaBackend {
     }
 
     fn matmul(&self, job: &MatmulJob, out: &mut [f32]) -> DeviceOutcome {
-        let rows = job.w.view.rows;
-        self.run(
-            &[&job.w],
-            |map| {
-                let x = self.stream.clone_htod(job.x).map_err(err)?;
-                let mut y = self.stream.alloc_zeros::<f32>(job.batch * rows).map_err(err)?;
-                self.launch_matvec(&job.w, map, &x, None, &mut y, job.batch, false)?;
-                Ok(vec![self.stream.clone_dtoh(&y).map_err(err)?])
-            },
-            &mut [out],
-        )
+        let multi = MultiMatmulJob { ws: vec![job.w], x: job.x, batch: job.batch };
+        self.matmul_many(&multi, &mut [out])
     }
 
     fn matmul_many(&self, job: &MultiMatmulJob, outs: &mut [&mut [f32]]) -> DeviceOutcome {

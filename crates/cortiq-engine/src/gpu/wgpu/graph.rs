@@ -271,9 +271,6 @@ impl WgpuBackend {
     pub(super) fn run_graph(&self, job: &TokenGraphJob, logits: &mut [f32]) -> DeviceOutcome {
         let m = job.model;
         let capacity = job.host_kv.capacity();
-        if let Some(why) = unsupported(m, capacity) {
-            return DeviceOutcome::Declined(why);
-        }
         // The weight list is only needed to build the graph or record a sequence's dispatches,
         // not per token.
         let args = || -> Vec<WeightArg> { graph_weights(m).iter().map(|w| m.weight_arg(w)).collect() };
@@ -283,6 +280,11 @@ impl WgpuBackend {
         let key = model_key(m);
         let mut cold = false;
         if graph.as_ref().is_none_or(|g| g.model_key != key || g.capacity < capacity) {
+            // Whether the model fits the kernels depends only on the model and the context
+            // size: checked when they change, not per token.
+            if let Some(why) = unsupported(m, capacity) {
+                return DeviceOutcome::Declined(why);
+            }
             // Every weight resident and proven by its fingerprint, once per graph build.
             let args = args();
             let refs: Vec<&WeightArg> = args.iter().collect();
