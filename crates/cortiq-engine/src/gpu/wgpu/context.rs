@@ -17,6 +17,11 @@ const REDUCE_SHARED: &str = include_str!("kernels/reduce_shared.wgsl");
 const REDUCE_SUBGROUP: &str = include_str!("kernels/reduce_subgroup.wgsl");
 const ACT: &str = include_str!("kernels/act.wgsl");
 const NORM: &str = include_str!("kernels/norm.wgsl");
+
+/// The norm step's shader: its body and the shared-memory workgroup reduction.
+fn norm_source() -> String {
+    format!("{NORM}{REDUCE_SHARED}")
+}
 const STEP: &str = include_str!("kernels/step.wgsl");
 const ROPE_STORE: &str = include_str!("kernels/rope_store.wgsl");
 const ATTN_SPLIT: &str = include_str!("kernels/attn_split.wgsl");
@@ -178,7 +183,7 @@ impl WgpuContext {
         let matvec_layout = layout(&device, &[r, r, r, r, w, Uniform]);
         let act_layout = layout(&device, &[w, r, Uniform]);
         let act = build(&device, ACT, &act_layout, cache.as_ref(), "act")?;
-        let norm = build(&device, NORM, &layout(&device, &[w, r, r, w, Uniform]), cache.as_ref(), "norm")?;
+        let norm = build(&device, &norm_source(), &layout(&device, &[w, r, r, w, Uniform]), cache.as_ref(), "norm")?;
         let rope_store = build(&device, &format!("{STEP}{ROPE_STORE}"), &layout(&device, &[w, r, r, w, w, Uniform]), cache.as_ref(), "rope_store")?;
         let attn_split = build(&device, &format!("{STEP}{ATTN_SPLIT}"), &layout(&device, &[r, r, r, w, Uniform]), cache.as_ref(), "attn_split")?;
         let attn_combine = build(&device, &format!("{STEP}{ATTN_COMBINE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "attn_combine")?;
@@ -495,7 +500,7 @@ mod tests {
         for (_, suffix, _) in MATVEC_CODECS {
             validate(&format!("gemm {suffix}"), &gemm_source(suffix));
         }
-        for (name, src) in [("act", ACT.to_string()), ("norm", NORM.to_string()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_split", format!("{STEP}{ATTN_SPLIT}")), ("attn_combine", format!("{STEP}{ATTN_COMBINE}"))] {
+        for (name, src) in [("act", ACT.to_string()), ("norm", norm_source()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_split", format!("{STEP}{ATTN_SPLIT}")), ("attn_combine", format!("{STEP}{ATTN_COMBINE}"))] {
             validate(name, &src);
         }
     }

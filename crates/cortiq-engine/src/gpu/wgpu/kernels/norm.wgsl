@@ -1,5 +1,6 @@
 // The token graph's norm step (one workgroup): if `add` is set, x += r first (the residual
-// add fused into the next norm); then out = x / rms(x) * w.
+// add fused into the next norm); then out = x / rms(x) * w. The host appends
+// reduce_shared.wgsl (`reduce`, over `partial` and `WG`).
 
 struct NormParams {
     n: u32,
@@ -15,7 +16,7 @@ struct NormParams {
 @group(0) @binding(4) var<uniform> np: NormParams;
 
 const WG: u32 = 256u;
-var<workgroup> partial: array<f32, 256>;
+var<workgroup> partial: array<vec4<f32>, 256>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) lid: u32) {
@@ -28,15 +29,7 @@ fn main(@builtin(local_invocation_index) lid: u32) {
         }
         s += v * v;
     }
-    partial[lid] = s;
-    workgroupBarrier();
-    for (var k = WG / 2u; k > 0u; k = k >> 1u) {
-        if (lid < k) {
-            partial[lid] += partial[lid + k];
-        }
-        workgroupBarrier();
-    }
-    let scale = inverseSqrt(partial[0] / f32(np.n) + np.eps);
+    let scale = inverseSqrt(reduce(vec4<f32>(s, 0.0, 0.0, 0.0), lid).x / f32(np.n) + np.eps);
     for (var i = lid; i < np.n; i += WG) {
         out[i] = x[i] * scale * w[i];
     }
