@@ -7,13 +7,14 @@
 //! attention with its split merge fused; the output projection adding into the residual
 //! stream; gate/up with the norm and SiLU fused; the down projection adding into the stream.
 
+use super::launch::{launch, KernelArgs};
 use super::{err, kind, row_smem, CudaBackend, Resident, Unfit};
 use crate::gpu::backend::{DeviceOutcome, TokenGraphJob, WeightArg};
 use crate::gpu::memory::model_key;
 use crate::kv::KvCache;
 use crate::model::llama::{Llama, Weight};
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
-use cudarc::driver::{CudaGraph, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaGraph, CudaSlice, LaunchConfig};
 use half::slice::HalfFloatSliceExt;
 use std::collections::HashMap;
 
@@ -259,37 +260,36 @@ impl CudaBackend {
         let glu_r = if c.n_ff >= 4096 { 4 } else { 2 };
         let (qkv_f, qkv_cfg) = self.row_launch(&super::row_kernel("qkv_rope", qkind, 2), c.q_dim() + 2 * c.kv_dim(), 2, row_smem(qkind, c.n_embd), 1)?;
         let (glu_f, glu_cfg) = self.row_launch(&super::row_kernel("gate_up_silu", gkind, glu_r), 2 * c.n_ff, glu_r, row_smem(gkind, c.n_embd), 1)?;
+        // Every launch but the first may overlap the one before it (`launch::launch`).
+        let ov = self.overlap;
+        let mut a = KernelArgs::default();
+        a.buf(&e.data, s).int(ekind).int(e.a_off).buf(&tok_ptr, s).buf(&g.x, s).int(d);
         // SAFETY (every launch below): buffer sizes are the model's geometry, allocated in
         // build_graph / mirror_at for exactly these shapes; positions are bounded by the
         // mirror capacity (the session checks it before the call); staged rows fit the
-        // shared memory granted (checked by unsupported()).
-        unsafe {
-            s.launch_builder(&self.funcs["embed_row"]).arg(&e.data).arg(&ekind).arg(&e.a_off).arg(&tok_ptr).arg(&mut g.x).arg(&d).launch(grid(c.n_embd, 256)).map_err(err)?;
-        }
+        // shared memory granted (checked by unsupported()); the arguments follow the kernels'
+        // parameter lists in graph.cu.
+        unsafe { launch(s, &self.funcs["embed_row"], grid(c.n_embd, 256), &a, false) }.map_err(err)?;
         for li in 0..c.n_layer {
             let w = &args[li * 7..li * 7 + 7];
             let (wq, wk, wv, wg, wu) = (dev(&w[0])?, dev(&w[1])?, dev(&w[2])?, dev(&w[4])?, dev(&w[5])?);
-            unsafe {
-                s.launch_builder(qkv_f)
-                    .arg(&wq.data).arg(&wk.data).arg(&wv.data).arg(&wq.a_off).arg(&wk.a_off).arg(&wv.a_off)
-                    .arg(&g.x).arg(&g.norms[li].0).arg(&eps).arg(&mut g.q).arg(&mut mirror.k[li]).arg(&mut mirror.v[li])
-                    .arg(&nh).arg(&nkv).arg(&hd).arg(&rot).arg(&neox).arg(&base).arg(&pos_ptr).arg(&d)
-                    .launch(qkv_cfg).map_err(err)?;
-                s.launch_builder(&self.funcs["attention"])
-                    .arg(&g.q).arg(&mirror.k[li]).arg(&mirror.v[li]).arg(&mut g.part).arg(&mut g.done).arg(&mut g.att)
-                    .arg(&nh).arg(&nkv).arg(&hd).arg(&pos_ptr).arg(&scale).arg(&part_splits)
-                    .launch(att_cfg).map_err(err)?;
-            }
-            self.launch_matvec(&w[3], map, &g.att, None, &mut g.x, 1, true)?;
-            unsafe {
-                s.launch_builder(glu_f)
-                    .arg(&wg.data).arg(&wu.data).arg(&wg.a_off).arg(&wu.a_off)
-                    .arg(&g.x).arg(&g.norms[li].1).arg(&eps).arg(&mut g.h).arg(&ff).arg(&d)
-                    .launch(glu_cfg).map_err(err)?;
-            }
-            self.launch_matvec(&w[6], map, &g.h, None, &mut g.x, 1, true)?;
+            let mut a = KernelArgs::default();
+            a.buf(&wq.data, s).buf(&wk.data, s).buf(&wv.data, s).int(wq.a_off).int(wk.a_off).int(wv.a_off);
+            a.buf(&g.x, s).buf(&g.norms[li].0, s).float(eps).buf(&g.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s);
+            a.int(nh).int(nkv).int(hd).int(rot).int(neox).float(base).buf(&pos_ptr, s).int(d);
+            unsafe { launch(s, qkv_f, qkv_cfg, &a, ov) }.map_err(err)?;
+            let mut a = KernelArgs::default();
+            a.buf(&g.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s).buf(&g.part, s).buf(&g.done, s).buf(&g.att, s);
+            a.int(nh).int(nkv).int(hd).buf(&pos_ptr, s).float(scale).int(part_splits);
+            unsafe { launch(s, &self.funcs["attention"], att_cfg, &a, ov) }.map_err(err)?;
+            self.launch_matvec(&w[3], map, &g.att, None, &mut g.x, 1, true, true)?;
+            let mut a = KernelArgs::default();
+            a.buf(&wg.data, s).buf(&wu.data, s).int(wg.a_off).int(wu.a_off);
+            a.buf(&g.x, s).buf(&g.norms[li].1, s).float(eps).buf(&g.h, s).int(ff).int(d);
+            unsafe { launch(s, glu_f, glu_cfg, &a, ov) }.map_err(err)?;
+            self.launch_matvec(&w[6], map, &g.h, None, &mut g.x, 1, true, true)?;
         }
-        self.launch_matvec(&args[args.len() - 2], map, &g.x, Some((&g.out_norm, eps)), &mut g.logits, 1, false)
+        self.launch_matvec(&args[args.len() - 2], map, &g.x, Some((&g.out_norm, eps)), &mut g.logits, 1, false, true)
     }
 
     /// Mirror rows from..to of `seq` into the host cache layout.

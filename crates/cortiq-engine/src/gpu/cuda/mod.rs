@@ -10,11 +10,13 @@
 //! dense FFN, and the whole-token decode graph (`graph.rs`) use the same kernels.
 
 mod graph;
+mod launch;
 
 use super::backend::{Activation, Backend, DeviceInfo, DeviceOutcome, FfnJob, MatmulJob, MultiMatmulJob, TokenGraphJob, WeightArg};
 use crate::kv::KvCache;
 use super::memory::fingerprint;
 use super::planar;
+use launch::KernelArgs;
 use cortiq_core::Codec;
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use std::collections::HashMap;
@@ -99,9 +101,6 @@ enum Unfit {
     Failed(String),
 }
 
-/// A kernel argument standing for a null pointer (no norm weights).
-static NULL_PTR: u64 = 0;
-
 pub struct CudaBackend {
     /// Keeps the context alive for the stream and buffers.
     _ctx: Arc<CudaContext>,
@@ -123,6 +122,8 @@ pub struct CudaBackend {
     budget: u64,
     /// Dynamic shared memory a block may use (the device's opt-in maximum).
     smem_limit: usize,
+    /// Whether launches may overlap the kernel before them (compute capability 9.0+).
+    overlap: bool,
     info: DeviceInfo,
 }
 
@@ -185,7 +186,7 @@ impl CudaBackend {
         let sms = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(err)?.max(1) as u32;
         let total = ctx.total_mem().map_err(err)? as u64;
         let info = DeviceInfo { backend: "cuda", name: ctx.name().map_err(err)?, discrete: true, memory_bytes: total, f16: true, subgroups: true, max_binding_bytes: total, q8_activations: true };
-        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, info })
+        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, info })
     }
 
     /// Make sure every weight is resident; `Ok(true)` when something was uploaded (cold).
@@ -234,27 +235,27 @@ impl CudaBackend {
     }
 
     /// Queue y (batch, rows) = x (batch, cols) . W^T on the stream, x RMS-normed with `norm`
-    /// (weights, eps) first when given, added into y when `add`.
+    /// (weights, eps) first when given, added into y when `add`; `overlap`: the launch may
+    /// start while the kernel before it drains (`launch::launch`).
     #[allow(clippy::too_many_arguments)]
-    fn launch_matvec(&self, w: &WeightArg, weights: &HashMap<u64, Resident>, x: &CudaSlice<f32>, norm: Option<(&CudaSlice<f32>, f32)>, y: &mut CudaSlice<f32>, batch: usize, add: bool) -> Result<(), String> {
+    fn launch_matvec(&self, w: &WeightArg, weights: &HashMap<u64, Resident>, x: &CudaSlice<f32>, norm: Option<(&CudaSlice<f32>, f32)>, y: &mut CudaSlice<f32>, batch: usize, add: bool, overlap: bool) -> Result<(), String> {
         let kind = kind(w.view.codec).ok_or("codec has no CUDA kernel")?;
         let res = weights.get(&w.key).ok_or("weight not resident")?;
         let r = matvec_rows_per_group(w.view.rows);
         let (f, cfg) = self.row_launch(&row_kernel("matvec", kind, r), w.view.rows, r, row_smem(kind, w.view.cols), batch)?;
-        let (rows, cols, add, eps) = (w.view.rows as i32, w.view.cols as i32, add as i32, norm.map_or(0.0, |n| n.1));
-        let mut b = self.stream.launch_builder(f);
-        b.arg(&res.data).arg(&res.a_off).arg(x);
+        let s = &self.stream;
+        let mut a = KernelArgs::default();
+        a.buf(&res.data, s).int(res.a_off).buf(x, s);
         match norm {
-            Some((nw, _)) => b.arg(nw),
-            None => b.arg(&NULL_PTR),
+            Some((nw, _)) => a.buf(nw, s),
+            None => a.null(),
         };
-        b.arg(&eps).arg(y).arg(&rows).arg(&cols).arg(&add);
+        a.float(norm.map_or(0.0, |n| n.1)).buf(y, s).int(w.view.rows as i32).int(w.view.cols as i32).int(add as i32);
         // SAFETY: the kernel reads the resident planar weight (rows x cols of its codec),
         // batch * cols floats of x (and cols norm weights) and writes batch * rows floats of
         // y; every buffer was sized for exactly that, and `supported` checked that the staged
         // row fits the shared memory granted at load time.
-        unsafe { b.launch(cfg) }.map_err(err)?;
-        Ok(())
+        unsafe { launch::launch(s, f, cfg, &a, overlap && self.overlap) }.map_err(err)
     }
 
     /// Whether the kernels take these weights: a codec they decode with a planar layout,
@@ -312,7 +313,7 @@ impl Backend for CudaBackend {
                 let mut ys = Vec::new();
                 for w in &job.ws {
                     let mut y = self.stream.alloc_zeros::<f32>(job.batch * w.view.rows).map_err(err)?;
-                    self.launch_matvec(w, map, &x, None, &mut y, job.batch, false)?;
+                    self.launch_matvec(w, map, &x, None, &mut y, job.batch, false, false)?;
                     ys.push(y);
                 }
                 ys.iter().map(|y| self.stream.clone_dtoh(y).map_err(err)).collect()
@@ -332,8 +333,8 @@ impl Backend for CudaBackend {
                 let x = self.stream.clone_htod(job.x).map_err(err)?;
                 let mut g = self.stream.alloc_zeros::<f32>(job.batch * ff).map_err(err)?;
                 let mut u = self.stream.alloc_zeros::<f32>(job.batch * ff).map_err(err)?;
-                self.launch_matvec(&job.gate, map, &x, None, &mut g, job.batch, false)?;
-                self.launch_matvec(&job.up, map, &x, None, &mut u, job.batch, false)?;
+                self.launch_matvec(&job.gate, map, &x, None, &mut g, job.batch, false, false)?;
+                self.launch_matvec(&job.up, map, &x, None, &mut u, job.batch, false, false)?;
                 let n = (job.batch * ff) as i32;
                 let cfg = LaunchConfig { grid_dim: ((n as u32).div_ceil(256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
                 let mut b = self.stream.launch_builder(&self.funcs["silu_mul"]);
@@ -341,7 +342,7 @@ impl Backend for CudaBackend {
                 // SAFETY: g and u hold n floats each.
                 unsafe { b.launch(cfg) }.map_err(err)?;
                 let mut y = self.stream.alloc_zeros::<f32>(job.batch * job.down.view.rows).map_err(err)?;
-                self.launch_matvec(&job.down, map, &g, None, &mut y, job.batch, false)?;
+                self.launch_matvec(&job.down, map, &g, None, &mut y, job.batch, false, false)?;
                 Ok(vec![self.stream.clone_dtoh(&y).map_err(err)?])
             },
             &mut [out],

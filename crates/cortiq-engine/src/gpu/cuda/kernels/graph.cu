@@ -4,6 +4,7 @@
 
 // out (cols) = row *token of a planar matrix (see matvec.cu), decoded.
 extern "C" __global__ void embed_row(const unsigned char* w, int kind, int a_off, const int* token, float* out, int cols) {
+    pdl_wait_then_release();
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= cols) return;
     long row = *token;
@@ -39,6 +40,7 @@ extern "C" __global__ void attention(const float* q, const float* kc, const floa
     __shared__ float sc[ATT_CHUNK];
     __shared__ float acc4[4][256];
     __shared__ int last;
+    pdl_wait_then_release();
     int h = blockIdx.x, c = blockIdx.y, tid = threadIdx.x;
     int n = *pos + 1, t0 = c * ATT_CHUNK;
     if (t0 >= n) return;

@@ -41,6 +41,19 @@ __device__ float block_sum(float v) {
     return part[0];
 }
 
+// Programmatic dependent launch (compute capability 9.0+, host: `gpu/cuda/launch.rs`): wait
+// until the kernel before this one on the stream has finished and its writes are visible,
+// then let the kernel after this one start its blocks (they, too, wait before touching
+// anything this one writes). Everything before the call may only read memory no earlier
+// kernel writes (weights, launch parameters). A no-op where the launch did not ask for
+// overlap, and on older devices.
+__device__ __forceinline__ void pdl_wait_then_release() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // 8 floats at p (16-byte aligned) into v.
 __device__ __forceinline__ void load8(const float* p, float* v) {
     float4 a = ((const float4*)p)[0], b = ((const float4*)p)[1];
@@ -264,7 +277,8 @@ template <int K> struct Ring {
 // finish(first row, sums)); total < 2^31. Every warp walks its groups (warp, warp + warps,
 // ...) unit by unit, lanes side by side: work item t is group warp + (t / iters) * warps,
 // unit lane + 32 (t % iters). The weights of the next P items stream into the thread's
-// shared-memory ring by cp.async (no registers held), the first ones before x is staged.
+// shared-memory ring by cp.async (no registers held), the first ones before x is staged
+// (and before waiting for the kernel that wrote x).
 template <int K, int R, class Map>
 __device__ __forceinline__ void run_rows(const Map& map, int total, int cols, const float* x, const float* nw, float eps, int* sm) {
     constexpr int P = Ring<K>::UNITS / R;
@@ -285,6 +299,7 @@ __device__ __forceinline__ void run_rows(const Map& map, int total, int cols, co
         cp_commit();
     };
     for (int t = 0; t < P - 1; t++) issue(t);
+    pdl_wait_then_release();
     stage_x(K, x, nw, eps, cols, sm);
     float acc[R];
     #pragma unroll
