@@ -30,6 +30,13 @@ pub enum StopReason {
     Cancelled,
 }
 
+/// What a decode step left for the sampler: the logits, or the token a greedy device pick
+/// already chose.
+enum Step {
+    Logits(Vec<f32>),
+    Picked(u32),
+}
+
 /// Counts and times of one generation.
 #[derive(Debug, Clone)]
 pub struct GenerationStats {
@@ -93,8 +100,10 @@ impl Engine {
         let mut history: Vec<u32> = prompt.to_vec();
         let mut sampler = Sampler::new(sampler);
         let t0 = std::time::Instant::now();
-        let mut logits = session.prefill(prompt)?;
+        let mut last = Step::Logits(session.prefill(prompt)?);
         let prefill_s = t0.elapsed().as_secs_f64();
+        // A plain greedy sampler lets the device pick each token (only its index comes back).
+        let greedy = sampler.is_plain_argmax();
         let arm = session.begin_generation();
         let mut token_times = Vec::new();
         let t1 = std::time::Instant::now();
@@ -107,7 +116,10 @@ impl Engine {
             if generated.len() >= max_tokens {
                 break StopReason::MaxTokens;
             }
-            let next = sampler.sample(&logits, &history);
+            let next = match &last {
+                Step::Picked(t) => *t,
+                Step::Logits(l) => sampler.sample(l, &history),
+            };
             if self.tokenizer.is_end_of_generation(next) {
                 break StopReason::EndOfGeneration;
             }
@@ -123,7 +135,7 @@ impl Engine {
                 break StopReason::ContextFull;
             }
             let t = std::time::Instant::now();
-            logits = session.step(next)?;
+            last = if greedy { Step::Picked(session.step_greedy(next)?) } else { Step::Logits(session.step(next)?) };
             token_times.push(t.elapsed());
         };
         session.gpu.record_generation(arm, &token_times);

@@ -225,33 +225,60 @@ impl Session {
     /// whole-token graph when this generation's arm is the graph; a decline falls back to
     /// the per-op path for this token; a device failure resets the sequence.
     pub fn step(&mut self, token: u32) -> Result<Vec<f32>, EngineError> {
-        if self.arm == GraphArm::Graph && !self.graph_refused {
-            if self.pos >= self.kv.capacity() {
-                return Err(EngineError::PromptTooLong { tokens: self.pos + 1, ctx: self.kv.capacity(), reserve: 0 });
-            }
-            if token as usize >= self.model.cfg.vocab {
-                return Err(EngineError::BadToken { id: token, vocab: self.model.cfg.vocab });
-            }
-            let mut logits = vec![0f32; self.model.cfg.vocab];
-            let job = TokenGraphJob { model: &self.model, seq: self.seq, token, pos: self.pos, host_kv: &self.kv };
-            match self.gpu.token_graph(&job, &mut logits) {
-                GraphOutcome::Completed => {
-                    self.pos += 1;
-                    return Ok(logits);
-                }
-                GraphOutcome::Declined(reason) => {
-                    if reason.starts_with("cannot build") {
-                        self.graph_refused = true;
-                    }
-                }
-                GraphOutcome::Failed(e) => {
-                    self.truncate(0);
-                    return Err(EngineError::DeviceFailed(e));
-                }
-            }
+        let mut logits = Vec::new();
+        let vocab = self.model.cfg.vocab;
+        if self.graph_step(token, |gpu, job| {
+            logits.resize(vocab, 0.0);
+            gpu.token_graph(job, &mut logits)
+        })? {
+            return Ok(logits);
         }
         let h = self.forward(&[token])?;
         Ok(self.logits(&h))
+    }
+
+    /// One decode step for greedy sampling: the argmax (`sample::argmax`) of the logits of
+    /// `token` appended at the end of the sequence. Through the graph only the index comes
+    /// back from the device; otherwise as `step`.
+    pub fn step_greedy(&mut self, token: u32) -> Result<u32, EngineError> {
+        let mut best = 0;
+        if self.graph_step(token, |gpu, job| gpu.token_graph_argmax(job, &mut best))? {
+            return Ok(best);
+        }
+        let h = self.forward(&[token])?;
+        Ok(crate::sample::argmax(&self.logits(&h)))
+    }
+
+    /// Try `token` through the token graph with `run`: true when it completed (the sequence
+    /// moved on), false when the graph is not this generation's arm or declined (the caller
+    /// runs the per-op path); a device failure resets the sequence.
+    fn graph_step(&mut self, token: u32, run: impl FnOnce(&Gpu, &TokenGraphJob) -> GraphOutcome) -> Result<bool, EngineError> {
+        if self.arm != GraphArm::Graph || self.graph_refused {
+            return Ok(false);
+        }
+        if self.pos >= self.kv.capacity() {
+            return Err(EngineError::PromptTooLong { tokens: self.pos + 1, ctx: self.kv.capacity(), reserve: 0 });
+        }
+        if token as usize >= self.model.cfg.vocab {
+            return Err(EngineError::BadToken { id: token, vocab: self.model.cfg.vocab });
+        }
+        let job = TokenGraphJob { model: &self.model, seq: self.seq, token, pos: self.pos, host_kv: &self.kv };
+        match run(&self.gpu, &job) {
+            GraphOutcome::Completed => {
+                self.pos += 1;
+                Ok(true)
+            }
+            GraphOutcome::Declined(reason) => {
+                if reason.starts_with("cannot build") {
+                    self.graph_refused = true;
+                }
+                Ok(false)
+            }
+            GraphOutcome::Failed(e) => {
+                self.truncate(0);
+                Err(EngineError::DeviceFailed(e))
+            }
+        }
     }
 
     /// Bring the host cache up to the logical length (rows the device mirror computed).

@@ -32,21 +32,27 @@ pub struct Sampler {
     rng: SplitMix64,
 }
 
-/// Index of the largest logit (first on ties).
+/// Index of the largest logit (first on ties; NaN is never chosen; 0 if none is a number).
 pub fn argmax(logits: &[f32]) -> u32 {
-    let mut best = 0;
+    let mut best: Option<usize> = None;
     for (i, &v) in logits.iter().enumerate() {
-        if v > logits[best] {
-            best = i;
+        if !v.is_nan() && best.is_none_or(|b| v > logits[b]) {
+            best = Some(i);
         }
     }
-    best as u32
+    best.unwrap_or(0) as u32
 }
 
 impl Sampler {
     pub fn new(cfg: SamplerConfig) -> Self {
         let rng = SplitMix64::new(cfg.seed);
         Sampler { cfg, rng }
+    }
+
+    /// Whether every pick is the plain argmax of the logits (greedy, no repetition penalty):
+    /// then a device may pick the token and read back only its index.
+    pub fn is_plain_argmax(&self) -> bool {
+        self.cfg.temperature <= 0.0 && self.cfg.repeat_penalty == 1.0
     }
 
     /// Pick the next token from `logits`, given the tokens so far (for the penalty).
@@ -115,6 +121,22 @@ mod tests {
         assert_eq!(s.sample(&logits, &[]), 1);
         let mut p = Sampler::new(SamplerConfig { temperature: 0.0, repeat_penalty: 1.5, ..Default::default() });
         assert_eq!(p.sample(&logits, &[1]), 2);
+    }
+
+    #[test]
+    fn argmax_takes_the_first_of_ties_and_never_a_nan() {
+        assert_eq!(argmax(&[1.0, 5.0, 5.0, 2.0]), 1);
+        assert_eq!(argmax(&[f32::NAN, -3.0, f32::NAN, -1.0]), 3);
+        assert_eq!(argmax(&[-0.0, 0.0]), 0);
+        assert_eq!(argmax(&[f32::NAN, f32::NAN]), 0);
+        assert_eq!(argmax(&[f32::NEG_INFINITY, f32::INFINITY]), 1);
+    }
+
+    #[test]
+    fn only_plain_greedy_is_plain_argmax() {
+        assert!(Sampler::new(SamplerConfig { temperature: 0.0, ..Default::default() }).is_plain_argmax());
+        assert!(!Sampler::new(SamplerConfig { temperature: 0.0, repeat_penalty: 1.1, ..Default::default() }).is_plain_argmax());
+        assert!(!Sampler::new(SamplerConfig::default()).is_plain_argmax());
     }
 
     #[test]

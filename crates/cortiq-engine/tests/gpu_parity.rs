@@ -309,10 +309,16 @@ fn token_graph_matches_the_cpu_path() {
             let ctx = prompt.len() + 80;
             let mut cpu = Session::with_gpu(Arc::clone(&engine.model), ctx, cpu_gpu);
             let mut dev = Session::with_gpu(Arc::clone(&engine.model), ctx, Arc::clone(&gpu));
+            // A third session on the same device picks greedily: only the argmax comes back
+            // (on the device where the backend reduces there); it must be exactly the argmax
+            // of the logits `dev` reads back for the same token.
+            let mut pick = Session::with_gpu(Arc::clone(&engine.model), ctx, Arc::clone(&gpu));
             let mut a = cpu.prefill(&prompt).unwrap();
             let mut b = dev.prefill(&prompt).unwrap();
             assert_eq!(a, b, "prefill ran on the CPU in both");
+            pick.prefill(&prompt).unwrap();
             assert_eq!(dev.begin_generation(), GraphArm::Graph, "{name}: the graph arm");
+            assert_eq!(pick.begin_generation(), GraphArm::Graph, "{name}: the graph arm");
             let (mut worst, mut same) = (0f32, 0);
             let steps = 64;
             for _ in 0..steps {
@@ -321,6 +327,7 @@ fn token_graph_matches_the_cpu_path() {
                 a = cpu.step(t).unwrap();
                 b = dev.step(t).unwrap();
                 assert!(b.iter().all(|v| v.is_finite()), "{name} {shape}: NaN in graph logits");
+                assert_eq!(pick.step_greedy(t).unwrap(), cortiq_engine::sample::argmax(&b), "{name} {shape} {codec}: the greedy pick is not the argmax of the graph's logits");
                 let num: f32 = a.iter().zip(&b).map(|(x, y)| (x - y) * (x - y)).sum();
                 let den: f32 = a.iter().map(|x| x * x).sum();
                 worst = worst.max((num / den).sqrt());

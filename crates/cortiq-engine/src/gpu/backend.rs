@@ -218,6 +218,19 @@ pub trait Backend: Send + Sync {
         DeviceOutcome::Declined("token graph not implemented")
     }
 
+    /// The token graph for greedy sampling: only the logits' argmax (`sample::argmax`'s
+    /// rule: largest, first on ties; NaN logits are never chosen) comes back. A backend that
+    /// reduces on the device reads back the index alone; by default the logits come back and
+    /// the host picks.
+    fn token_graph_argmax(&self, job: &TokenGraphJob, best: &mut u32) -> DeviceOutcome {
+        let mut logits = vec![0f32; job.model.cfg.vocab];
+        let out = self.token_graph(job, &mut logits);
+        if let DeviceOutcome::Completed { .. } = out {
+            *best = crate::sample::argmax(&logits);
+        }
+        out
+    }
+
     /// Copy mirror rows `from..to` of `seq` into the host cache layout.
     fn pull_kv(&self, _seq: u64, _from: usize, _to: usize, _host: &mut KvCache) -> Result<(), String> {
         Err("no KV mirror".into())

@@ -335,9 +335,20 @@ impl Gpu {
 
     /// One decode token through the whole stack on the device.
     pub fn token_graph(&self, job: &TokenGraphJob, logits: &mut [f32]) -> GraphOutcome {
+        self.graph_call(|b| b.token_graph(job, logits))
+    }
+
+    /// One token through the backend's graph, reading back only the logits' argmax
+    /// (`sample::argmax`'s rule) into `best`.
+    pub fn token_graph_argmax(&self, job: &TokenGraphJob, best: &mut u32) -> GraphOutcome {
+        self.graph_call(|b| b.token_graph_argmax(job, best))
+    }
+
+    /// A token-graph call, counted for `--explain` when it completes.
+    fn graph_call(&self, call: impl FnOnce(&dyn Backend) -> DeviceOutcome) -> GraphOutcome {
         let Some(b) = &self.backend else { return GraphOutcome::Declined("no GPU backend") };
         let t = Instant::now();
-        match b.token_graph(job, logits) {
+        match call(b.as_ref()) {
             DeviceOutcome::Completed { .. } => {
                 let mut e = self.explain.lock().unwrap_or_else(|e| e.into_inner());
                 e.graph_tokens += 1;

@@ -8,7 +8,7 @@
 //! stream; gate/up with the norm and SiLU fused; the down projection adding into the stream.
 
 use super::launch::{launch, KernelArgs};
-use super::{err, kind, row_smem, CudaBackend, Resident, Unfit};
+use super::{err, kind, row_smem, CudaBackend, MatvecHow, Resident, Unfit};
 use crate::gpu::backend::{DeviceOutcome, TokenGraphJob, WeightArg};
 use crate::gpu::memory::model_key;
 use crate::kv::KvCache;
@@ -37,11 +37,35 @@ pub(super) struct ModelGraph {
     att: CudaSlice<f32>,    // (n_head * head_dim)
     h: CudaSlice<f32>,      // (n_ff) silu(gate) * up
     logits: CudaSlice<f32>, // (vocab)
+    /// The logits' argmax as matvec.cu's `argmax_key` (zeroed by embed_row, set by the head).
+    best: CudaSlice<u64>,
     /// Split-attention partials (n_head, splits, head_dim + 2), sized for `splits`.
     part: CudaSlice<f32>,
     /// Per head: split blocks finished this layer (the last one merges and resets it).
     done: CudaSlice<i32>,
     splits: usize,
+}
+
+/// What a token reads back: the logits (vocab), or only their argmax.
+pub(super) enum Readback<'a> {
+    Logits(&'a mut [f32]),
+    Argmax(&'a mut u32),
+}
+
+/// A readback as it arrives from the device.
+enum Read {
+    Logits(Vec<f32>),
+    Argmax(u32),
+}
+
+/// The index in an argmax key (matvec.cu's `argmax_key`: value bits high, !index low);
+/// 0 when no logit was a number (key 0), as `sample::argmax` answers then.
+fn argmax_of_key(key: u64) -> u32 {
+    if key == 0 {
+        0
+    } else {
+        u32::MAX - key as u32
+    }
 }
 
 /// A captured CUDA graph of one token's launches.
@@ -121,6 +145,7 @@ impl CudaBackend {
             att: zeros(c.q_dim())?,
             h: zeros(c.n_ff)?,
             logits: zeros(c.vocab)?,
+            best: s.alloc_zeros::<u64>(1).map_err(err)?,
             part: zeros(c.n_head * splits * (c.head_dim + 2))?,
             done: s.alloc_zeros::<i32>(c.n_head).map_err(err)?,
             splits,
@@ -156,8 +181,8 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// Run one token through the graph; `logits` is written only on success.
-    pub(super) fn run_graph(&self, job: &TokenGraphJob, logits: &mut [f32]) -> DeviceOutcome {
+    /// Run one token through the graph; `out` is written only on success.
+    pub(super) fn run_graph(&self, job: &TokenGraphJob, out: Readback) -> DeviceOutcome {
         let m = job.model;
         // The weight list is only needed to build the graph or capture a sequence's launches,
         // not per token.
@@ -203,17 +228,28 @@ impl CudaBackend {
                 None => self.queue_token(m, &args(), &map, g, mirror, job.host_kv.capacity())?,
             }
             let t1 = std::time::Instant::now();
-            let out = self.stream.clone_dtoh(&g.logits).map_err(err)?;
+            let back = match out {
+                Readback::Logits(_) => Read::Logits(self.stream.clone_dtoh(&g.logits).map_err(err)?),
+                Readback::Argmax(_) => {
+                    let mut key = [0u64];
+                    self.stream.memcpy_dtoh(&g.best, &mut key).map_err(err)?;
+                    Read::Argmax(argmax_of_key(key[0]))
+                }
+            };
             let mut p = self.profile.lock().unwrap_or_else(|e| e.into_inner());
             p.tokens += 1;
             p.host += t1 - t0;
             p.tail += t1.elapsed();
             mirror.len = job.pos + 1;
-            Ok(out)
+            Ok(back)
         });
         match result {
-            Ok(out) => {
-                logits.copy_from_slice(&out);
+            Ok(back) => {
+                match (out, back) {
+                    (Readback::Logits(l), Read::Logits(v)) => l.copy_from_slice(&v),
+                    (Readback::Argmax(b), Read::Argmax(i)) => *b = i,
+                    _ => unreachable!("the readback follows the request"),
+                }
                 DeviceOutcome::Completed { cold }
             }
             Err(e) => {
@@ -263,7 +299,7 @@ impl CudaBackend {
         // Every launch but the first may overlap the one before it (`launch::launch`).
         let ov = self.overlap;
         let mut a = KernelArgs::default();
-        a.buf(&e.data, s).int(ekind).int(e.a_off).buf(&tok_ptr, s).buf(&g.x, s).int(d);
+        a.buf(&e.data, s).int(ekind).int(e.a_off).buf(&tok_ptr, s).buf(&g.x, s).int(d).buf(&g.best, s);
         // SAFETY (every launch below): buffer sizes are the model's geometry, allocated in
         // build_graph / mirror_at for exactly these shapes; positions are bounded by the
         // mirror capacity (the session checks it before the call); staged rows fit the
@@ -282,14 +318,15 @@ impl CudaBackend {
             a.buf(&g.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s).buf(&g.part, s).buf(&g.done, s).buf(&g.att, s);
             a.int(nh).int(nkv).int(hd).buf(&pos_ptr, s).float(scale).int(part_splits);
             unsafe { launch(s, &self.funcs["attention"], att_cfg, &a, ov) }.map_err(err)?;
-            self.launch_matvec(&w[3], map, &g.att, None, &mut g.x, 1, true, true)?;
+            self.launch_matvec(&w[3], map, &g.att, &mut g.x, 1, MatvecHow { add: true, overlap: true, ..Default::default() })?;
             let mut a = KernelArgs::default();
             a.buf(&wg.data, s).buf(&wu.data, s).int(wg.a_off).int(wu.a_off);
             a.buf(&g.x, s).buf(&g.norms[li].1, s).float(eps).buf(&g.h, s).int(ff).int(d);
             unsafe { launch(s, glu_f, glu_cfg, &a, ov) }.map_err(err)?;
-            self.launch_matvec(&w[6], map, &g.h, None, &mut g.x, 1, true, true)?;
+            self.launch_matvec(&w[6], map, &g.h, &mut g.x, 1, MatvecHow { add: true, overlap: true, ..Default::default() })?;
         }
-        self.launch_matvec(&args[args.len() - 2], map, &g.x, Some((&g.out_norm, eps)), &mut g.logits, 1, false, true)
+        let head = MatvecHow { norm: Some((&g.out_norm, eps)), argmax: Some(&g.best), overlap: true, ..Default::default() };
+        self.launch_matvec(&args[args.len() - 2], map, &g.x, &mut g.logits, 1, head)
     }
 
     /// Mirror rows from..to of `seq` into the host cache layout.

@@ -93,6 +93,19 @@ pub(super) fn row_smem(kind: i32, cols: usize) -> usize {
     staged_bytes(kind, cols).next_multiple_of(16) + ring_bytes(kind)
 }
 
+/// How a matvec launch treats its input and output (`launch_matvec`).
+#[derive(Default, Clone, Copy)]
+struct MatvecHow<'a> {
+    /// RMS-norm x with these weights and eps first.
+    norm: Option<(&'a CudaSlice<f32>, f32)>,
+    /// Add into y instead of overwriting it.
+    add: bool,
+    /// Fold y's argmax (matvec.cu's `argmax_key`) into this zeroed u64 (batch 1 only).
+    argmax: Option<&'a CudaSlice<u64>>,
+    /// The launch may start while the kernel before it drains (`launch::launch`).
+    overlap: bool,
+}
+
 /// Why weights could not be made resident.
 enum Unfit {
     /// They would exceed the weight budget: the job declines (the CPU runs it).
@@ -167,8 +180,9 @@ impl CudaBackend {
         let opts = cudarc::nvrtc::CompileOptions { options: vec![format!("--gpu-architecture=compute_{major}{minor}")], ..Default::default() };
         let ptx = cudarc::nvrtc::compile_ptx_with_opts(KERNELS.concat(), opts).map_err(|e| format!("NVRTC: {e:?}"))?;
         let module = ctx.load_module(ptx).map_err(err)?;
-        // The static shared memory (block_sum's 32 floats) comes out of the same budget.
-        let smem_limit = (ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN).map_err(err)?.max(0) as usize).saturating_sub(256);
+        // The static shared memory (block_sum's 32 floats, the argmax's 32 keys) comes out of
+        // the same budget.
+        let smem_limit = (ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN).map_err(err)?.max(0) as usize).saturating_sub(512);
         let mut funcs = HashMap::new();
         for name in FIXED_KERNELS {
             funcs.insert(name.to_string(), module.load_function(name).map_err(err)?);
@@ -234,11 +248,8 @@ impl CudaBackend {
         Ok((f, LaunchConfig { grid_dim: (needed.min(per_sm * self.sms).max(1), batch as u32, 1), block_dim: (ROW_THREADS, 1, 1), shared_mem_bytes: smem as u32 }))
     }
 
-    /// Queue y (batch, rows) = x (batch, cols) . W^T on the stream, x RMS-normed with `norm`
-    /// (weights, eps) first when given, added into y when `add`; `overlap`: the launch may
-    /// start while the kernel before it drains (`launch::launch`).
-    #[allow(clippy::too_many_arguments)]
-    fn launch_matvec(&self, w: &WeightArg, weights: &HashMap<u64, Resident>, x: &CudaSlice<f32>, norm: Option<(&CudaSlice<f32>, f32)>, y: &mut CudaSlice<f32>, batch: usize, add: bool, overlap: bool) -> Result<(), String> {
+    /// Queue y (batch, rows) = x (batch, cols) . W^T on the stream, treated as `how` says.
+    fn launch_matvec(&self, w: &WeightArg, weights: &HashMap<u64, Resident>, x: &CudaSlice<f32>, y: &mut CudaSlice<f32>, batch: usize, how: MatvecHow) -> Result<(), String> {
         let kind = kind(w.view.codec).ok_or("codec has no CUDA kernel")?;
         let res = weights.get(&w.key).ok_or("weight not resident")?;
         let r = matvec_rows_per_group(w.view.rows);
@@ -246,16 +257,21 @@ impl CudaBackend {
         let s = &self.stream;
         let mut a = KernelArgs::default();
         a.buf(&res.data, s).int(res.a_off).buf(x, s);
-        match norm {
+        match how.norm {
             Some((nw, _)) => a.buf(nw, s),
             None => a.null(),
         };
-        a.float(norm.map_or(0.0, |n| n.1)).buf(y, s).int(w.view.rows as i32).int(w.view.cols as i32).int(add as i32);
+        a.float(how.norm.map_or(0.0, |n| n.1)).buf(y, s).int(w.view.rows as i32).int(w.view.cols as i32).int(how.add as i32);
+        match how.argmax {
+            Some(best) if batch == 1 => a.buf(best, s),
+            Some(_) => return Err("an argmax is taken of one output row only".into()),
+            None => a.null(),
+        };
         // SAFETY: the kernel reads the resident planar weight (rows x cols of its codec),
         // batch * cols floats of x (and cols norm weights) and writes batch * rows floats of
-        // y; every buffer was sized for exactly that, and `supported` checked that the staged
-        // row fits the shared memory granted at load time.
-        unsafe { launch::launch(s, f, cfg, &a, overlap && self.overlap) }.map_err(err)
+        // y (and one u64 of the argmax); every buffer was sized for exactly that, and
+        // `supported` checked that the staged row fits the shared memory granted at load time.
+        unsafe { launch::launch(s, f, cfg, &a, how.overlap && self.overlap) }.map_err(err)
     }
 
     /// Whether the kernels take these weights: a codec they decode with a planar layout,
@@ -313,7 +329,7 @@ impl Backend for CudaBackend {
                 let mut ys = Vec::new();
                 for w in &job.ws {
                     let mut y = self.stream.alloc_zeros::<f32>(job.batch * w.view.rows).map_err(err)?;
-                    self.launch_matvec(w, map, &x, None, &mut y, job.batch, false, false)?;
+                    self.launch_matvec(w, map, &x, &mut y, job.batch, MatvecHow::default())?;
                     ys.push(y);
                 }
                 ys.iter().map(|y| self.stream.clone_dtoh(y).map_err(err)).collect()
@@ -333,8 +349,8 @@ impl Backend for CudaBackend {
                 let x = self.stream.clone_htod(job.x).map_err(err)?;
                 let mut g = self.stream.alloc_zeros::<f32>(job.batch * ff).map_err(err)?;
                 let mut u = self.stream.alloc_zeros::<f32>(job.batch * ff).map_err(err)?;
-                self.launch_matvec(&job.gate, map, &x, None, &mut g, job.batch, false, false)?;
-                self.launch_matvec(&job.up, map, &x, None, &mut u, job.batch, false, false)?;
+                self.launch_matvec(&job.gate, map, &x, &mut g, job.batch, MatvecHow::default())?;
+                self.launch_matvec(&job.up, map, &x, &mut u, job.batch, MatvecHow::default())?;
                 let n = (job.batch * ff) as i32;
                 let cfg = LaunchConfig { grid_dim: ((n as u32).div_ceil(256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
                 let mut b = self.stream.launch_builder(&self.funcs["silu_mul"]);
@@ -342,7 +358,7 @@ impl Backend for CudaBackend {
                 // SAFETY: g and u hold n floats each.
                 unsafe { b.launch(cfg) }.map_err(err)?;
                 let mut y = self.stream.alloc_zeros::<f32>(job.batch * job.down.view.rows).map_err(err)?;
-                self.launch_matvec(&job.down, map, &g, None, &mut y, job.batch, false, false)?;
+                self.launch_matvec(&job.down, map, &g, &mut y, job.batch, MatvecHow::default())?;
                 Ok(vec![self.stream.clone_dtoh(&y).map_err(err)?])
             },
             &mut [out],
@@ -350,7 +366,11 @@ impl Backend for CudaBackend {
     }
 
     fn token_graph(&self, job: &TokenGraphJob, logits: &mut [f32]) -> DeviceOutcome {
-        self.run_graph(job, logits)
+        self.run_graph(job, graph::Readback::Logits(logits))
+    }
+
+    fn token_graph_argmax(&self, job: &TokenGraphJob, best: &mut u32) -> DeviceOutcome {
+        self.run_graph(job, graph::Readback::Argmax(best))
     }
 
     fn pull_kv(&self, seq: u64, from: usize, to: usize, host: &mut KvCache) -> Result<(), String> {

@@ -2,10 +2,12 @@
 // whose helpers they use). One token per launch sequence; shapes come in as arguments;
 // token and position are read from device memory so a captured graph can be replayed.
 
-// out (cols) = row *token of a planar matrix (see matvec.cu), decoded.
-extern "C" __global__ void embed_row(const unsigned char* w, int kind, int a_off, const int* token, float* out, int cols) {
+// out (cols) = row *token of a planar matrix (see matvec.cu), decoded; *best = 0 for the
+// head's argmax (the first kernel of a token, so nothing else touches it meanwhile).
+extern "C" __global__ void embed_row(const unsigned char* w, int kind, int a_off, const int* token, float* out, int cols, unsigned long long* best) {
     pdl_wait_then_release();
     int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i == 0) *best = 0ull;
     if (i >= cols) return;
     long row = *token;
     int j = i & 31;
@@ -158,6 +160,7 @@ struct RopeQkvMap {
         dst[a] = y0;
         dst[b] = y1;
     }
+    __device__ void flush() {}
 };
 
 // Q, K and V projections of x, RMS-normed with nw, with RoPE at *pos and the KV-mirror
@@ -186,6 +189,7 @@ template <int R> struct GluMap {
         for (int p = 0; p < R / 2; p++)
             if (i0 + 2 * p < total) h[(i0 >> 1) + p] = s[2 * p] / (1.f + expf(-s[2 * p])) * s[2 * p + 1];
     }
+    __device__ void flush() {}
 };
 
 // h (rows) = silu(gate . xn) * (up . xn), xn = x RMS-normed with nw (one codec kind K).

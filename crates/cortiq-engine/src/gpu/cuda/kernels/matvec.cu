@@ -280,7 +280,7 @@ template <int K> struct Ring {
 // shared-memory ring by cp.async (no registers held), the first ones before x is staged
 // (and before waiting for the kernel that wrote x).
 template <int K, int R, class Map>
-__device__ __forceinline__ void run_rows(const Map& map, int total, int cols, const float* x, const float* nw, float eps, int* sm) {
+__device__ __forceinline__ void run_rows(Map& map, int total, int cols, const float* x, const float* nw, float eps, int* sm) {
     constexpr int P = Ring<K>::UNITS / R;
     Ring<K> ring(sm, cols);
     int lane = threadIdx.x & 31;
@@ -325,31 +325,63 @@ __device__ __forceinline__ void run_rows(const Map& map, int total, int cols, co
         }
     }
     cp_wait<0>();
+    map.flush();
 }
 
-// One matrix; y[i] = sum (or y[i] += sum when add).
+// A row's value and index as one integer whose maximum is the argmax (largest value, first
+// index on ties; -0 counts as 0); 0 for NaN, which is never chosen.
+__device__ __forceinline__ unsigned long long argmax_key(float v, int i) {
+    if (v != v) return 0ull;
+    unsigned int u = __float_as_uint(v == 0.f ? 0.f : v);
+    unsigned int ord = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    return ((unsigned long long)ord << 32) | (0xffffffffu - (unsigned int)i);
+}
+
+// One matrix; y[i] = sum (or y[i] += sum when add). With `best`, the block's largest
+// argmax_key of its outputs is folded into *best (atomicMax; the caller zeroes it first).
 template <int R> struct PlainMap {
     const unsigned char* w;
     int a_off;
     float* y;
     int add;
+    unsigned long long* best;
+    unsigned long long mine;  // lane 0's best key so far
     __device__ Row row(int i) const { return Row{w, a_off, i}; }
-    __device__ void finish(int i0, int total, const float* s) const {
+    __device__ void finish(int i0, int total, const float* s) {
         #pragma unroll
-        for (int r = 0; r < R; r++)
-            if (i0 + r < total) y[i0 + r] = add ? y[i0 + r] + s[r] : s[r];
+        for (int r = 0; r < R; r++) {
+            if (i0 + r < total) {
+                float v = add ? y[i0 + r] + s[r] : s[r];
+                y[i0 + r] = v;
+                if (best) mine = max(mine, argmax_key(v, i0 + r));
+            }
+        }
+    }
+    // Every thread of the block calls this once, at the end.
+    __device__ void flush() {
+        __shared__ unsigned long long warp_best[32];
+        if (!best) return;
+        if ((threadIdx.x & 31) == 0) warp_best[threadIdx.x >> 5] = mine;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            unsigned long long m = 0ull;
+            for (int k = 0; k < (blockDim.x >> 5); k++) m = max(m, warp_best[k]);
+            if (m) atomicMax(best, m);
+        }
     }
 };
 
 // y (batch, rows) = x (batch, cols) . W^T (added into y when add != 0), x RMS-normed with
 // nw first when nw is not null; codec kind K, R rows per warp group, batch row blockIdx.y.
+// With best (batch 1 only): the argmax of y as an argmax_key, folded into *best.
 // Dynamic shared memory: the staged x, then the weight ring (host: `row_smem`).
 #define MATVEC(K, R)                                                                                      \
     extern "C" __global__ void __launch_bounds__(256) matvec_k##K##_r##R(const unsigned char* w, int a_off, \
-            const float* x, const float* nw, float eps, float* y, int rows, int cols, int add) {           \
+            const float* x, const float* nw, float eps, float* y, int rows, int cols, int add,             \
+            unsigned long long* best) {                                                                    \
         extern __shared__ int sm[];                                                                       \
         int b = blockIdx.y;                                                                               \
-        PlainMap<R> m{w, a_off, y + (long)b * rows, add};                                                 \
+        PlainMap<R> m{w, a_off, y + (long)b * rows, add, best, 0ull};                                     \
         run_rows<K, R>(m, rows, cols, x + (long)b * cols, nw, eps, sm);                                   \
     }
 #define MATVEC_R(K) MATVEC(K, 1) MATVEC(K, 2) MATVEC(K, 4)
