@@ -293,7 +293,10 @@ impl CudaBackend {
         let part_splits = g.splits as i32;
         // Kinds are uniform within q/k/v and within gate/up (checked by unsupported()).
         let (qkind, gkind) = (kd(&args[0]), kd(&args[4]));
-        let glu_r = if c.n_ff >= 4096 { 4 } else { 2 };
+        // Gate/up rows come in (gate, up) pairs, so 2 or 4 rows per warp group, whichever
+        // balances the warps of the grid (as wide for both).
+        let glu_warps = self.row_launch(&super::row_kernel("gate_up_silu", gkind, 4), 2 * c.n_ff, 4, row_smem(gkind, c.n_embd), 1)?.1.grid_dim.0 as usize * (super::ROW_THREADS as usize / 32);
+        let glu_r = super::balanced_rows_per_group(2 * c.n_ff, &[4, 2], glu_warps);
         let (qkv_f, qkv_cfg) = self.row_launch(&super::row_kernel("qkv_rope", qkind, 2), c.q_dim() + 2 * c.kv_dim(), 2, row_smem(qkind, c.n_embd), 1)?;
         let (glu_f, glu_cfg) = self.row_launch(&super::row_kernel("gate_up_silu", gkind, glu_r), 2 * c.n_ff, glu_r, row_smem(gkind, c.n_embd), 1)?;
         // Every launch but the first may overlap the one before it (`launch::launch`).
@@ -373,6 +376,22 @@ mod tests {
         assert!(unsupported(&m, i32::MAX as usize, ample).is_some_and(|why| why.contains("context")));
         // K-quants have no CUDA kernel: the graph declines instead of running part of it.
         assert!(unsupported(&tiny("q4_k"), 2048, ample).is_some_and(|why| why.contains("codec")));
+    }
+
+    #[test]
+    fn rows_per_group_follow_the_busiest_warp() {
+        use super::super::balanced_rows_per_group as pick;
+        // llama-8b gate/up (2 x 14336 rows) over 2112 warps: groups of 4 leave the busiest
+        // warp 16 rows against an average of 13.6; groups of 2 give it 14.
+        assert_eq!(pick(2 * 14336, &[4, 2], 2112), 2);
+        // llama-1b (2 x 8192): 8 rows either way, so the larger groups.
+        assert_eq!(pick(2 * 8192, &[4, 2], 2112), 4);
+        // An 8b head (128256 rows): 64 rows at 4 against 61 at 1 is within 10 %.
+        assert_eq!(pick(128256, &[4, 2, 1], 2112), 4);
+        // More warps than groups (smollm2's 2 x 1536): smaller groups spread wider.
+        assert_eq!(pick(2 * 1536, &[4, 2], 2112), 2);
+        // One warp: the same rows either way, so the larger groups.
+        assert_eq!(pick(8, &[4, 2], 0), 4);
     }
 
     #[test]

@@ -53,6 +53,16 @@ pub(super) fn matvec_rows_per_group(rows: usize) -> usize {
     }
 }
 
+/// Of `choices` (rows per warp group, largest first), the largest whose busiest warp
+/// walks at most 10 % more rows than the best choice's busiest warp, for `rows` rows over
+/// `warps` warps (a warp takes groups warp, warp + warps, ...): a kernel lasts as long as its
+/// busiest warp, and larger groups share each staged activation unit among more rows.
+pub(super) fn balanced_rows_per_group(rows: usize, choices: &[usize], warps: usize) -> usize {
+    let busiest = |r: usize| rows.div_ceil(r).div_ceil(warps.max(1)) * r;
+    let best = choices.iter().map(|&r| busiest(r)).min().unwrap_or(0);
+    choices.iter().copied().find(|&r| busiest(r) * 10 <= best * 11).unwrap_or(1)
+}
+
 /// A resident weight: its planar device bytes, where their scale region starts, and the
 /// fingerprint of the host bytes they came from.
 struct Resident {

@@ -288,13 +288,26 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
     int units = units_per_row<K>(cols), iters = (units + 31) >> 5;
     int groups = (total + R - 1) / R;
     int items = warp < groups ? ((groups - 1 - warp) / warps + 1) * iters : 0;
+    // Where an item is: its unit iteration within the group and the group's first row;
+    // stepped item by item (no divisions in the loop).
+    struct Cursor {
+        int it, row0;
+    };
+    auto step = [&](Cursor& c) {
+        if (++c.it == iters) {
+            c.it = 0;
+            c.row0 += warps * R;
+        }
+    };
     // Item t's unit (clamped: lanes past the row's end load a valid unit and drop it).
-    auto unit_of = [&](int t) { return min(lane + 32 * (t % iters), units - 1); };
-    auto first_row = [&](int t) { return (warp + (t / iters) * warps) * R; };
+    auto unit_of = [&](const Cursor& c) { return min(lane + 32 * c.it, units - 1); };
+    Cursor ahead{0, warp * R}, now{0, warp * R};
     auto issue = [&](int t) {
         if (t < items) {
+            int u = unit_of(ahead);
             #pragma unroll
-            for (int r = 0; r < R; r++) ring.issue(map.row(min(first_row(t) + r, total - 1)), units, unit_of(t), (t % P) * R + r);
+            for (int r = 0; r < R; r++) ring.issue(map.row(min(ahead.row0 + r, total - 1)), units, u, (t % P) * R + r);
+            step(ahead);
         }
         cp_commit();
     };
@@ -308,21 +321,22 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
         // Refill the slot item t - 1 used (its values are in acc already), then wait for t.
         issue(t + P - 1);
         cp_wait<P - 1>();
-        int it = t % iters, u = unit_of(t), i0 = first_row(t);
-        if (lane + 32 * it < units) {
+        int u = unit_of(now), i0 = now.row0;
+        if (lane + 32 * now.it < units) {
             #pragma unroll
             for (int r = 0; r < R; r++) {
                 Row row = map.row(min(i0 + r, total - 1));
                 acc[r] += unit_dot<K>(ring.take(row, units, u, (t % P) * R + r), sm, cols, u);
             }
         }
-        if (it == iters - 1) {
+        if (now.it == iters - 1) {
             #pragma unroll
             for (int r = 0; r < R; r++) acc[r] = warp_sum(acc[r]);
             if (lane == 0) map.finish(i0, total, acc);
             #pragma unroll
             for (int r = 0; r < R; r++) acc[r] = 0.f;
         }
+        step(now);
     }
     cp_wait<0>();
     map.flush();
