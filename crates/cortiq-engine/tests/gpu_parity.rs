@@ -19,8 +19,29 @@ fn missing(test: &str, what: &str, e: String) {
     eprintln!("SKIP {test}: {what} ({e})");
 }
 
+/// Print the faulting thread's stack, then abort: a crash inside a driver while these tests
+/// run in parallel otherwise ends the run with nothing but exit status 139 (seen on the H200,
+/// intermittently, with several backends alive in one process).
+extern "C" fn report_segfault(_signal: i32) {
+    let stack = std::backtrace::Backtrace::force_capture();
+    eprintln!("SIGSEGV in test thread {:?}:\n{stack}", std::thread::current().name());
+    std::process::abort();
+}
+
+extern "C" {
+    /// libc's signal(2).
+    fn signal(signum: i32, handler: extern "C" fn(i32)) -> usize;
+}
+
 /// Every compiled backend that comes up here, by name.
 fn backends(test: &str) -> Vec<(&'static str, Box<dyn Backend>)> {
+    static SEGFAULT_REPORT: std::sync::Once = std::sync::Once::new();
+    const SIGSEGV: i32 = 11;
+    // SAFETY: installs a handler for a signal that would end the process anyway; the handler
+    // only formats and writes a report before aborting.
+    SEGFAULT_REPORT.call_once(|| unsafe {
+        signal(SIGSEGV, report_segfault);
+    });
     let mut v: Vec<(&'static str, Box<dyn Backend>)> = Vec::new();
     #[cfg(feature = "gpu")]
     match cortiq_engine::gpu::wgpu::WgpuBackend::new() {

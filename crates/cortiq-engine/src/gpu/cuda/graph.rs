@@ -379,6 +379,23 @@ mod tests {
     }
 
     #[test]
+    fn prefill_tiles_stage_as_many_rows_as_fit_beside_the_ring() {
+        use super::super::matmul_tile;
+        // The H200's opt-in block limit (227 KiB) less the static reserve.
+        let h200 = 227 * 1024 - 512;
+        // llama-8b: 4096 columns stage 5632 bytes a row, 8 of them beside the 80 KiB q4 ring;
+        // the down projection's 14336 columns (19712 bytes a row) fit 4.
+        assert_eq!(matmul_tile(0, 4096, h200), 8);
+        assert_eq!(matmul_tile(0, 14336, h200), 4);
+        // q8_0's ring is 72 KiB, which leaves room for 8 (226 of 226.5 KiB); f32 rows stage
+        // 4 bytes a value.
+        assert_eq!(matmul_tile(2, 14336, h200), 8);
+        assert_eq!(matmul_tile(4, 14336, h200), 2);
+        // Nothing but one row fits: one row per tile (the caller checked that one fits).
+        assert_eq!(matmul_tile(0, 4096, row_smem(0, 4096)), 1);
+    }
+
+    #[test]
     fn rows_per_group_follow_the_busiest_warp() {
         use super::super::balanced_rows_per_group as pick;
         // llama-8b gate/up (2 x 14336 rows) over 2112 warps: groups of 4 leave the busiest

@@ -29,7 +29,9 @@ const KERNELS: [&str; 2] = [include_str!("kernels/matvec.cu"), include_str!("ker
 const FIXED_KERNELS: [&str; 3] = ["silu_mul", "embed_row", "attention"];
 /// Kernels instantiated per codec kind (0..=4) and rows per warp group, which stage their
 /// activation row in dynamic shared memory: (name prefix, row counts).
-const ROW_KERNELS: [(&str, &[usize]); 3] = [("matvec", &[1, 2, 4]), ("qkv_rope", &[2]), ("gate_up_silu", &[2, 4])];
+const ROW_KERNELS: [(&str, &[usize]); 4] = [("matvec", &[1, 2, 4]), ("qkv_rope", &[2]), ("gate_up_silu", &[2, 4]), ("matmul", &[2])];
+/// Most activation rows a prefill tile stages (`MATMUL_TILE` in matvec.cu).
+const MATMUL_TILE: usize = 8;
 /// Fraction of device memory weights may occupy (the rest: activations, KV, the driver).
 const WEIGHT_BUDGET_FRACTION: f64 = 0.9;
 /// Threads per block of the row kernels: 8 warps.
@@ -100,7 +102,18 @@ pub(super) const NORMED_MAX_COLS: usize = 8 * ROW_THREADS as usize * 4;
 /// Dynamic shared memory of a row kernel over `cols` columns: the staged activation row
 /// (rounded up to 16 bytes), then the weight ring.
 pub(super) fn row_smem(kind: i32, cols: usize) -> usize {
-    staged_bytes(kind, cols).next_multiple_of(16) + ring_bytes(kind)
+    tile_smem(kind, cols, 1)
+}
+
+/// Dynamic shared memory of a row kernel staging `nb` activation rows of `cols` columns.
+fn tile_smem(kind: i32, cols: usize, nb: usize) -> usize {
+    nb * staged_bytes(kind, cols).next_multiple_of(16) + ring_bytes(kind)
+}
+
+/// Activation rows per prefill tile for `cols` columns: the most (of 8, 4, 2, 1) whose staged
+/// rows and weight ring fit `smem_limit` bytes.
+pub(super) fn matmul_tile(kind: i32, cols: usize, smem_limit: usize) -> usize {
+    [MATMUL_TILE, 4, 2, 1].into_iter().find(|&nb| tile_smem(kind, cols, nb) <= smem_limit).unwrap_or(1)
 }
 
 /// How a matvec launch treats its input and output (`launch_matvec`).
@@ -241,8 +254,8 @@ impl CudaBackend {
     }
 
     /// The launch of row kernel `name` over `rows` rows in groups of `r` (one warp each),
-    /// staging `smem` bytes, for `batch` activation rows: a persistent grid of at most as
-    /// many blocks as fit on the chip at once.
+    /// staging `smem` bytes, for `batch` activation rows (or prefill tiles, `blockIdx.y`): a
+    /// persistent grid of at most as many blocks as fit on the chip at once per row.
     pub(super) fn row_launch(&self, name: &str, rows: usize, r: usize, smem: usize, batch: usize) -> Result<(&CudaFunction, LaunchConfig), String> {
         let f = self.funcs.get(name).ok_or_else(|| format!("no kernel {name}"))?;
         let mut occ = self.occupancy.lock().unwrap_or_else(|e| e.into_inner());
@@ -258,10 +271,25 @@ impl CudaBackend {
         Ok((f, LaunchConfig { grid_dim: (needed.min(per_sm * self.sms).max(1), batch as u32, 1), block_dim: (ROW_THREADS, 1, 1), shared_mem_bytes: smem as u32 }))
     }
 
-    /// Queue y (batch, rows) = x (batch, cols) . W^T on the stream, treated as `how` says.
+    /// Queue y (batch, rows) = x (batch, cols) . W^T on the stream, treated as `how` says
+    /// (several activation rows: the prefill tiles, which take no norm, sum or argmax).
     fn launch_matvec(&self, w: &WeightArg, weights: &HashMap<u64, Resident>, x: &CudaSlice<f32>, y: &mut CudaSlice<f32>, batch: usize, how: MatvecHow) -> Result<(), String> {
         let kind = kind(w.view.codec).ok_or("codec has no CUDA kernel")?;
         let res = weights.get(&w.key).ok_or("weight not resident")?;
+        if batch > 1 {
+            if how.norm.is_some() || how.add || how.argmax.is_some() {
+                return Err("a prefill tile takes no norm, sum or argmax".into());
+            }
+            let nb = matmul_tile(kind, w.view.cols, self.smem_limit);
+            let (f, cfg) = self.row_launch(&row_kernel("matmul", kind, 2), w.view.rows, 2, tile_smem(kind, w.view.cols, nb), batch.div_ceil(nb))?;
+            let s = &self.stream;
+            let mut a = KernelArgs::default();
+            a.buf(&res.data, s).int(res.a_off).buf(x, s).buf(y, s).int(w.view.rows as i32).int(w.view.cols as i32).int(batch as i32).int(nb as i32);
+            // SAFETY: the kernel reads the resident planar weight (rows x cols of its codec)
+            // and batch * cols floats of x, and writes batch * rows floats of y, in tiles of
+            // nb rows whose staging fits the shared memory asked for (`matmul_tile`).
+            return unsafe { launch::launch(s, f, cfg, &a, false) }.map_err(err);
+        }
         let r = matvec_rows_per_group(w.view.rows);
         let (f, cfg) = self.row_launch(&row_kernel("matvec", kind, r), w.view.rows, r, row_smem(kind, w.view.cols), batch)?;
         let s = &self.stream;

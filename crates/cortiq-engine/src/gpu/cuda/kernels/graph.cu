@@ -145,7 +145,7 @@ struct RopeQkvMap {
         long r = (long)h * head_dim + ((i & 1) ? b : a);
         return which == 0 ? Row{wq, aq, r} : (which == 1 ? Row{wk, ak, r} : Row{wv, av, r});
     }
-    __device__ void finish(int i0, int total, const float* s) const {
+    __device__ void finish(int, int i0, int total, const float* s) const {
         int which, h, j, a, b;
         locate(i0 >> 1, which, h, j, a, b);
         float y0 = s[0], y1 = s[1];
@@ -173,7 +173,7 @@ struct RopeQkvMap {
             int cols) {                                                                                                 \
         extern __shared__ int sm[];                                                                                   \
         RopeQkvMap m{wq, wk, wv, aq, ak, av, q, kc, vc, n_head, n_head_kv, head_dim, rot, neox, *pos, base};          \
-        run_rows<K, 2>(m, (n_head + 2 * n_head_kv) * head_dim, cols, x, nw, eps, sm);                                 \
+        run_rows<K, 2, 1>(m, (n_head + 2 * n_head_kv) * head_dim, cols, x, 1, 1, nw, eps, sm);                                 \
     }
 QKV_ROPE(0) QKV_ROPE(1) QKV_ROPE(2) QKV_ROPE(3) QKV_ROPE(4)
 
@@ -184,7 +184,7 @@ template <int R> struct GluMap {
     int ag, au;
     float* h;
     __device__ Row row(int i) const { return (i & 1) ? Row{wu, au, i >> 1} : Row{wg, ag, i >> 1}; }
-    __device__ void finish(int i0, int total, const float* s) const {
+    __device__ void finish(int, int i0, int total, const float* s) const {
         #pragma unroll
         for (int p = 0; p < R / 2; p++)
             if (i0 + 2 * p < total) h[(i0 >> 1) + p] = s[2 * p] / (1.f + expf(-s[2 * p])) * s[2 * p + 1];
@@ -200,7 +200,7 @@ template <int R> struct GluMap {
             int cols) {                                                                                              \
         extern __shared__ int sm[];                                                                                  \
         GluMap<R> m{wg, wu, ag, au, h};                                                                              \
-        run_rows<K, R>(m, 2 * rows, cols, x, nw, eps, sm);                                                          \
+        run_rows<K, R, 1>(m, 2 * rows, cols, x, 1, 1, nw, eps, sm);                                                          \
     }
 #define GATE_UP_R(K) GATE_UP(K, 2) GATE_UP(K, 4)
 GATE_UP_R(0) GATE_UP_R(1) GATE_UP_R(2) GATE_UP_R(3) GATE_UP_R(4)

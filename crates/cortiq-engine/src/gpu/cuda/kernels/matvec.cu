@@ -235,18 +235,24 @@ __device__ __forceinline__ void cp_async4(void* dst, const void* src) {
 __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
+// Shared bytes one staged activation row takes, rounded up to 16 (host: `staged_bytes`
+// rounded): int8 values plus per group d, s and sum, or the floats.
+template <int K> __device__ __forceinline__ int staged_stride(int cols) {
+    int staged = K <= 2 ? cols + 12 * (cols >> 5) : 4 * cols;
+    return (staged + 15) & ~15;
+}
+
 // The weight ring: per thread RING_UNITS(K) units in flight (ring slots x rows), payload
 // words then scale words, thread-major so a warp's accesses are conflict-free. Sizes on the
-// host: `ring_bytes`. The ring starts at the staged x's size rounded up to 16 bytes.
+// host: `ring_bytes`. The ring starts after the staged activation rows.
 template <int K> struct Ring {
     static constexpr int UNITS = K == 2 ? 8 : 16;
     static constexpr int WORDS = K == 2 ? 2 : 1;
     static constexpr bool SCALED = K <= 2;
     uint4* pay;
     unsigned int* sc;
-    __device__ Ring(int* sm, int cols) {
-        int staged = K <= 2 ? cols + 12 * (cols >> 5) : 4 * cols;
-        pay = (uint4*)((char*)sm + ((staged + 15) & ~15));
+    __device__ Ring(int* sm, int staged_bytes) {
+        pay = (uint4*)((char*)sm + staged_bytes);
         sc = (unsigned int*)(pay + UNITS * WORDS * blockDim.x);
     }
     // Start copying unit u of row `row` into slot `slot`.
@@ -274,15 +280,18 @@ template <int K> struct Ring {
 };
 
 // The rows of one launch, R consecutive rows per warp group (a Map gives row(i) and
-// finish(first row, sums)); total < 2^31. Every warp walks its groups (warp, warp + warps,
-// ...) unit by unit, lanes side by side: work item t is group warp + (t / iters) * warps,
-// unit lane + 32 (t % iters). The weights of the next P items stream into the thread's
-// shared-memory ring by cp.async (no registers held), the first ones before x is staged
-// (and before waiting for the kernel that wrote x).
-template <int K, int R, class Map>
-__device__ __forceinline__ void run_rows(Map& map, int total, int cols, const float* x, const float* nw, float eps, int* sm) {
+// finish(activation row, first row, sums)); total < 2^31. Every warp walks its groups (warp,
+// warp + warps, ...) unit by unit, lanes side by side: work item t is group warp + (t /
+// iters) * warps, unit lane + 32 (t % iters). The weights of the next P items stream into
+// the thread's shared-memory ring by cp.async (no registers held), the first ones before x
+// is staged (and before waiting for the kernel that wrote x). x holds n activation rows
+// (n <= NB, the tile the shared memory was laid out for: NB_alloc rows of staged x, then
+// the ring); every weight unit is dotted with all of them. A norm (nw) is for one row only.
+template <int K, int R, int NB, class Map>
+__device__ __forceinline__ void run_rows(Map& map, int total, int cols, const float* x, int n, int nb_alloc, const float* nw, float eps, int* sm) {
     constexpr int P = Ring<K>::UNITS / R;
-    Ring<K> ring(sm, cols);
+    int stride = staged_stride<K>(cols);
+    Ring<K> ring(sm, nb_alloc * stride);
     int lane = threadIdx.x & 31;
     int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, warps = (gridDim.x * blockDim.x) >> 5;
     int units = units_per_row<K>(cols), iters = (units + 31) >> 5;
@@ -313,10 +322,13 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
     };
     for (int t = 0; t < P - 1; t++) issue(t);
     pdl_wait_then_release();
-    stage_x(K, x, nw, eps, cols, sm);
-    float acc[R];
+    for (int b = 0; b < n; b++) stage_x(K, x + (long)b * cols, nw, eps, cols, sm + b * (stride >> 2));
+    float acc[R][NB];
     #pragma unroll
-    for (int r = 0; r < R; r++) acc[r] = 0.f;
+    for (int r = 0; r < R; r++) {
+        #pragma unroll
+        for (int b = 0; b < NB; b++) acc[r][b] = 0.f;
+    }
     for (int t = 0; t < items; t++) {
         // Refill the slot item t - 1 used (its values are in acc already), then wait for t.
         issue(t + P - 1);
@@ -326,15 +338,27 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
             #pragma unroll
             for (int r = 0; r < R; r++) {
                 Row row = map.row(min(i0 + r, total - 1));
-                acc[r] += unit_dot<K>(ring.take(row, units, u, (t % P) * R + r), sm, cols, u);
+                Unit wu = ring.take(row, units, u, (t % P) * R + r);
+                #pragma unroll
+                for (int b = 0; b < NB; b++)
+                    if (b < n) acc[r][b] += unit_dot<K>(wu, sm + b * (stride >> 2), cols, u);
             }
         }
         if (now.it == iters - 1) {
             #pragma unroll
-            for (int r = 0; r < R; r++) acc[r] = warp_sum(acc[r]);
-            if (lane == 0) map.finish(i0, total, acc);
+            for (int b = 0; b < NB; b++) {
+                if (b < n) {
+                    float sums[R];
+                    #pragma unroll
+                    for (int r = 0; r < R; r++) sums[r] = warp_sum(acc[r][b]);
+                    if (lane == 0) map.finish(b, i0, total, sums);
+                }
+            }
             #pragma unroll
-            for (int r = 0; r < R; r++) acc[r] = 0.f;
+            for (int r = 0; r < R; r++) {
+                #pragma unroll
+                for (int b = 0; b < NB; b++) acc[r][b] = 0.f;
+            }
         }
         step(now);
     }
@@ -351,8 +375,9 @@ __device__ __forceinline__ unsigned long long argmax_key(float v, int i) {
     return ((unsigned long long)ord << 32) | (0xffffffffu - (unsigned int)i);
 }
 
-// One matrix; y[i] = sum (or y[i] += sum when add). With `best`, the block's largest
-// argmax_key of its outputs is folded into *best (atomicMax; the caller zeroes it first).
+// One matrix; y[b * total + i] = sum for activation row b (or += sum when add). With
+// `best` (one activation row), the block's largest argmax_key of its outputs is folded into
+// *best (atomicMax; the caller zeroes it first).
 template <int R> struct PlainMap {
     const unsigned char* w;
     int a_off;
@@ -361,12 +386,13 @@ template <int R> struct PlainMap {
     unsigned long long* best;
     unsigned long long mine;  // lane 0's best key so far
     __device__ Row row(int i) const { return Row{w, a_off, i}; }
-    __device__ void finish(int i0, int total, const float* s) {
+    __device__ void finish(int b, int i0, int total, const float* s) {
+        float* yb = y + (long)b * total;
         #pragma unroll
         for (int r = 0; r < R; r++) {
             if (i0 + r < total) {
-                float v = add ? y[i0 + r] + s[r] : s[r];
-                y[i0 + r] = v;
+                float v = add ? yb[i0 + r] + s[r] : s[r];
+                yb[i0 + r] = v;
                 if (best) mine = max(mine, argmax_key(v, i0 + r));
             }
         }
@@ -388,7 +414,7 @@ template <int R> struct PlainMap {
 // y (batch, rows) = x (batch, cols) . W^T (added into y when add != 0), x RMS-normed with
 // nw first when nw is not null; codec kind K, R rows per warp group, batch row blockIdx.y.
 // With best (batch 1 only): the argmax of y as an argmax_key, folded into *best.
-// Dynamic shared memory: the staged x, then the weight ring (host: `row_smem`).
+// Dynamic shared memory: the staged x, then the weight ring (host: `row_smem(kind, cols, 1)`).
 #define MATVEC(K, R)                                                                                      \
     extern "C" __global__ void __launch_bounds__(256) matvec_k##K##_r##R(const unsigned char* w, int a_off, \
             const float* x, const float* nw, float eps, float* y, int rows, int cols, int add,             \
@@ -396,10 +422,25 @@ template <int R> struct PlainMap {
         extern __shared__ int sm[];                                                                       \
         int b = blockIdx.y;                                                                               \
         PlainMap<R> m{w, a_off, y + (long)b * rows, add, best, 0ull};                                     \
-        run_rows<K, R>(m, rows, cols, x + (long)b * cols, nw, eps, sm);                                   \
+        run_rows<K, R, 1>(m, rows, cols, x + (long)b * cols, 1, 1, nw, eps, sm);                          \
     }
 #define MATVEC_R(K) MATVEC(K, 1) MATVEC(K, 2) MATVEC(K, 4)
 MATVEC_R(0) MATVEC_R(1) MATVEC_R(2) MATVEC_R(3) MATVEC_R(4)
+
+// Prefill: y (batch, rows) = x (batch, cols) . W^T in tiles of nb <= MATMUL_TILE activation
+// rows (blockIdx.y: tile), each weight unit read once per tile and dotted with every row of
+// it; codec kind K, 2 rows per warp group. Dynamic shared memory: nb staged rows, then the
+// weight ring (host: `row_smem(kind, cols, nb)`).
+#define MATMUL_TILE 8
+#define MATMUL(K)                                                                                         \
+    extern "C" __global__ void __launch_bounds__(256) matmul_k##K##_r2(const unsigned char* w, int a_off,  \
+            const float* x, float* y, int rows, int cols, int batch, int nb) {                            \
+        extern __shared__ int sm[];                                                                       \
+        int b0 = blockIdx.y * nb;                                                                         \
+        PlainMap<2> m{w, a_off, y + (long)b0 * rows, 0, nullptr, 0ull};                                   \
+        run_rows<K, 2, MATMUL_TILE>(m, rows, cols, x + (long)b0 * cols, min(nb, batch - b0), nb, nullptr, 0.f, sm); \
+    }
+MATMUL(0) MATMUL(1) MATMUL(2) MATMUL(3) MATMUL(4)
 
 // g = silu(g) * u, element-wise over n values.
 extern "C" __global__ void silu_mul(float* g, const float* u, int n) {
