@@ -126,6 +126,35 @@ pub struct TokenGraphJob<'a> {
     pub host_kv: &'a KvCache,
 }
 
+/// What a token graph reads back: the logits (vocab), or only their argmax (greedy
+/// sampling, `sample::argmax`'s rule). Written only when the token completes.
+pub enum GraphReadback<'a> {
+    Logits(&'a mut [f32]),
+    Argmax(&'a mut u32),
+}
+
+/// A token graph's readback as it arrives from the device.
+pub(crate) enum GraphRead {
+    Logits(Vec<f32>),
+    Argmax(u32),
+}
+
+impl GraphReadback<'_> {
+    /// Whether the logits themselves must come back.
+    pub(crate) fn wants_logits(&self) -> bool {
+        matches!(self, GraphReadback::Logits(_))
+    }
+
+    /// Write what arrived (of the kind asked for) to the caller's slot.
+    pub(crate) fn fill(self, read: GraphRead) {
+        match (self, read) {
+            (GraphReadback::Logits(l), GraphRead::Logits(v)) => l.copy_from_slice(&v),
+            (GraphReadback::Argmax(b), GraphRead::Argmax(i)) => *b = i,
+            _ => unreachable!("a backend reads back what was asked for"),
+        }
+    }
+}
+
 /// Where the token graph's time went, summed over `tokens` tokens.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GraphProfile {

@@ -9,7 +9,7 @@
 
 use super::launch::{launch, KernelArgs};
 use super::{err, kind, row_smem, CudaBackend, MatvecHow, Resident, Unfit};
-use crate::gpu::backend::{DeviceOutcome, TokenGraphJob, WeightArg};
+use crate::gpu::backend::{DeviceOutcome, GraphRead, GraphReadback, TokenGraphJob, WeightArg};
 use crate::gpu::memory::model_key;
 use crate::kv::KvCache;
 use crate::model::llama::{Llama, Weight};
@@ -44,18 +44,6 @@ pub(super) struct ModelGraph {
     /// Per head: split blocks finished this layer (the last one merges and resets it).
     done: CudaSlice<i32>,
     splits: usize,
-}
-
-/// What a token reads back: the logits (vocab), or only their argmax.
-pub(super) enum Readback<'a> {
-    Logits(&'a mut [f32]),
-    Argmax(&'a mut u32),
-}
-
-/// A readback as it arrives from the device.
-enum Read {
-    Logits(Vec<f32>),
-    Argmax(u32),
 }
 
 /// The index in an argmax key (matvec.cu's `argmax_key`: value bits high, !index low);
@@ -182,7 +170,7 @@ impl CudaBackend {
     }
 
     /// Run one token through the graph; `out` is written only on success.
-    pub(super) fn run_graph(&self, job: &TokenGraphJob, out: Readback) -> DeviceOutcome {
+    pub(super) fn run_graph(&self, job: &TokenGraphJob, out: GraphReadback) -> DeviceOutcome {
         let m = job.model;
         // The weight list is only needed to build the graph or capture a sequence's launches,
         // not per token.
@@ -228,13 +216,12 @@ impl CudaBackend {
                 None => self.queue_token(m, &args(), &map, g, mirror, job.host_kv.capacity())?,
             }
             let t1 = std::time::Instant::now();
-            let back = match out {
-                Readback::Logits(_) => Read::Logits(self.stream.clone_dtoh(&g.logits).map_err(err)?),
-                Readback::Argmax(_) => {
-                    let mut key = [0u64];
-                    self.stream.memcpy_dtoh(&g.best, &mut key).map_err(err)?;
-                    Read::Argmax(argmax_of_key(key[0]))
-                }
+            let back = if out.wants_logits() {
+                GraphRead::Logits(self.stream.clone_dtoh(&g.logits).map_err(err)?)
+            } else {
+                let mut key = [0u64];
+                self.stream.memcpy_dtoh(&g.best, &mut key).map_err(err)?;
+                GraphRead::Argmax(argmax_of_key(key[0]))
             };
             let mut p = self.profile.lock().unwrap_or_else(|e| e.into_inner());
             p.tokens += 1;
@@ -245,11 +232,7 @@ impl CudaBackend {
         });
         match result {
             Ok(back) => {
-                match (out, back) {
-                    (Readback::Logits(l), Read::Logits(v)) => l.copy_from_slice(&v),
-                    (Readback::Argmax(b), Read::Argmax(i)) => *b = i,
-                    _ => unreachable!("the readback follows the request"),
-                }
+                out.fill(back);
                 DeviceOutcome::Completed { cold }
             }
             Err(e) => {

@@ -10,7 +10,7 @@
 
 use super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform};
 use super::{Resident, Unfit, Variant, WgpuBackend, XMode};
-use crate::gpu::backend::{DeviceOutcome, TokenGraphJob, WeightArg};
+use crate::gpu::backend::{DeviceOutcome, GraphRead, GraphReadback, TokenGraphJob, WeightArg};
 use crate::gpu::memory::model_key;
 use crate::kv::KvCache;
 use crate::model::llama::{Llama, Weight};
@@ -51,6 +51,14 @@ struct NormBlock {
     pad: u32,
 }
 
+/// `ArgmaxParams` in argmax.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct ArgmaxBlock {
+    n: u32,
+    pad: [u32; 3],
+}
+
 /// Device buffers of one model's graph.
 pub(super) struct ModelGraph {
     /// Identifies the model the buffers were built for.
@@ -65,6 +73,7 @@ pub(super) struct ModelGraph {
     g: wgpu::Buffer,      // (n_ff) gate
     u: wgpu::Buffer,      // (n_ff)
     logits: wgpu::Buffer, // (vocab)
+    best: wgpu::Buffer,   // (1) u32: the logits' argmax
     /// Split-attention partials (n_head, chunks, head_dim + 2), sized for `capacity`.
     part: wgpu::Buffer,
     capacity: usize,
@@ -73,6 +82,8 @@ pub(super) struct ModelGraph {
     out_norm: wgpu::Buffer,
     step: wgpu::Buffer,
     staging: wgpu::Buffer,
+    /// Where the argmax is read back from (4 bytes).
+    best_staging: wgpu::Buffer,
     /// Under `CMF_GRAPH_HOSTPROF=1` with timestamp queries: the token pass's begin/end
     /// timestamps (query set, resolve buffer, readback buffer).
     timer: Option<(wgpu::QuerySet, wgpu::Buffer, wgpu::Buffer)>,
@@ -89,8 +100,9 @@ pub(super) struct Mirror {
     len: usize,
     recorded: Option<Recorded>,
     /// The next token's command buffer, encoded while the GPU ran the previous token (it
-    /// depends only on the position; the token enters through the buffers written first).
-    prepared: Option<(usize, wgpu::CommandBuffer)>,
+    /// depends only on the position and whether the logits or only their argmax are read
+    /// back; the token enters through the buffers written first).
+    prepared: Option<(usize, bool, wgpu::CommandBuffer)>,
 }
 
 /// One token's dispatches with their bind groups (and the uniform slots they point into).
@@ -162,12 +174,14 @@ impl WgpuBackend {
             g: self.storage_buf("gate", c.n_ff),
             u: self.storage_buf("up", c.n_ff),
             logits: self.storage_buf("logits", c.vocab),
+            best: self.storage_buf("best", 1),
             part: self.storage_buf("part", c.n_head * chunks * (c.head_dim + 2)),
             capacity,
             norms: m.layers.iter().map(|l| (self.const_buf("attn_norm", &l.attn_norm), self.const_buf("ffn_norm", &l.ffn_norm))).collect(),
             out_norm: self.const_buf("output_norm", &m.output_norm),
             step: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("step"), size: std::mem::size_of::<StepBlock>() as u64, usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
             staging: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("logits-read"), size: (c.vocab * 4) as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
+            best_staging: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("argmax-read"), size: 4, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
             stamps: (std::env::var("CMF_GRAPH_HOSTPROF").is_ok_and(|v| v == "2") && dev.features().contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)).then(|| {
                 // Dispatches per token: at most 16 per layer, with row-split chunks; 2 spare.
                 let n = (m.layers.len() * 16 + 8).min(4095) as u32 + 1;
@@ -262,13 +276,17 @@ impl WgpuBackend {
         let at = p.len();
         plan::matvec(ctx, res(&args[args.len() - 1])?, MatvecIo::plain(&g.xn, &g.logits, 0), d, 1, &mut params, &mut p)?;
         stage(&mut p, at, "head", &args[args.len() - 1..]);
+        // The greedy pick, read back instead of the logits when only it is wanted.
+        let at = params.slot(bytemuck::bytes_of(&ArgmaxBlock { n: c.vocab as u32, pad: [0; 3] }));
+        p.push(Planned { label: "argmax", pipe: ctx.argmax.clone(), bufs: vec![&g.logits, &g.best], uniform: Uniform::Slot(at), grid: Grid::Fixed(1, 1, 1) });
         let pbuf = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("graph-params"), contents: &params.0, usage: wgpu::BufferUsages::UNIFORM });
         let groups = plan::bind(&ctx.device, &p, &pbuf);
         Ok(Recorded { labels: p.iter().map(|pl| pl.label).collect(), stage_bytes, dispatches: p.into_iter().zip(groups).map(|(pl, bg)| (pl.pipe, bg, pl.grid)).collect(), _params: pbuf })
     }
 
-    /// Run one token through the graph; `logits` is written only on success.
-    pub(super) fn run_graph(&self, job: &TokenGraphJob, logits: &mut [f32]) -> DeviceOutcome {
+    /// Run one token through the graph; `out` is written only on success.
+    pub(super) fn run_graph(&self, job: &TokenGraphJob, out: GraphReadback) -> DeviceOutcome {
+        let want_logits = out.wants_logits();
         let m = job.model;
         let capacity = job.host_kv.capacity();
         // The weight list is only needed to build the graph or record a sequence's dispatches,
@@ -306,7 +324,7 @@ impl WgpuBackend {
         let dev = &self.ctx.device;
         let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
         let oom = dev.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let result = (|| -> Result<Vec<f32>, String> {
+        let result = (|| -> Result<GraphRead, String> {
             self.mirror_at(&mut mirrors, job);
             let mirror = mirrors.get_mut(&job.seq).expect("mirror_at made it");
             if mirror.recorded.is_none() {
@@ -327,16 +345,20 @@ impl WgpuBackend {
             self.ctx.queue.write_buffer(&g.step, 0, bytemuck::bytes_of(&step));
             let rec = mirror.recorded.as_ref().expect("recorded above");
             let cmd = match mirror.prepared.take() {
-                Some((pos, cmd)) if pos == job.pos => cmd,
-                _ => self.encode_token(rec, g, job.pos, c.vocab),
+                Some((pos, logits, cmd)) if pos == job.pos && logits == want_logits => cmd,
+                _ => self.encode_token(rec, g, job.pos, want_logits.then_some(c.vocab)),
             };
             self.ctx.queue.submit([cmd]);
             let t1 = std::time::Instant::now();
             // While the GPU runs this token, encode the next one.
             if job.pos + 1 < capacity {
-                mirror.prepared = Some((job.pos + 1, self.encode_token(rec, g, job.pos + 1, c.vocab)));
+                mirror.prepared = Some((job.pos + 1, want_logits, self.encode_token(rec, g, job.pos + 1, want_logits.then_some(c.vocab))));
             }
-            let out = self.ctx.read_back::<f32>(&g.staging, c.vocab as u64)?;
+            let back = if want_logits {
+                GraphRead::Logits(self.ctx.read_back::<f32>(&g.staging, c.vocab as u64)?)
+            } else {
+                GraphRead::Argmax(self.ctx.read_back::<u32>(&g.best_staging, 1)?[0])
+            };
             let mut prof = self.profile.lock().unwrap_or_else(|e| e.into_inner());
             prof.tokens += 1;
             prof.host += t1 - t0;
@@ -356,7 +378,7 @@ impl WgpuBackend {
                 }
                 prof.stage_bytes.clone_from(&rec.stage_bytes);
             }
-            Ok(out)
+            Ok(back)
         })();
         let oom = pollster::block_on(oom.pop());
         let invalid = pollster::block_on(scope.pop());
@@ -365,8 +387,8 @@ impl WgpuBackend {
             None => result,
         };
         match result {
-            Ok(out) => {
-                logits.copy_from_slice(&out);
+            Ok(back) => {
+                out.fill(back);
                 if let Some(mi) = mirrors.get_mut(&job.seq) {
                     mi.len = job.pos + 1;
                 }
@@ -380,8 +402,9 @@ impl WgpuBackend {
     }
 
     /// One token's command buffer at position `pos`: the recorded dispatches in one compute
-    /// pass (the attention grid sized for `pos`), then the logits copied for readback.
-    fn encode_token(&self, rec: &Recorded, g: &ModelGraph, pos: usize, vocab: usize) -> wgpu::CommandBuffer {
+    /// pass (the attention grid sized for `pos`), then the logits (`Some(vocab)`) or only
+    /// their argmax copied for readback.
+    fn encode_token(&self, rec: &Recorded, g: &ModelGraph, pos: usize, logits: Option<usize>) -> wgpu::CommandBuffer {
         let chunks = (pos + 1).div_ceil(ATT_CHUNK) as u32;
         let mut enc = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("token") });
         {
@@ -395,7 +418,10 @@ impl WgpuBackend {
             enc.resolve_query_set(q, 0..used, resolve, 0);
             enc.copy_buffer_to_buffer(resolve, 0, read, 0, 8 * used as u64);
         }
-        enc.copy_buffer_to_buffer(&g.logits, 0, &g.staging, 0, (vocab * 4) as u64);
+        match logits {
+            Some(vocab) => enc.copy_buffer_to_buffer(&g.logits, 0, &g.staging, 0, (vocab * 4) as u64),
+            None => enc.copy_buffer_to_buffer(&g.best, 0, &g.best_staging, 0, 4),
+        }
         if let Some((q, resolve, read)) = &g.timer {
             enc.resolve_query_set(q, 0..2, resolve, 0);
             enc.copy_buffer_to_buffer(resolve, 0, read, 0, 16);

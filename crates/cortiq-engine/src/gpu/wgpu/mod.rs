@@ -12,7 +12,7 @@ mod context;
 mod graph;
 mod plan;
 
-use super::backend::{Activation, Backend, DeviceInfo, DeviceOutcome, FfnJob, MatmulJob, MultiMatmulJob, TokenGraphJob, WeightArg};
+use super::backend::{Activation, Backend, DeviceInfo, DeviceOutcome, FfnJob, GraphReadback, MatmulJob, MultiMatmulJob, TokenGraphJob, WeightArg};
 use crate::kv::KvCache;
 use super::memory::fingerprint;
 use super::planar;
@@ -384,7 +384,11 @@ impl Backend for WgpuBackend {
     }
 
     fn token_graph(&self, job: &TokenGraphJob, logits: &mut [f32]) -> DeviceOutcome {
-        self.run_graph(job, logits)
+        self.run_graph(job, GraphReadback::Logits(logits))
+    }
+
+    fn token_graph_argmax(&self, job: &TokenGraphJob, best: &mut u32) -> DeviceOutcome {
+        self.run_graph(job, GraphReadback::Argmax(best))
     }
 
     fn pull_kv(&self, seq: u64, from: usize, to: usize, host: &mut KvCache) -> Result<(), String> {
