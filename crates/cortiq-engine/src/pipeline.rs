@@ -8,7 +8,7 @@ use crate::cpu::matmul::{ffn_gated, matmul, matmul_many};
 use crate::cpu::ops::{add_in_place, rmsnorm, rope_table, rope_with};
 use crate::cpu::pool::{parallel_for, pool};
 use crate::error::EngineError;
-use crate::gpu::backend::{FfnJob, MatmulJob, MultiMatmulJob, TokenGraphJob};
+use crate::gpu::backend::{FfnJob, GraphReadback, MatmulJob, MultiMatmulJob, PrefillGraphJob, TokenGraphJob};
 use crate::gpu::race::GraphArm;
 use crate::gpu::{scope, Gpu, GraphOutcome};
 use crate::kv::KvCache;
@@ -208,17 +208,69 @@ impl Session {
         out
     }
 
-    /// Feed a prompt in chunks and return the logits of its last position.
+    /// Feed a prompt in chunks and return the logits of its last position. Where the facade
+    /// runs prompts as batched prefill graphs, each chunk is one device submission (only the
+    /// last one reads its logits back); a chunk the graph declines runs per op.
     pub fn prefill(&mut self, tokens: &[u32]) -> Result<Vec<f32>, EngineError> {
         if tokens.is_empty() {
             return Err(EngineError::EmptyPrompt);
         }
+        let chunks = tokens.len().div_ceil(PREFILL_CHUNK);
         let mut last = Vec::new();
-        for chunk in tokens.chunks(PREFILL_CHUNK) {
+        for (i, chunk) in tokens.chunks(PREFILL_CHUNK).enumerate() {
+            let mut logits = Vec::new();
+            if self.graph_prefill(chunk, (i + 1 == chunks).then_some(&mut logits))? {
+                if i + 1 == chunks {
+                    return Ok(logits);
+                }
+                continue;
+            }
             last = self.forward(chunk)?;
         }
         let d = self.model.cfg.n_embd;
         Ok(self.logits(&last[last.len() - d..]))
+    }
+
+    /// Try one prompt chunk through the batched prefill graph: true when it completed (the
+    /// sequence moved on; `logits`, when given, holds the last position's), false when the
+    /// facade does not run prompts that way or the graph declined (the caller runs the chunk
+    /// per op); a device failure resets the sequence.
+    fn graph_prefill(&mut self, chunk: &[u32], logits: Option<&mut Vec<f32>>) -> Result<bool, EngineError> {
+        if self.graph_refused || !self.gpu.prefill_graph_enabled() {
+            return Ok(false);
+        }
+        let cfg = &self.model.cfg;
+        if self.pos + chunk.len() > self.kv.capacity() {
+            return Err(EngineError::PromptTooLong { tokens: self.pos + chunk.len(), ctx: self.kv.capacity(), reserve: 0 });
+        }
+        if let Some(&t) = chunk.iter().find(|&&t| t as usize >= cfg.vocab) {
+            return Err(EngineError::BadToken { id: t, vocab: cfg.vocab });
+        }
+        let job = PrefillGraphJob { model: &self.model, seq: self.seq, tokens: chunk, pos: self.pos, host_kv: &self.kv };
+        let mut pick = 0;
+        let out = match logits {
+            Some(l) => {
+                l.resize(cfg.vocab, 0.0);
+                GraphReadback::Logits(l)
+            }
+            None => GraphReadback::Argmax(&mut pick),
+        };
+        match self.gpu.prefill_graph(&job, out) {
+            GraphOutcome::Completed => {
+                self.pos += chunk.len();
+                Ok(true)
+            }
+            GraphOutcome::Declined(reason) => {
+                if reason.starts_with("cannot build") {
+                    self.graph_refused = true;
+                }
+                Ok(false)
+            }
+            GraphOutcome::Failed(e) => {
+                self.truncate(0);
+                Err(EngineError::DeviceFailed(e))
+            }
+        }
     }
 
     /// One decode step: logits of `token` appended at the end of the sequence. Runs the

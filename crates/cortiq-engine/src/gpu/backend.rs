@@ -126,6 +126,19 @@ pub struct TokenGraphJob<'a> {
     pub host_kv: &'a KvCache,
 }
 
+/// Prompt positions `pos..pos + tokens.len()` of one sequence through the whole stack in one
+/// submission (SPEC section 9): the KV mirror gains those rows; the last position's logits
+/// (or their argmax) come back.
+pub struct PrefillGraphJob<'a> {
+    pub model: &'a Llama,
+    pub seq: u64,
+    pub tokens: &'a [u32],
+    /// Position of the first token; the mirror must hold exactly `pos` rows (seeded from
+    /// `host_kv` when it does not).
+    pub pos: usize,
+    pub host_kv: &'a KvCache,
+}
+
 /// What a token graph reads back: the logits (vocab), or only their argmax (greedy
 /// sampling, `sample::argmax`'s rule). Written only when the token completes.
 pub enum GraphReadback<'a> {
@@ -258,6 +271,11 @@ pub trait Backend: Send + Sync {
             *best = crate::sample::argmax(&logits);
         }
         out
+    }
+
+    /// A prompt chunk through the batched prefill graph; `out` is the last position's.
+    fn prefill_graph(&self, _job: &PrefillGraphJob, _out: GraphReadback) -> DeviceOutcome {
+        DeviceOutcome::Declined("prefill graph not implemented")
     }
 
     /// Copy mirror rows `from..to` of `seq` into the host cache layout.

@@ -63,6 +63,10 @@ pub struct Explain {
     /// Decode tokens that ran as one whole-token graph, and their time.
     pub graph_tokens: u64,
     pub graph_time: Duration,
+    /// Prompt chunks that ran as one batched prefill graph, their rows, and their time.
+    pub prefill_chunks: u64,
+    pub prefill_rows: u64,
+    pub prefill_time: Duration,
 }
 
 impl Explain {
@@ -99,7 +103,10 @@ impl Explain {
         if self.graph_tokens > 0 {
             out.push_str(&format!("| token graph | {} | {} | 0 | whole token in one submission | {:.1} ms | 0.0 ms |\n", self.graph_tokens, self.graph_tokens, self.graph_time.as_secs_f64() * 1e3));
         }
-        if self.classes.is_empty() && self.graph_tokens == 0 {
+        if self.prefill_chunks > 0 {
+            out.push_str(&format!("| prefill graph | {} | {} | 0 | {} prompt rows in one submission each | {:.1} ms | 0.0 ms |\n", self.prefill_chunks, self.prefill_chunks, self.prefill_rows, self.prefill_time.as_secs_f64() * 1e3));
+        }
+        if self.classes.is_empty() && self.graph_tokens == 0 && self.prefill_chunks == 0 {
             out.push_str("| (no heavy ops ran) | | | | | | |\n");
         }
         out

@@ -18,7 +18,7 @@ pub(crate) mod scripted;
 #[cfg(feature = "gpu")]
 pub mod wgpu;
 
-use backend::{Backend, DeviceInfo, DeviceOutcome, FfnJob, MatmulJob, MultiMatmulJob, TokenGraphJob};
+use backend::{Backend, DeviceInfo, DeviceOutcome, FfnJob, GraphReadback, MatmulJob, MultiMatmulJob, PrefillGraphJob, TokenGraphJob};
 use explain::{Explain, Reason};
 use probe::{Arm, ClassProbe, OpClass, Remembered, Verdict, VerdictCache, PROBE_UPLOAD_CAP};
 use race::{ContentionKill, GraphArm, GraphRace};
@@ -335,24 +335,43 @@ impl Gpu {
 
     /// One decode token through the whole stack on the device.
     pub fn token_graph(&self, job: &TokenGraphJob, logits: &mut [f32]) -> GraphOutcome {
-        self.graph_call(|b| b.token_graph(job, logits))
+        self.graph_call(0, |b| b.token_graph(job, logits))
     }
 
     /// One token through the backend's graph, reading back only the logits' argmax
     /// (`sample::argmax`'s rule) into `best`.
     pub fn token_graph_argmax(&self, job: &TokenGraphJob, best: &mut u32) -> GraphOutcome {
-        self.graph_call(|b| b.token_graph_argmax(job, best))
+        self.graph_call(0, |b| b.token_graph_argmax(job, best))
     }
 
-    /// A token-graph call, counted for `--explain` when it completes.
-    fn graph_call(&self, call: impl FnOnce(&dyn Backend) -> DeviceOutcome) -> GraphOutcome {
+    /// Whether prompts go through the batched prefill graph: a backend, graphs on (or on for
+    /// prompts only), and a device the graph is trusted on (SPEC sections 8-9).
+    pub fn prefill_graph_enabled(&self) -> bool {
+        self.backend.is_some() && self.gate_reason().is_none() && self.cfg.graph != GraphMode::Off && self.discrete()
+    }
+
+    /// A prompt chunk through the backend's batched prefill graph; `out` is the last
+    /// position's logits or their argmax.
+    pub fn prefill_graph(&self, job: &PrefillGraphJob, out: GraphReadback) -> GraphOutcome {
+        self.graph_call(job.tokens.len() as u64, |b| b.prefill_graph(job, out))
+    }
+
+    /// A graph call (a decode token, or a prefill chunk of `prompt_rows` rows), counted for
+    /// `--explain` when it completes.
+    fn graph_call(&self, prompt_rows: u64, call: impl FnOnce(&dyn Backend) -> DeviceOutcome) -> GraphOutcome {
         let Some(b) = &self.backend else { return GraphOutcome::Declined("no GPU backend") };
         let t = Instant::now();
         match call(b.as_ref()) {
             DeviceOutcome::Completed { .. } => {
                 let mut e = self.explain.lock().unwrap_or_else(|e| e.into_inner());
-                e.graph_tokens += 1;
-                e.graph_time += t.elapsed();
+                if prompt_rows > 0 {
+                    e.prefill_chunks += 1;
+                    e.prefill_rows += prompt_rows;
+                    e.prefill_time += t.elapsed();
+                } else {
+                    e.graph_tokens += 1;
+                    e.graph_time += t.elapsed();
+                }
                 GraphOutcome::Completed
             }
             DeviceOutcome::Declined(r) => GraphOutcome::Declined(r),

@@ -2,7 +2,7 @@
 //! results are exact) and whose speed, declines and failures the test sets. It lets the
 //! probe, fallback and graph rules run end to end through the real pipeline on CI.
 
-use super::backend::{Backend, DeviceInfo, DeviceOutcome, FfnJob, MatmulJob, MultiMatmulJob, TokenGraphJob};
+use super::backend::{Backend, DeviceInfo, DeviceOutcome, FfnJob, GraphRead, GraphReadback, MatmulJob, MultiMatmulJob, PrefillGraphJob, TokenGraphJob};
 use super::{scope, Gpu, GpuConfig};
 use crate::cpu::matmul::{ffn_gated, matmul, matmul_many};
 use crate::kv::KvCache;
@@ -21,8 +21,12 @@ pub struct Scripted {
     pub delay: Duration,
     /// Whether the token graph is offered at all.
     pub graph: bool,
-    /// Fail the n-th token-graph call (1-based) after admitting state.
+    /// Whether the batched prefill graph is offered.
+    pub prefill: bool,
+    /// Fail the n-th graph call (token or prefill, 1-based) after admitting state.
     pub fail_graph_call: Option<usize>,
+    /// Prefill-graph calls that completed, and their prompt rows.
+    pub prefill_rows: Mutex<Vec<usize>>,
     pub graph_calls: AtomicUsize,
     pub op_calls: AtomicUsize,
     pub resident: Mutex<HashSet<u64>>,
@@ -43,6 +47,32 @@ impl Scripted {
             }
         }
         cold
+    }
+
+    /// A graph call on the sequence's mirror (a CPU session holding exactly `pos` rows,
+    /// seeded from the host cache when it does not): counted, failed when scripted to.
+    fn on_mirror(&self, model: &crate::model::Llama, seq: u64, pos: usize, host_kv: &KvCache, run: impl FnOnce(&mut Session) -> GraphRead, out: GraphReadback) -> DeviceOutcome {
+        let call = self.graph_calls.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut mirrors = self.mirrors.lock().unwrap();
+        if self.fail_graph_call == Some(call) {
+            mirrors.remove(&seq);
+            return DeviceOutcome::Failed(format!("scripted device loss at graph call {call}"));
+        }
+        let mirror = mirrors.entry(seq).or_insert_with(|| {
+            let model = Arc::new(crate::model::Llama::load(Arc::clone(&model.file)).expect("model loads"));
+            Session::with_gpu(model, host_kv.capacity(), Arc::new(Gpu::new(None, GpuConfig::for_tests())))
+        });
+        if mirror.len() != pos {
+            // Seed from the host cache: a zero state is never assumed.
+            mirror.truncate(0);
+            for l in 0..host_kv.n_layer() {
+                mirror.kv.write_f16(l, 0, host_kv.keys(l, pos), host_kv.values(l, pos));
+            }
+            mirror.kv.set_len(pos);
+            mirror.set_len_for_tests(pos);
+        }
+        out.fill(scope::gpu_scope(|| run(mirror)));
+        DeviceOutcome::Completed { cold: false }
     }
 
     fn op(&self, keys: &[(u64, usize)], run: impl FnOnce()) -> DeviceOutcome {
@@ -88,28 +118,34 @@ impl Backend for Scripted {
         if !self.graph {
             return DeviceOutcome::Declined("cannot build a graph for this model (scripted)");
         }
-        let call = self.graph_calls.fetch_add(1, Ordering::SeqCst) + 1;
-        let mut mirrors = self.mirrors.lock().unwrap();
-        if self.fail_graph_call == Some(call) {
-            mirrors.remove(&job.seq);
-            return DeviceOutcome::Failed(format!("scripted device loss at graph call {call}"));
+        self.on_mirror(job.model, job.seq, job.pos, job.host_kv, |m| GraphRead::Logits(m.step(job.token).expect("mirror step")), GraphReadback::Logits(logits))
+    }
+
+    fn prefill_graph(&self, job: &PrefillGraphJob, out: GraphReadback) -> DeviceOutcome {
+        if !self.prefill {
+            return DeviceOutcome::Declined("prefill graph not offered (scripted)");
         }
-        let mirror = mirrors.entry(job.seq).or_insert_with(|| {
-            let model = Arc::new(crate::model::Llama::load(Arc::clone(&job.model.file)).expect("model loads"));
-            Session::with_gpu(model, job.host_kv.capacity(), Arc::new(Gpu::new(None, GpuConfig::for_tests())))
-        });
-        if mirror.len() != job.pos {
-            // Seed from the host cache: a zero state is never assumed.
-            mirror.truncate(0);
-            for l in 0..job.host_kv.n_layer() {
-                mirror.kv.write_f16(l, 0, job.host_kv.keys(l, job.pos), job.host_kv.values(l, job.pos));
-            }
-            mirror.kv.set_len(job.pos);
-            mirror.set_len_for_tests(job.pos);
+        let wants_logits = out.wants_logits();
+        let done = self.on_mirror(
+            job.model,
+            job.seq,
+            job.pos,
+            job.host_kv,
+            |m| {
+                let h = m.forward(job.tokens).expect("mirror prefill");
+                let logits = m.logits(&h[h.len() - m.model.cfg.n_embd..]);
+                if wants_logits {
+                    GraphRead::Logits(logits)
+                } else {
+                    GraphRead::Argmax(crate::sample::argmax(&logits))
+                }
+            },
+            out,
+        );
+        if let DeviceOutcome::Completed { .. } = done {
+            self.prefill_rows.lock().unwrap().push(job.tokens.len());
         }
-        let out = scope::gpu_scope(|| mirror.step(job.token)).expect("mirror step");
-        logits.copy_from_slice(&out);
-        DeviceOutcome::Completed { cold: false }
+        done
     }
 
     fn pull_kv(&self, seq: u64, from: usize, to: usize, host: &mut KvCache) -> Result<(), String> {

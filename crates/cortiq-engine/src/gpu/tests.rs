@@ -103,6 +103,57 @@ fn a_graph_that_cannot_be_built_is_remembered_and_per_op_runs() {
 }
 
 #[test]
+fn the_prefill_graph_takes_a_long_prompt_in_chunks_and_decode_continues_from_its_mirror() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::load(&tiny_model(&dir)).unwrap();
+    let gpu = facade(Scripted { discrete: true, graph: true, prefill: true, ..Default::default() });
+    // Two chunks: 256 rows, then 44.
+    let prompt: Vec<u32> = (0..300u32).map(|i| i * 7 % 2048).collect();
+    let mut cpu = Session::with_gpu(Arc::clone(&engine.model), 400, Arc::new(Gpu::new(None, GpuConfig::for_tests())));
+    let mut dev = Session::with_gpu(Arc::clone(&engine.model), 400, Arc::clone(&gpu));
+    let mut a = cpu.prefill(&prompt).unwrap();
+    assert_eq!(dev.prefill(&prompt).unwrap(), a);
+    assert_eq!((dev.len(), dev.kv.len()), (300, 0), "the prompt lives in the device mirror only");
+    let e = gpu.explain.lock().unwrap().clone();
+    assert_eq!((e.prefill_chunks, e.prefill_rows), (2, 300));
+    assert!(gpu.explain_table().contains("| prefill graph | 2 | 2 | 0 | 300 prompt rows"), "{}", gpu.explain_table());
+    assert!(stats(&gpu, OpClass::Matmat).calls == 0, "no chunk ran per op");
+    // Decode continues from the mirror the prefill graph left.
+    assert_eq!(dev.begin_generation(), GraphArm::Graph);
+    for _ in 0..4 {
+        let t = crate::sample::argmax(&a);
+        a = cpu.step(t).unwrap();
+        assert_eq!(dev.step(t).unwrap(), a);
+    }
+    // The host path pulls every row (prompt and decode) back before it runs.
+    assert_eq!(cpu.forward(&[5, 6]).unwrap(), dev.forward(&[5, 6]).unwrap());
+    assert_eq!(dev.kv.len(), 306);
+}
+
+#[test]
+fn a_failing_prefill_graph_resets_the_sequence_and_a_declined_one_runs_per_op() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::load(&tiny_model(&dir)).unwrap();
+    let prompt = engine.tokenize("hello world 42, and then some more words").unwrap();
+    let mut cpu = Session::with_gpu(Arc::clone(&engine.model), 64, Arc::new(Gpu::new(None, GpuConfig::for_tests())));
+    let want = cpu.prefill(&prompt).unwrap();
+    let failing = facade(Scripted { discrete: true, graph: true, prefill: true, fail_graph_call: Some(1), ..Default::default() });
+    let mut s = Session::with_gpu(Arc::clone(&engine.model), 64, failing);
+    assert!(matches!(s.prefill(&prompt), Err(crate::EngineError::DeviceFailed(_))));
+    assert_eq!((s.len(), s.kv.len()), (0, 0), "a failed chunk leaves an empty sequence");
+    assert_eq!(s.prefill(&prompt).unwrap(), want, "the next prefill starts clean");
+    let declining = facade(Scripted { discrete: true, graph: true, prefill: false, ..Default::default() });
+    let mut s = Session::with_gpu(Arc::clone(&engine.model), 64, Arc::clone(&declining));
+    assert_eq!(s.prefill(&prompt).unwrap(), want);
+    assert_eq!((s.len(), s.kv.len()), (prompt.len(), prompt.len()), "a declined chunk ran per op, on the host cache");
+    assert_eq!(declining.explain.lock().unwrap().prefill_chunks, 0);
+    // Prompts do not go through the graph where graphs are off or the device is untrusted.
+    let off = Arc::new(Gpu::new(Some(Box::new(Scripted { discrete: true, graph: true, prefill: true, ..Default::default() })), GpuConfig { graph: GraphMode::Off, ..GpuConfig::for_tests() }));
+    assert!(!off.prefill_graph_enabled());
+    assert!(!facade(Scripted { discrete: false, graph: true, prefill: true, ..Default::default() }).prefill_graph_enabled());
+}
+
+#[test]
 fn pulling_the_mirror_back_lets_the_per_op_path_continue_mid_sequence() {
     let dir = tempfile::tempdir().unwrap();
     let engine = Engine::load(&tiny_model(&dir)).unwrap();

@@ -9,7 +9,7 @@
 
 use super::launch::{launch, KernelArgs};
 use super::{err, kind, row_smem, CudaBackend, MatvecHow, Resident, Unfit};
-use crate::gpu::backend::{DeviceOutcome, GraphRead, GraphReadback, TokenGraphJob, WeightArg};
+use crate::gpu::backend::{DeviceOutcome, GraphRead, GraphReadback, PrefillGraphJob, TokenGraphJob, WeightArg};
 use crate::gpu::memory::model_key;
 use crate::kv::KvCache;
 use crate::model::llama::{Llama, Weight};
@@ -44,6 +44,8 @@ pub(super) struct ModelGraph {
     /// Per head: split blocks finished this layer (the last one merges and resets it).
     done: CudaSlice<i32>,
     splits: usize,
+    /// The prefill graph's buffers, made on its first chunk.
+    prefill: Option<PrefillBuffers>,
 }
 
 /// The index in an argmax key (matvec.cu's `argmax_key`: value bits high, !index low);
@@ -54,6 +56,31 @@ fn argmax_of_key(key: u64) -> u32 {
     } else {
         u32::MAX - key as u32
     }
+}
+
+/// Prompt rows one prefill submission takes at most (the session's prefill chunk).
+pub(super) const PREFILL_ROWS: usize = crate::pipeline::PREFILL_CHUNK;
+
+/// Where a graph call lands: the model, the sequence and its position, and the host cache
+/// that seeds the mirror when the mirror does not hold exactly `pos` rows.
+struct At<'a> {
+    model: &'a Llama,
+    seq: u64,
+    pos: usize,
+    host_kv: &'a KvCache,
+}
+
+/// Device buffers of the batched prefill graph, for up to `PREFILL_ROWS` prompt rows.
+pub(super) struct PrefillBuffers {
+    tokens: CudaSlice<i32>, // (rows)
+    x: CudaSlice<f32>,      // (rows, n_embd) residual stream
+    q: CudaSlice<f32>,      // (rows, n_head * head_dim), after RoPE
+    att: CudaSlice<f32>,    // (rows, n_head * head_dim)
+    h: CudaSlice<f32>,      // (rows, n_ff) silu(gate) * up
+    /// Split-attention partials (rows, n_head, splits, head_dim + 2).
+    part: CudaSlice<f32>,
+    /// Per (row, head): split blocks finished this layer.
+    done: CudaSlice<i32>,
 }
 
 /// A captured CUDA graph of one token's launches.
@@ -137,14 +164,32 @@ impl CudaBackend {
             part: zeros(c.n_head * splits * (c.head_dim + 2))?,
             done: s.alloc_zeros::<i32>(c.n_head).map_err(err)?,
             splits,
+            prefill: None,
         })
     }
 
-    /// A mirror for `seq` holding exactly `pos` rows, seeded from the host cache if needed.
-    fn mirror_at(&self, mirrors: &mut HashMap<u64, Mirror>, job: &TokenGraphJob) -> Result<(), String> {
-        let c = &job.model.cfg;
-        let (kvd, cap) = (c.kv_dim(), job.host_kv.capacity());
-        if let std::collections::hash_map::Entry::Vacant(slot) = mirrors.entry(job.seq) {
+    /// The prefill graph's buffers for `m`, its partials sized for `splits` per row and head.
+    fn prefill_buffers(&self, m: &Llama, splits: usize) -> Result<PrefillBuffers, String> {
+        let c = &m.cfg;
+        let s = &self.stream;
+        let n = PREFILL_ROWS;
+        let zeros = |len: usize| s.alloc_zeros::<f32>(len).map_err(err);
+        Ok(PrefillBuffers {
+            tokens: s.alloc_zeros::<i32>(n).map_err(err)?,
+            x: zeros(n * c.n_embd)?,
+            q: zeros(n * c.q_dim())?,
+            att: zeros(n * c.q_dim())?,
+            h: zeros(n * c.n_ff)?,
+            part: zeros(n * c.n_head * splits * (c.head_dim + 2))?,
+            done: s.alloc_zeros::<i32>(n * c.n_head).map_err(err)?,
+        })
+    }
+
+    /// A mirror for `at.seq` holding exactly `at.pos` rows, seeded from the host cache if needed.
+    fn mirror_at(&self, mirrors: &mut HashMap<u64, Mirror>, at: &At) -> Result<(), String> {
+        let c = &at.model.cfg;
+        let (kvd, cap) = (c.kv_dim(), at.host_kv.capacity());
+        if let std::collections::hash_map::Entry::Vacant(slot) = mirrors.entry(at.seq) {
             let mut k = Vec::new();
             let mut v = Vec::new();
             for _ in 0..c.n_layer {
@@ -153,18 +198,18 @@ impl CudaBackend {
             }
             slot.insert(Mirror { k, v, len: 0, captured: None });
         }
-        let mirror = mirrors.get_mut(&job.seq).expect("inserted above");
-        if mirror.len != job.pos {
+        let mirror = mirrors.get_mut(&at.seq).expect("inserted above");
+        if mirror.len != at.pos {
             // Seed from the host cache: a zero state is never assumed.
-            let n = job.pos * kvd;
+            let n = at.pos * kvd;
             let mut buf = vec![0f32; n];
             for l in 0..c.n_layer {
-                job.host_kv.keys(l, job.pos).convert_to_f32_slice(&mut buf);
+                at.host_kv.keys(l, at.pos).convert_to_f32_slice(&mut buf);
                 self.stream.memcpy_htod(&buf, &mut mirror.k[l].slice_mut(0..n)).map_err(err)?;
-                job.host_kv.values(l, job.pos).convert_to_f32_slice(&mut buf);
+                at.host_kv.values(l, at.pos).convert_to_f32_slice(&mut buf);
                 self.stream.memcpy_htod(&buf, &mut mirror.v[l].slice_mut(0..n)).map_err(err)?;
             }
-            mirror.len = job.pos;
+            mirror.len = at.pos;
         }
         Ok(())
     }
@@ -172,23 +217,63 @@ impl CudaBackend {
     /// Run one token through the graph; `out` is written only on success.
     pub(super) fn run_graph(&self, job: &TokenGraphJob, out: GraphReadback) -> DeviceOutcome {
         let m = job.model;
-        // The weight list is only needed to build the graph or capture a sequence's launches,
-        // not per token.
-        let args = || -> Vec<WeightArg> { all_weights(m).iter().map(|w| m.weight_arg(w)).collect() };
+        let at = At { model: m, seq: job.seq, pos: job.pos, host_kv: job.host_kv };
+        self.on_graph(&at, 1, out, true, |g, mirror, map| {
+            self.stream.memcpy_htod(&[job.token as i32, job.pos as i32], &mut g.params).map_err(err)?;
+            // The weight list is only needed to capture a sequence's launches, not per token.
+            let args = || -> Vec<WeightArg> { all_weights(m).iter().map(|w| m.weight_arg(w)).collect() };
+            if mirror.captured.is_none() {
+                mirror.captured = self.capture(m, &args(), map, g, mirror)?;
+            }
+            match &mirror.captured {
+                Some(c) => c.0.launch().map_err(err),
+                None => self.queue_token(m, &args(), map, g, mirror, job.host_kv.capacity()),
+            }
+        })
+    }
+
+    /// Run a prompt chunk through the batched prefill graph; `out` (the last position's) is
+    /// written only on success.
+    pub(super) fn run_prefill(&self, job: &PrefillGraphJob, out: GraphReadback) -> DeviceOutcome {
+        let m = job.model;
+        let rows = job.tokens.len();
+        if rows == 0 || rows > PREFILL_ROWS {
+            return DeviceOutcome::Declined("prompt chunk outside the prefill graph's 1..=256 rows");
+        }
+        let at = At { model: m, seq: job.seq, pos: job.pos, host_kv: job.host_kv };
+        self.on_graph(&at, rows, out, false, |g, mirror, map| {
+            let tokens: Vec<i32> = job.tokens.iter().map(|&t| t as i32).collect();
+            if g.prefill.is_none() {
+                g.prefill = Some(self.prefill_buffers(m, g.splits)?);
+            }
+            let pb = g.prefill.as_mut().expect("made above");
+            self.stream.memcpy_htod(&tokens, &mut pb.tokens.slice_mut(0..rows)).map_err(err)?;
+            self.stream.memcpy_htod(&[0, job.pos as i32], &mut g.params).map_err(err)?;
+            let args: Vec<WeightArg> = all_weights(m).iter().map(|w| m.weight_arg(w)).collect();
+            self.queue_prefill(m, &args, map, g, mirror, rows)
+        })
+    }
+
+    /// The frame of every graph call: the model's buffers (built, and every weight made
+    /// resident, when the model or the context size changes), the sequence's mirror holding
+    /// exactly `at.pos` rows, then `queue` (which queues the work), the readback `out` asks
+    /// for, and the mirror `rows` longer. Token calls (`profile`) feed `CMF_GRAPH_HOSTPROF`.
+    fn on_graph(&self, at: &At, rows: usize, out: GraphReadback, profile: bool, queue: impl FnOnce(&mut ModelGraph, &mut Mirror, &HashMap<u64, Resident>) -> Result<(), String>) -> DeviceOutcome {
+        let m = at.model;
         let mut graph = self.graph.lock().unwrap_or_else(|e| e.into_inner());
         let mut mirrors = self.mirrors.lock().unwrap_or_else(|e| e.into_inner());
-        let splits = job.host_kv.capacity().div_ceil(ATT_CHUNK);
+        let capacity = at.host_kv.capacity();
         let key = model_key(m);
         let mut cold = false;
-        if graph.as_ref().is_none_or(|g| g.model_key != key || g.splits < splits) {
+        if graph.as_ref().is_none_or(|g| g.model_key != key || g.splits < capacity.div_ceil(ATT_CHUNK)) {
             // Whether the model fits the kernels depends only on the model and the context
-            // size: checked when they change, not per token.
-            if let Some(why) = unsupported(m, job.host_kv.capacity(), self.smem_limit) {
+            // size: checked when they change, not per call.
+            if let Some(why) = unsupported(m, capacity, self.smem_limit) {
                 return DeviceOutcome::Declined(why);
             }
             // Every weight resident and proven by its fingerprint, once per graph build (not
             // per token: that would hash every tensor on the hot path).
-            let args = args();
+            let args: Vec<WeightArg> = all_weights(m).iter().map(|w| m.weight_arg(w)).collect();
             let refs: Vec<&WeightArg> = args.iter().collect();
             cold = match self.ensure(&refs) {
                 Ok(c) => c,
@@ -197,24 +282,17 @@ impl CudaBackend {
             };
             // Captured launch sequences point at the old buffers: drop them with the buffers.
             mirrors.values_mut().for_each(|mi| mi.captured = None);
-            match self.build_graph(m, job.host_kv.capacity(), key) {
+            match self.build_graph(m, capacity, key) {
                 Ok(g) => *graph = Some(g),
                 Err(e) => return DeviceOutcome::Failed(e),
             }
         }
         let g = graph.as_mut().expect("built above");
         let map = self.weights.lock().unwrap_or_else(|e| e.into_inner());
-        let result = self.mirror_at(&mut mirrors, job).and_then(|()| {
-            let mirror = mirrors.get_mut(&job.seq).expect("mirror_at made it");
+        let result = self.mirror_at(&mut mirrors, at).and_then(|()| {
+            let mirror = mirrors.get_mut(&at.seq).expect("mirror_at made it");
             let t0 = std::time::Instant::now();
-            self.stream.memcpy_htod(&[job.token as i32, job.pos as i32], &mut g.params).map_err(err)?;
-            if mirror.captured.is_none() {
-                mirror.captured = self.capture(m, &args(), &map, g, mirror)?;
-            }
-            match &mirror.captured {
-                Some(c) => c.0.launch().map_err(err)?,
-                None => self.queue_token(m, &args(), &map, g, mirror, job.host_kv.capacity())?,
-            }
+            queue(g, mirror, &map)?;
             let t1 = std::time::Instant::now();
             let back = if out.wants_logits() {
                 GraphRead::Logits(self.stream.clone_dtoh(&g.logits).map_err(err)?)
@@ -223,11 +301,13 @@ impl CudaBackend {
                 self.stream.memcpy_dtoh(&g.best, &mut key).map_err(err)?;
                 GraphRead::Argmax(argmax_of_key(key[0]))
             };
-            let mut p = self.profile.lock().unwrap_or_else(|e| e.into_inner());
-            p.tokens += 1;
-            p.host += t1 - t0;
-            p.tail += t1.elapsed();
-            mirror.len = job.pos + 1;
+            if profile {
+                let mut p = self.profile.lock().unwrap_or_else(|e| e.into_inner());
+                p.tokens += 1;
+                p.host += t1 - t0;
+                p.tail += t1.elapsed();
+            }
+            mirror.len = at.pos + rows;
             Ok(back)
         });
         match result {
@@ -236,7 +316,7 @@ impl CudaBackend {
                 DeviceOutcome::Completed { cold }
             }
             Err(e) => {
-                mirrors.remove(&job.seq);
+                mirrors.remove(&at.seq);
                 DeviceOutcome::Failed(e)
             }
         }
@@ -313,6 +393,67 @@ impl CudaBackend {
         }
         let head = MatvecHow { norm: Some((&g.out_norm, eps)), argmax: Some(&g.best), overlap: true, ..Default::default() };
         self.launch_matvec(&args[args.len() - 2], map, &g.x, &mut g.logits, 1, head)
+    }
+
+    /// Queue the prefill graph for `rows` prompt rows (tokens in the prefill buffers, the first
+    /// row's position in `g.params[1]`): embedding rows; per layer QKV + norm + RoPE + mirror
+    /// append, causal attention of every row over the mirror, O + residual, gate/up + norm +
+    /// SiLU, down + residual, each over tiles of prompt rows (each weight unit read once per
+    /// tile); then the head (final norm fused, argmax folded) for the last row only.
+    fn queue_prefill(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &mut ModelGraph, mirror: &mut Mirror, rows: usize) -> Result<(), String> {
+        let c = &m.cfg;
+        let s = &self.stream;
+        let dev = |w: &WeightArg| map.get(&w.key).ok_or_else(|| "weight not resident".to_string());
+        let kd = |w: &WeightArg| kind(w.view.codec).expect("checked by unsupported()");
+        let (d, ff, n) = (c.n_embd as i32, c.n_ff as i32, rows as i32);
+        let (nh, nkv, hd, rot) = (c.n_head as i32, c.n_head_kv as i32, c.head_dim as i32, c.rope_dims as i32);
+        let (eps, base, neox) = (c.eps, c.rope_base, c.rope_neox as i32);
+        let scale = 1.0f32 / (c.head_dim as f32).sqrt();
+        let pos_ptr = g.params.slice(1..2);
+        let embed = &args[args.len() - 1];
+        let (e, ekind) = (dev(embed)?, kd(embed));
+        let capacity = mirror.k[0].len() / c.kv_dim().max(1);
+        let att_cfg = LaunchConfig { grid_dim: (c.n_head as u32, capacity.div_ceil(ATT_CHUNK) as u32, rows as u32), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let part_splits = g.splits as i32;
+        let (qkind, gkind) = (kd(&args[0]), kd(&args[4]));
+        // Tiles of prompt rows: as many staged rows as fit beside the weight ring.
+        let tile = |kind: i32| super::matmul_tile(kind, c.n_embd, self.smem_limit);
+        let (qnb, gnb) = (tile(qkind), tile(gkind));
+        let (qkv_f, qkv_cfg) = self.row_launch(&super::row_kernel("qkv_rope_tile", qkind, 2), c.q_dim() + 2 * c.kv_dim(), 2, super::tile_smem(qkind, c.n_embd, qnb), rows.div_ceil(qnb))?;
+        let (glu_f, glu_cfg) = self.row_launch(&super::row_kernel("gate_up_silu_tile", gkind, 2), 2 * c.n_ff, 2, super::tile_smem(gkind, c.n_embd, gnb), rows.div_ceil(gnb))?;
+        let pb = g.prefill.as_mut().expect("made by run_prefill");
+        let ov = self.overlap;
+        let mut a = KernelArgs::default();
+        a.buf(&e.data, s).int(ekind).int(e.a_off).buf(&pb.tokens, s).buf(&pb.x, s).int(d).buf(&g.best, s);
+        let embed_cfg = LaunchConfig { grid_dim: ((c.n_embd as u32).div_ceil(256), rows as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY (every launch below): the prefill buffers hold PREFILL_ROWS >= rows rows of
+        // the model's geometry (run_prefill checks rows); positions pos..pos + rows are
+        // within the mirror's capacity (the session checks it before the call); staged tiles
+        // fit the shared memory asked for (`matmul_tile`); the arguments follow the kernels'
+        // parameter lists in graph.cu and matvec.cu.
+        unsafe { launch(s, &self.funcs["embed_row"], embed_cfg, &a, false) }.map_err(err)?;
+        for li in 0..c.n_layer {
+            let w = &args[li * 7..li * 7 + 7];
+            let (wq, wk, wv, wg, wu) = (dev(&w[0])?, dev(&w[1])?, dev(&w[2])?, dev(&w[4])?, dev(&w[5])?);
+            let mut a = KernelArgs::default();
+            a.buf(&wq.data, s).buf(&wk.data, s).buf(&wv.data, s).int(wq.a_off).int(wk.a_off).int(wv.a_off);
+            a.buf(&pb.x, s).buf(&g.norms[li].0, s).float(eps).buf(&pb.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s);
+            a.int(nh).int(nkv).int(hd).int(rot).int(neox).float(base).buf(&pos_ptr, s).int(d).int(n).int(qnb as i32);
+            unsafe { launch(s, qkv_f, qkv_cfg, &a, ov) }.map_err(err)?;
+            let mut a = KernelArgs::default();
+            a.buf(&pb.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s).buf(&pb.part, s).buf(&pb.done, s).buf(&pb.att, s);
+            a.int(nh).int(nkv).int(hd).buf(&pos_ptr, s).float(scale).int(part_splits);
+            unsafe { launch(s, &self.funcs["attention"], att_cfg, &a, ov) }.map_err(err)?;
+            self.launch_matvec(&w[3], map, &pb.att, &mut pb.x, rows, MatvecHow { add: true, overlap: true, ..Default::default() })?;
+            let mut a = KernelArgs::default();
+            a.buf(&wg.data, s).buf(&wu.data, s).int(wg.a_off).int(wu.a_off);
+            a.buf(&pb.x, s).buf(&g.norms[li].1, s).float(eps).buf(&pb.h, s).int(ff).int(d).int(n).int(gnb as i32);
+            unsafe { launch(s, glu_f, glu_cfg, &a, ov) }.map_err(err)?;
+            self.launch_matvec(&w[6], map, &pb.h, &mut pb.x, rows, MatvecHow { add: true, overlap: true, ..Default::default() })?;
+        }
+        let last = pb.x.slice((rows - 1) * c.n_embd..rows * c.n_embd);
+        let head = MatvecHow { norm: Some((&g.out_norm, eps)), argmax: Some(&g.best), overlap: true, ..Default::default() };
+        self.launch_matvec(&args[args.len() - 2], map, &last, &mut g.logits, 1, head)
     }
 
     /// Mirror rows from..to of `seq` into the host cache layout.

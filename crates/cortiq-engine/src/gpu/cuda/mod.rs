@@ -12,13 +12,13 @@
 mod graph;
 mod launch;
 
-use super::backend::{Activation, Backend, DeviceInfo, DeviceOutcome, FfnJob, GraphReadback, MatmulJob, MultiMatmulJob, TokenGraphJob, WeightArg};
+use super::backend::{Activation, Backend, DeviceInfo, DeviceOutcome, FfnJob, GraphReadback, MatmulJob, MultiMatmulJob, PrefillGraphJob, TokenGraphJob, WeightArg};
 use crate::kv::KvCache;
 use super::memory::fingerprint;
 use super::planar;
 use launch::KernelArgs;
 use cortiq_core::Codec;
-use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -29,7 +29,7 @@ const KERNELS: [&str; 2] = [include_str!("kernels/matvec.cu"), include_str!("ker
 const FIXED_KERNELS: [&str; 3] = ["silu_mul", "embed_row", "attention"];
 /// Kernels instantiated per codec kind (0..=4) and rows per warp group, which stage their
 /// activation row in dynamic shared memory: (name prefix, row counts).
-const ROW_KERNELS: [(&str, &[usize]); 4] = [("matvec", &[1, 2, 4]), ("qkv_rope", &[2]), ("gate_up_silu", &[2, 4]), ("matmul", &[2])];
+const ROW_KERNELS: [(&str, &[usize]); 6] = [("matvec", &[1, 2, 4]), ("qkv_rope", &[2]), ("gate_up_silu", &[2, 4]), ("matmul", &[2]), ("qkv_rope_tile", &[2]), ("gate_up_silu_tile", &[2])];
 /// Most activation rows a prefill tile stages (`MATMUL_TILE` in matvec.cu).
 const MATMUL_TILE: usize = 8;
 /// Fraction of device memory weights may occupy (the rest: activations, KV, the driver).
@@ -106,7 +106,7 @@ pub(super) fn row_smem(kind: i32, cols: usize) -> usize {
 }
 
 /// Dynamic shared memory of a row kernel staging `nb` activation rows of `cols` columns.
-fn tile_smem(kind: i32, cols: usize, nb: usize) -> usize {
+pub(super) fn tile_smem(kind: i32, cols: usize, nb: usize) -> usize {
     nb * staged_bytes(kind, cols).next_multiple_of(16) + ring_bytes(kind)
 }
 
@@ -272,23 +272,23 @@ impl CudaBackend {
     }
 
     /// Queue y (batch, rows) = x (batch, cols) . W^T on the stream, treated as `how` says
-    /// (several activation rows: the prefill tiles, which take no norm, sum or argmax).
-    fn launch_matvec(&self, w: &WeightArg, weights: &HashMap<u64, Resident>, x: &CudaSlice<f32>, y: &mut CudaSlice<f32>, batch: usize, how: MatvecHow) -> Result<(), String> {
+    /// (several activation rows: the prefill tiles, which take no norm or argmax).
+    fn launch_matvec(&self, w: &WeightArg, weights: &HashMap<u64, Resident>, x: &impl DevicePtr<f32>, y: &mut CudaSlice<f32>, batch: usize, how: MatvecHow) -> Result<(), String> {
         let kind = kind(w.view.codec).ok_or("codec has no CUDA kernel")?;
         let res = weights.get(&w.key).ok_or("weight not resident")?;
         if batch > 1 {
-            if how.norm.is_some() || how.add || how.argmax.is_some() {
-                return Err("a prefill tile takes no norm, sum or argmax".into());
+            if how.norm.is_some() || how.argmax.is_some() {
+                return Err("a prefill tile takes no norm or argmax".into());
             }
             let nb = matmul_tile(kind, w.view.cols, self.smem_limit);
             let (f, cfg) = self.row_launch(&row_kernel("matmul", kind, 2), w.view.rows, 2, tile_smem(kind, w.view.cols, nb), batch.div_ceil(nb))?;
             let s = &self.stream;
             let mut a = KernelArgs::default();
-            a.buf(&res.data, s).int(res.a_off).buf(x, s).buf(y, s).int(w.view.rows as i32).int(w.view.cols as i32).int(batch as i32).int(nb as i32);
+            a.buf(&res.data, s).int(res.a_off).buf(x, s).buf(y, s).int(w.view.rows as i32).int(w.view.cols as i32).int(how.add as i32).int(batch as i32).int(nb as i32);
             // SAFETY: the kernel reads the resident planar weight (rows x cols of its codec)
             // and batch * cols floats of x, and writes batch * rows floats of y, in tiles of
             // nb rows whose staging fits the shared memory asked for (`matmul_tile`).
-            return unsafe { launch::launch(s, f, cfg, &a, false) }.map_err(err);
+            return unsafe { launch::launch(s, f, cfg, &a, how.overlap && self.overlap) }.map_err(err);
         }
         let r = matvec_rows_per_group(w.view.rows);
         let (f, cfg) = self.row_launch(&row_kernel("matvec", kind, r), w.view.rows, r, row_smem(kind, w.view.cols), batch)?;
@@ -409,6 +409,10 @@ impl Backend for CudaBackend {
 
     fn token_graph_argmax(&self, job: &TokenGraphJob, best: &mut u32) -> DeviceOutcome {
         self.run_graph(job, GraphReadback::Argmax(best))
+    }
+
+    fn prefill_graph(&self, job: &PrefillGraphJob, out: GraphReadback) -> DeviceOutcome {
+        self.run_prefill(job, out)
     }
 
     fn pull_kv(&self, seq: u64, from: usize, to: usize, host: &mut KvCache) -> Result<(), String> {

@@ -2,14 +2,16 @@
 // whose helpers they use). One token per launch sequence; shapes come in as arguments;
 // token and position are read from device memory so a captured graph can be replayed.
 
-// out (cols) = row *token of a planar matrix (see matvec.cu), decoded; *best = 0 for the
-// head's argmax (the first kernel of a token, so nothing else touches it meanwhile).
+// out (rows, cols): row b (blockIdx.y) = row token[b] of a planar matrix (see matvec.cu),
+// decoded; *best = 0 for the head's argmax (the first kernel of a token or a prefill chunk,
+// so nothing else touches it meanwhile).
 extern "C" __global__ void embed_row(const unsigned char* w, int kind, int a_off, const int* token, float* out, int cols, unsigned long long* best) {
     pdl_wait_then_release();
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i == 0) *best = 0ull;
+    if (i == 0 && blockIdx.y == 0) *best = 0ull;
     if (i >= cols) return;
-    long row = *token;
+    long row = token[blockIdx.y];
+    out += (long)blockIdx.y * cols;
     int j = i & 31;
     long iu = row * (cols >> 5) + (i >> 5);
     const unsigned int* a = (const unsigned int*)w + a_off;
@@ -29,13 +31,14 @@ extern "C" __global__ void embed_row(const unsigned char* w, int kind, int a_off
     out[i] = v;
 }
 
-// Causal attention of one token over the KV mirror, split by positions (flash-decoding)
-// with the merge fused: block (h, c) takes positions [64 c, 64 c + 64) of head h and writes
-// its partial (exp-weighted V sum, max, sum of exps) to `part` (n_head, splits,
-// head_dim + 2); the last block of a head to finish (counted in `done`, reset after)
-// merges the partials into out (n_head * head_dim). Blocks past *pos exit at once, so the
-// grid is sized for the whole context and captured once. 256 threads; head_dim <= 256 and
-// a multiple of 16.
+// Causal attention of queries at positions *pos + z (z = blockIdx.z, one per prompt row; 1
+// for a decode token) over the KV mirror, split by positions (flash-decoding) with the
+// merge fused: block (h, c, z) takes positions [64 c, 64 c + 64) of head h and writes its
+// partial (exp-weighted V sum, max, sum of exps) to `part` (rows, n_head, splits,
+// head_dim + 2); the last block of a (row, head) to finish (counted in `done` (rows,
+// n_head), reset after) merges the partials into out (rows, n_head * head_dim). Blocks past
+// the row's position exit at once, so the grid is sized for the whole context and captured
+// once. 256 threads; head_dim <= 256 and a multiple of 16.
 #define ATT_CHUNK 64
 extern "C" __global__ void attention(const float* q, const float* kc, const float* vc, float* part, int* done, float* out, int n_head, int n_head_kv, int head_dim, const int* pos, float scale, int splits) {
     __shared__ __align__(16) float qs[256];
@@ -43,9 +46,13 @@ extern "C" __global__ void attention(const float* q, const float* kc, const floa
     __shared__ float acc4[4][256];
     __shared__ int last;
     pdl_wait_then_release();
-    int h = blockIdx.x, c = blockIdx.y, tid = threadIdx.x;
-    int n = *pos + 1, t0 = c * ATT_CHUNK;
+    int h = blockIdx.x, c = blockIdx.y, z = blockIdx.z, tid = threadIdx.x;
+    int n = *pos + z + 1, t0 = c * ATT_CHUNK;
     if (t0 >= n) return;
+    q += (long)z * n_head * head_dim;
+    out += (long)z * n_head * head_dim;
+    part += (long)z * n_head * splits * (head_dim + 2);
+    done += z * n_head;
     int cnt = min(ATT_CHUNK, n - t0);
     int kvh = h / (n_head / n_head_kv), kvd = n_head_kv * head_dim;
     for (int d = tid; d < head_dim; d += blockDim.x) qs[d] = q[h * head_dim + d];
@@ -121,7 +128,7 @@ struct RopeQkvMap {
     const unsigned char *wq, *wk, *wv;
     int aq, ak, av;
     float *q, *kc, *vc;
-    int n_head, n_head_kv, head_dim, rot, neox, pos;
+    int n_head, n_head_kv, head_dim, rot, neox, pos;  // pos: activation row 0's position
     float base;
     // Matrix (0 q, 1 k, 2 v), head and pair of pair index `pair`; the pair's dimensions.
     __device__ void locate(int pair, int& which, int& h, int& j, int& a, int& b) const {
@@ -145,18 +152,20 @@ struct RopeQkvMap {
         long r = (long)h * head_dim + ((i & 1) ? b : a);
         return which == 0 ? Row{wq, aq, r} : (which == 1 ? Row{wk, ak, r} : Row{wv, av, r});
     }
-    __device__ void finish(int, int i0, int total, const float* s) const {
+    // Activation row r is position pos + r; its q goes to row r of q (rows, n_head * head_dim).
+    __device__ void finish(int r, int i0, int total, const float* s) const {
         int which, h, j, a, b;
         locate(i0 >> 1, which, h, j, a, b);
+        int p = pos + r;
         float y0 = s[0], y1 = s[1];
         if (which < 2 && j < (rot >> 1)) {
             float sn, cs;
-            sincosf((float)pos * powf(base, -2.f * (float)j / (float)rot), &sn, &cs);
+            sincosf((float)p * powf(base, -2.f * (float)j / (float)rot), &sn, &cs);
             float r0 = y0 * cs - y1 * sn, r1 = y0 * sn + y1 * cs;
             y0 = r0;
             y1 = r1;
         }
-        float* dst = which == 0 ? q + h * head_dim : (which == 1 ? kc : vc) + (long)pos * n_head_kv * head_dim + h * head_dim;
+        float* dst = which == 0 ? q + ((long)r * n_head + h) * head_dim : (which == 1 ? kc : vc) + (long)p * n_head_kv * head_dim + h * head_dim;
         dst[a] = y0;
         dst[b] = y1;
     }
@@ -177,17 +186,33 @@ struct RopeQkvMap {
     }
 QKV_ROPE(0) QKV_ROPE(1) QKV_ROPE(2) QKV_ROPE(3) QKV_ROPE(4)
 
+// The same for `batch` prompt rows at positions *pos.. in tiles of nb <= MATMUL_TILE
+// (blockIdx.y: tile): q (batch, n_head * head_dim). Dynamic shared memory: nb staged rows,
+// then the weight ring (host: `tile_smem`).
+#define QKV_ROPE_TILE(K)                                                                                              \
+    extern "C" __global__ void __launch_bounds__(256) qkv_rope_tile_k##K##_r2(const unsigned char* wq, const unsigned char* wk, \
+            const unsigned char* wv, int aq, int ak, int av, const float* x, const float* nw, float eps, float* q,       \
+            float* kc, float* vc, int n_head, int n_head_kv, int head_dim, int rot, int neox, float base, const int* pos, \
+            int cols, int batch, int nb) {                                                                              \
+        extern __shared__ int sm[];                                                                                   \
+        int b0 = blockIdx.y * nb;                                                                                     \
+        RopeQkvMap m{wq, wk, wv, aq, ak, av, q + (long)b0 * n_head * head_dim, kc, vc, n_head, n_head_kv, head_dim, rot, neox, *pos + b0, base}; \
+        run_rows<K, 2, MATMUL_TILE>(m, (n_head + 2 * n_head_kv) * head_dim, cols, x + (long)b0 * cols, min(nb, batch - b0), nb, nw, eps, sm); \
+    }
+QKV_ROPE_TILE(0) QKV_ROPE_TILE(1) QKV_ROPE_TILE(2) QKV_ROPE_TILE(3) QKV_ROPE_TILE(4)
+
 // Gate and up rows interleaved (2i: gate row i, 2i + 1: up row i); R even, so a warp group
 // holds whole pairs and writes h[i] = silu(gate_i . xn) * (up_i . xn).
 template <int R> struct GluMap {
     const unsigned char *wg, *wu;
     int ag, au;
-    float* h;
+    float* h;  // (activation rows, total / 2)
     __device__ Row row(int i) const { return (i & 1) ? Row{wu, au, i >> 1} : Row{wg, ag, i >> 1}; }
-    __device__ void finish(int, int i0, int total, const float* s) const {
+    __device__ void finish(int r, int i0, int total, const float* s) const {
+        float* hr = h + (long)r * (total >> 1);
         #pragma unroll
         for (int p = 0; p < R / 2; p++)
-            if (i0 + 2 * p < total) h[(i0 >> 1) + p] = s[2 * p] / (1.f + expf(-s[2 * p])) * s[2 * p + 1];
+            if (i0 + 2 * p < total) hr[(i0 >> 1) + p] = s[2 * p] / (1.f + expf(-s[2 * p])) * s[2 * p + 1];
     }
     __device__ void flush() {}
 };
@@ -204,3 +229,16 @@ template <int R> struct GluMap {
     }
 #define GATE_UP_R(K) GATE_UP(K, 2) GATE_UP(K, 4)
 GATE_UP_R(0) GATE_UP_R(1) GATE_UP_R(2) GATE_UP_R(3) GATE_UP_R(4)
+
+// The same for `batch` prompt rows in tiles of nb <= MATMUL_TILE (blockIdx.y: tile):
+// h (batch, rows). Dynamic shared memory: nb staged rows, then the weight ring.
+#define GATE_UP_TILE(K)                                                                                              \
+    extern "C" __global__ void __launch_bounds__(256) gate_up_silu_tile_k##K##_r2(const unsigned char* wg,                \
+            const unsigned char* wu, int ag, int au, const float* x, const float* nw, float eps, float* h, int rows,  \
+            int cols, int batch, int nb) {                                                                           \
+        extern __shared__ int sm[];                                                                                  \
+        int b0 = blockIdx.y * nb;                                                                                    \
+        GluMap<2> m{wg, wu, ag, au, h + (long)b0 * rows};                                                            \
+        run_rows<K, 2, MATMUL_TILE>(m, 2 * rows, cols, x + (long)b0 * cols, min(nb, batch - b0), nb, nw, eps, sm);   \
+    }
+GATE_UP_TILE(0) GATE_UP_TILE(1) GATE_UP_TILE(2) GATE_UP_TILE(3) GATE_UP_TILE(4)

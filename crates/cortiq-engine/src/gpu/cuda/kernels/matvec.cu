@@ -26,7 +26,8 @@ __device__ __forceinline__ float warp_sum(float v) {
 }
 
 // Sum of every thread's v over the block (blockDim a multiple of 32, up to 1024), returned
-// to all threads. Call once per kernel (its shared buffer is not reset).
+// to all threads. Its shared buffer is reused by the next call, so the block must pass a
+// barrier between two calls (stage_x ends with one, so once per stage_x is safe).
 __device__ float block_sum(float v) {
     __shared__ float part[32];
     v = warp_sum(v);
@@ -427,17 +428,17 @@ template <int R> struct PlainMap {
 #define MATVEC_R(K) MATVEC(K, 1) MATVEC(K, 2) MATVEC(K, 4)
 MATVEC_R(0) MATVEC_R(1) MATVEC_R(2) MATVEC_R(3) MATVEC_R(4)
 
-// Prefill: y (batch, rows) = x (batch, cols) . W^T in tiles of nb <= MATMUL_TILE activation
-// rows (blockIdx.y: tile), each weight unit read once per tile and dotted with every row of
-// it; codec kind K, 2 rows per warp group. Dynamic shared memory: nb staged rows, then the
+// Prefill: y (batch, rows) = x (batch, cols) . W^T (added into y when add != 0) in tiles of
+// nb <= MATMUL_TILE activation rows (blockIdx.y: tile), each weight unit read once per tile
+// and dotted with every row of it; codec kind K, 2 rows per warp group. Dynamic shared memory: nb staged rows, then the
 // weight ring (host: `row_smem(kind, cols, nb)`).
 #define MATMUL_TILE 8
 #define MATMUL(K)                                                                                         \
     extern "C" __global__ void __launch_bounds__(256) matmul_k##K##_r2(const unsigned char* w, int a_off,  \
-            const float* x, float* y, int rows, int cols, int batch, int nb) {                            \
+            const float* x, float* y, int rows, int cols, int add, int batch, int nb) {                   \
         extern __shared__ int sm[];                                                                       \
         int b0 = blockIdx.y * nb;                                                                         \
-        PlainMap<2> m{w, a_off, y + (long)b0 * rows, 0, nullptr, 0ull};                                   \
+        PlainMap<2> m{w, a_off, y + (long)b0 * rows, add, nullptr, 0ull};                                 \
         run_rows<K, 2, MATMUL_TILE>(m, rows, cols, x + (long)b0 * cols, min(nb, batch - b0), nb, nullptr, 0.f, sm); \
     }
 MATMUL(0) MATMUL(1) MATMUL(2) MATMUL(3) MATMUL(4)
