@@ -255,9 +255,17 @@ impl Session {
             }
             None => GraphReadback::Argmax(&mut pick),
         };
-        match self.gpu.prefill_graph(&job, out) {
+        let outcome = self.gpu.prefill_graph(&job, out);
+        self.after_graph(outcome, chunk.len())
+    }
+
+    /// Apply a graph call's outcome: completed, the sequence moved `rows` on (true); declined,
+    /// the per-op path runs (false; a graph that cannot be built is not asked again); failed,
+    /// the sequence resets and the error returns.
+    fn after_graph(&mut self, outcome: GraphOutcome, rows: usize) -> Result<bool, EngineError> {
+        match outcome {
             GraphOutcome::Completed => {
-                self.pos += chunk.len();
+                self.pos += rows;
                 Ok(true)
             }
             GraphOutcome::Declined(reason) => {
@@ -315,22 +323,8 @@ impl Session {
             return Err(EngineError::BadToken { id: token, vocab: self.model.cfg.vocab });
         }
         let job = TokenGraphJob { model: &self.model, seq: self.seq, token, pos: self.pos, host_kv: &self.kv };
-        match run(&self.gpu, &job) {
-            GraphOutcome::Completed => {
-                self.pos += 1;
-                Ok(true)
-            }
-            GraphOutcome::Declined(reason) => {
-                if reason.starts_with("cannot build") {
-                    self.graph_refused = true;
-                }
-                Ok(false)
-            }
-            GraphOutcome::Failed(e) => {
-                self.truncate(0);
-                Err(EngineError::DeviceFailed(e))
-            }
-        }
+        let outcome = run(&self.gpu, &job);
+        self.after_graph(outcome, 1)
     }
 
     /// Bring the host cache up to the logical length (rows the device mirror computed).
