@@ -35,7 +35,8 @@ pub const GPU_MIN_ROWS_UNIFIED: usize = 65_536;
 /// ~0 offload under the universal 65_536).
 pub const GPU_MIN_ROWS_DISCRETE: usize = 4_096;
 
-/// `CMF_GPU_WGPU_GRAPH`: whether the whole-token graphs may run.
+/// `CMF_GPU_WGPU_GRAPH` (every backend): whether the graphs may run -- none, the batched
+/// prefill graph only, or both it and the whole-token decode graph.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GraphMode {
     Off,
