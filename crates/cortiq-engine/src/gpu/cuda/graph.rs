@@ -1,11 +1,16 @@
 //! The whole-token decode graph on CUDA (SPEC section 8): embedding lookup, every layer
 //! (norm, QKV, RoPE, KV-mirror append, attention over the mirror, output projection,
 //! residual, FFN, residual), final norm and head queued on one stream with no host round
-//! trip; one readback of the logits. Token and position travel through device memory, so
-//! the launch sequence is the same for every token. Five launches per layer: QKV with the
-//! RMSNorm (computed while the kernel stages its input), RoPE and the KV-mirror append fused;
-//! attention with its split merge fused; the output projection adding into the residual
-//! stream; gate/up with the norm and SiLU fused; the down projection adding into the stream.
+//! trip; one readback of the logits or of their argmax. Token and position travel through
+//! device memory, so the launch sequence is the same for every token (captured once per
+//! sequence). Five launches per layer: QKV with the RMSNorm (computed while the kernel stages
+//! its input), RoPE and the KV-mirror append fused; attention with its split merge fused; the
+//! output projection adding into the residual stream; gate/up with the norm and SiLU fused;
+//! the down projection adding into the stream.
+//!
+//! The batched prefill graph (SPEC section 9) is the same layer for a chunk of prompt rows:
+//! the row kernels take tiles of rows (each weight unit read once per tile), attention runs
+//! one query per row over the mirror, and only the last row goes through the head.
 
 use super::launch::{launch, KernelArgs};
 use super::{err, kind, row_smem, CudaBackend, MatvecHow, Resident, Unfit};

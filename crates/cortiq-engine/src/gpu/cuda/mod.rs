@@ -6,8 +6,10 @@
 //!
 //! Weights are repacked into the planar layout (`gpu/planar.rs`, 16-byte aligned payloads,
 //! scales apart) on upload. Quantized weights are dotted with int8 activations (the CPU
-//! path's q8 rule, `DeviceInfo::q8_activations`); per-op matvec (batched for prefill), the
-//! dense FFN, and the whole-token decode graph (`graph.rs`) use the same kernels.
+//! path's q8 rule, `DeviceInfo::q8_activations`); per-op matvec (prompt rows in tiles), the
+//! dense FFN, the whole-token decode graph and the batched prefill graph (`graph.rs`) use the
+//! same row kernels (`run_rows` in matvec.cu). Launches in the graphs may overlap the kernel
+//! before them (`launch.rs`).
 
 mod graph;
 mod launch;
