@@ -289,7 +289,7 @@ impl Session {
         let vocab = self.model.cfg.vocab;
         if self.graph_step(token, |gpu, job| {
             logits.resize(vocab, 0.0);
-            gpu.token_graph(job, &mut logits)
+            gpu.token_graph(job, GraphReadback::Logits(&mut logits))
         })? {
             return Ok(logits);
         }
@@ -302,7 +302,7 @@ impl Session {
     /// back from the device; otherwise as `step`.
     pub fn step_greedy(&mut self, token: u32) -> Result<u32, EngineError> {
         let mut best = 0;
-        if self.graph_step(token, |gpu, job| gpu.token_graph_argmax(job, &mut best))? {
+        if self.graph_step(token, |gpu, job| gpu.token_graph(job, GraphReadback::Argmax(&mut best)))? {
             return Ok(best);
         }
         let h = self.forward(&[token])?;

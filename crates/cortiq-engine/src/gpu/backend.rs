@@ -255,22 +255,10 @@ pub trait Backend: Send + Sync {
         DeviceOutcome::Declined("moe not implemented")
     }
 
-    /// `logits` is (vocab).
-    fn token_graph(&self, _job: &TokenGraphJob, _logits: &mut [f32]) -> DeviceOutcome {
+    /// One decode token through the whole-token graph; `out`: the logits (vocab), or only
+    /// their argmax (`sample::argmax`'s rule: largest, first on ties, NaN never chosen).
+    fn token_graph(&self, _job: &TokenGraphJob, _out: GraphReadback) -> DeviceOutcome {
         DeviceOutcome::Declined("token graph not implemented")
-    }
-
-    /// The token graph for greedy sampling: only the logits' argmax (`sample::argmax`'s
-    /// rule: largest, first on ties; NaN logits are never chosen) comes back. A backend that
-    /// reduces on the device reads back the index alone; by default the logits come back and
-    /// the host picks.
-    fn token_graph_argmax(&self, job: &TokenGraphJob, best: &mut u32) -> DeviceOutcome {
-        let mut logits = vec![0f32; job.model.cfg.vocab];
-        let out = self.token_graph(job, &mut logits);
-        if let DeviceOutcome::Completed { .. } = out {
-            *best = crate::sample::argmax(&logits);
-        }
-        out
     }
 
     /// A prompt chunk through the batched prefill graph; `out` is the last position's.

@@ -334,15 +334,10 @@ impl Gpu {
         }
     }
 
-    /// One decode token through the whole stack on the device.
-    pub fn token_graph(&self, job: &TokenGraphJob, logits: &mut [f32]) -> GraphOutcome {
-        self.graph_call(0, |b| b.token_graph(job, logits))
-    }
-
-    /// One token through the backend's graph, reading back only the logits' argmax
-    /// (`sample::argmax`'s rule) into `best`.
-    pub fn token_graph_argmax(&self, job: &TokenGraphJob, best: &mut u32) -> GraphOutcome {
-        self.graph_call(0, |b| b.token_graph_argmax(job, best))
+    /// One decode token through the whole stack on the device; `out`: the logits, or only
+    /// their argmax.
+    pub fn token_graph(&self, job: &TokenGraphJob, out: GraphReadback) -> GraphOutcome {
+        self.graph_call(0, |b| b.token_graph(job, out))
     }
 
     /// Whether prompts go through the batched prefill graph: a backend, graphs on (or on for

@@ -25,8 +25,6 @@ pub struct Scripted {
     pub prefill: bool,
     /// Fail the n-th graph call (token or prefill, 1-based) after admitting state.
     pub fail_graph_call: Option<usize>,
-    /// Prefill-graph calls that completed, and their prompt rows.
-    pub prefill_rows: Mutex<Vec<usize>>,
     pub graph_calls: AtomicUsize,
     pub op_calls: AtomicUsize,
     pub resident: Mutex<HashSet<u64>>,
@@ -88,6 +86,15 @@ impl Scripted {
     }
 }
 
+/// The readback asked for, from the mirror's logits.
+fn read_back(logits: Vec<f32>, wants_logits: bool) -> GraphRead {
+    if wants_logits {
+        GraphRead::Logits(logits)
+    } else {
+        GraphRead::Argmax(crate::sample::argmax(&logits))
+    }
+}
+
 impl Backend for Scripted {
     fn info(&self) -> DeviceInfo {
         DeviceInfo { backend: "scripted", name: "Scripted GPU".into(), discrete: self.discrete, memory_bytes: 1 << 30, f16: true, subgroups: true, max_binding_bytes: 1 << 30, q8_activations: false }
@@ -114,11 +121,12 @@ impl Backend for Scripted {
         self.op(&keys, || ffn_gated(&job.gate.view, &job.up.view, &job.down.view, job.act, job.x, job.batch, out))
     }
 
-    fn token_graph(&self, job: &TokenGraphJob, logits: &mut [f32]) -> DeviceOutcome {
+    fn token_graph(&self, job: &TokenGraphJob, out: GraphReadback) -> DeviceOutcome {
         if !self.graph {
             return DeviceOutcome::Declined("cannot build a graph for this model (scripted)");
         }
-        self.on_mirror(job.model, job.seq, job.pos, job.host_kv, |m| GraphRead::Logits(m.step(job.token).expect("mirror step")), GraphReadback::Logits(logits))
+        let wants_logits = out.wants_logits();
+        self.on_mirror(job.model, job.seq, job.pos, job.host_kv, |m| read_back(m.step(job.token).expect("mirror step"), wants_logits), out)
     }
 
     fn prefill_graph(&self, job: &PrefillGraphJob, out: GraphReadback) -> DeviceOutcome {
@@ -126,26 +134,17 @@ impl Backend for Scripted {
             return DeviceOutcome::Declined("prefill graph not offered (scripted)");
         }
         let wants_logits = out.wants_logits();
-        let done = self.on_mirror(
+        self.on_mirror(
             job.model,
             job.seq,
             job.pos,
             job.host_kv,
             |m| {
                 let h = m.forward(job.tokens).expect("mirror prefill");
-                let logits = m.logits(&h[h.len() - m.model.cfg.n_embd..]);
-                if wants_logits {
-                    GraphRead::Logits(logits)
-                } else {
-                    GraphRead::Argmax(crate::sample::argmax(&logits))
-                }
+                read_back(m.logits(&h[h.len() - m.model.cfg.n_embd..]), wants_logits)
             },
             out,
-        );
-        if let DeviceOutcome::Completed { .. } = done {
-            self.prefill_rows.lock().unwrap().push(job.tokens.len());
-        }
-        done
+        )
     }
 
     fn pull_kv(&self, seq: u64, from: usize, to: usize, host: &mut KvCache) -> Result<(), String> {

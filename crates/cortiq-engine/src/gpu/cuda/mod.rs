@@ -405,12 +405,8 @@ impl Backend for CudaBackend {
         )
     }
 
-    fn token_graph(&self, job: &TokenGraphJob, logits: &mut [f32]) -> DeviceOutcome {
-        self.run_graph(job, GraphReadback::Logits(logits))
-    }
-
-    fn token_graph_argmax(&self, job: &TokenGraphJob, best: &mut u32) -> DeviceOutcome {
-        self.run_graph(job, GraphReadback::Argmax(best))
+    fn token_graph(&self, job: &TokenGraphJob, out: GraphReadback) -> DeviceOutcome {
+        self.run_graph(job, out)
     }
 
     fn prefill_graph(&self, job: &PrefillGraphJob, out: GraphReadback) -> DeviceOutcome {

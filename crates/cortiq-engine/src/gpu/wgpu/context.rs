@@ -340,11 +340,11 @@ impl MatvecShape {
     }
 }
 
-/// The matvec shader for one codec and variant: constants, generated lines, codec
-/// functions, reduction.
 /// Loads in flight per invocation while a norm-fused matvec sums the squares of its input.
 const NORM_LOADS: u32 = 8;
 
+/// The matvec shader for one codec and variant: constants, generated lines, codec
+/// functions, reduction.
 fn matvec_source(suffix: &str, vec4s: u32, subgroups: bool, shape: MatvecShape, variant: Variant) -> String {
     let reduce = if subgroups { REDUCE_SUBGROUP } else { REDUCE_SHARED };
     let directive = |key: &str| reduce.lines().find_map(|l| l.trim_start_matches("// ").strip_prefix(key)).unwrap_or("").to_string();

@@ -383,12 +383,8 @@ impl Backend for WgpuBackend {
         })
     }
 
-    fn token_graph(&self, job: &TokenGraphJob, logits: &mut [f32]) -> DeviceOutcome {
-        self.run_graph(job, GraphReadback::Logits(logits))
-    }
-
-    fn token_graph_argmax(&self, job: &TokenGraphJob, best: &mut u32) -> DeviceOutcome {
-        self.run_graph(job, GraphReadback::Argmax(best))
+    fn token_graph(&self, job: &TokenGraphJob, out: GraphReadback) -> DeviceOutcome {
+        self.run_graph(job, out)
     }
 
     fn pull_kv(&self, seq: u64, from: usize, to: usize, host: &mut KvCache) -> Result<(), String> {
