@@ -4,10 +4,11 @@
 #   wgpu-<shape>.txt  the wgpu graph's host/GPU split and GPU time per kind of dispatch
 #                     (CMF_GRAPH_HOSTPROF=2, GPU timestamps around each dispatch)
 #   cuda-<shape>.txt  the CUDA graph's decode speed, then Nsight Compute's duration of every
-#                     kernel of `bench -p 1 -n 4` (8 graph tokens with the warm-up run) summed
-#                     by kernel name (ncu --clock-control none; kernels run serialized)
+#                     kernel of `bench -p NCU_PROMPT -n 4` (8 graph tokens and 2 prompts with
+#                     the warm-up run) summed by kernel name (ncu --clock-control none;
+#                     kernels run serialized)
 # Usage: bash bench/profile-graphs.sh OUTDIR   (env: CORTIQ_BIN, SHAPES="smollm2-135m llama-1b",
-#        CODEC=q4_0, BACKENDS="wgpu cuda")
+#        CODEC=q4_0, BACKENDS="wgpu cuda", NCU_PROMPT=1: 256 profiles one prefill-graph chunk)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/gpu-env.sh
@@ -26,9 +27,10 @@ for shape in ${SHAPES:-smollm2-135m llama-1b}; do
     echo "# $shape $codec, $backend graph" > "$o"
     CMF_GPU=$backend CMF_GRAPH_HOSTPROF=2 CMF_PROBE_CACHE=0 $bin bench -m "$f" -p 512 -n 128 -r 1 --backend "$backend" --explain 2>&1 | grep -E "tg128 |pp512 |token graph|GPU time" >> "$o"
     if [ "$backend" = cuda ] && [ -n "$ncu" ]; then
-      echo "# ncu: bench -p 1 -n 4 (8 graph tokens with the warm-up run; divide totals by 8 per token)" >> "$o"
+      np=${NCU_PROMPT:-1}
+      echo "# ncu: bench -p $np -n 4 (8 graph tokens and 2 prompts of $np with the warm-up run; divide decode totals by 8 per token)" >> "$o"
       CMF_GPU=cuda CMF_PROBE_CACHE=0 "$ncu" --clock-control none --csv --metrics gpu__time_duration.sum,dram__bytes_read.sum \
-        $bin bench -m "$f" -p 1 -n 4 -r 1 --backend cuda 2> "$out/ncu-$shape.err" > "$out/ncu-$shape.csv"
+        $bin bench -m "$f" -p "$np" -n 4 -r 1 --backend cuda 2> "$out/ncu-$shape.err" > "$out/ncu-$shape.csv"
       # CSV rows: ..., "Kernel Name", ..., "Metric Name", "Metric Unit", "Metric Value"
       python3 - "$out/ncu-$shape.csv" >> "$o" <<'EOF'
 import csv, sys, collections

@@ -14,6 +14,7 @@ pub fn default_model() -> Option<PathBuf> {
 }
 
 /// A known model by name, fetched into the cache on first use (same SKIP/CI rules).
+#[allow(dead_code)]
 pub fn model(name: &str) -> Option<PathBuf> {
     // One test at a time fetches; the others then find the cached file.
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -29,6 +30,7 @@ pub fn model(name: &str) -> Option<PathBuf> {
 }
 
 /// `shared/reference/` next to the repository checkout.
+#[allow(dead_code)]
 pub fn reference_dir() -> PathBuf {
     let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     for up in here.ancestors() {
@@ -42,4 +44,28 @@ pub fn reference_dir() -> PathBuf {
         }
     }
     panic!("shared/reference not found above {}", here.display());
+}
+
+/// |a - b| / |a| (Euclidean norms).
+#[allow(dead_code)]
+pub fn rel_l2(a: &[f32], b: &[f32]) -> f32 {
+    let num: f32 = a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum();
+    (num / a.iter().map(|x| x * x).sum::<f32>()).sqrt()
+}
+
+/// A copy of the model file at `path` with the lowest mantissa bit of every
+/// blk.0.attn_norm weight flipped, next to it: the smallest change a device's different
+/// summation order could make, to measure how far the int8 path amplifies it.
+#[allow(dead_code)]
+pub fn ulp_moved(path: &std::path::Path) -> PathBuf {
+    let mut bytes = std::fs::read(path).unwrap();
+    let parsed = cortiq_core::gguf::parse(&bytes).unwrap();
+    let norm = parsed.tensors.iter().find(|t| t.name == "blk.0.attn_norm.weight").expect("layer 0 has an attention norm");
+    assert_eq!(norm.codec, cortiq_core::Codec::F32);
+    // Little-endian f32: the lowest mantissa bit is in the first byte.
+    let (o, n) = (norm.offset as usize, norm.nbytes as usize);
+    (o..o + n).step_by(4).for_each(|i| bytes[i] ^= 1);
+    let moved = path.with_extension("ulp.gguf");
+    std::fs::write(&moved, &bytes).unwrap();
+    moved
 }

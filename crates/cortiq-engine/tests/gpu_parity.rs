@@ -5,6 +5,9 @@
 //! no device (CI) each test prints `SKIP <test>: no GPU adapter (...)` and passes, unless
 //! `CORTIQ_REQUIRE_GPU=1` (the GPU machine sets it), where a missing device fails.
 
+mod common;
+
+use common::{rel_l2, ulp_moved};
 use cortiq_core::rng::SplitMix64;
 use cortiq_core::Codec;
 use cortiq_engine::cpu::matmul::WeightView;
@@ -31,13 +34,6 @@ extern "C" fn report_segfault(_signal: i32) {
 extern "C" {
     /// libc's signal(2).
     fn signal(signum: i32, handler: extern "C" fn(i32)) -> usize;
-}
-
-/// |a - b| / |a| (Euclidean norms).
-#[allow(dead_code)]
-fn rel_l2(a: &[f32], b: &[f32]) -> f32 {
-    let num: f32 = a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum();
-    (num / a.iter().map(|x| x * x).sum::<f32>()).sqrt()
 }
 
 /// Every compiled backend that comes up here, by name.
@@ -139,8 +135,10 @@ fn check(name: &str, got: &[f32], want: &[f32], scale: &[f32], rel: f32, seed: u
 }
 
 /// (rows, cols, batch): off-size, one row, large, wide, batched; 8200 rows take the wgpu tall
-/// shape; batches from 8 the wgpu GEMM (tiles of 32 x 32, so 77 x 33 leaves partial tiles).
-const SHAPES: [(usize, usize, usize); 8] = [(1, 32, 1), (37, 96, 1), (4097, 576, 1), (300, 2048, 3), (13, 4128, 2), (64, 256, 130), (8200, 256, 2), (77, 512, 33)];
+/// shape; batches from 8 the wgpu GEMM (tiles of 32 x 32, so 77 x 33 leaves partial tiles),
+/// from 16 the CUDA tensor-core GEMM for Q4_0 / Q8_0 (64 x 64 tiles of 4-unit stages: 576
+/// columns end in a half stage).
+const SHAPES: [(usize, usize, usize); 9] = [(1, 32, 1), (37, 96, 1), (4097, 576, 1), (300, 2048, 3), (13, 4128, 2), (64, 256, 130), (8200, 256, 2), (77, 512, 33), (99, 576, 70)];
 
 #[test]
 #[cfg_attr(not(any(feature = "gpu", feature = "cuda")), ignore = "SKIP gpu parity: no GPU backend compiled in (build with --features gpu or cuda)")]
@@ -264,7 +262,8 @@ fn qkv_batch_and_ffn_match_the_cpu_reference() {
     for (name, be) in backends("qkv_batch_and_ffn_match_the_cpu_reference") {
         let mut rng = SplitMix64::fresh();
         let seed = rng.seed();
-        for batch in [1usize, 5] {
+        // Batch 20 takes CUDA's tensor-core GEMMs for the Q8_0 and Q4_0 matrices.
+        for batch in [1usize, 5, 20] {
             let (d, kv, ff) = (576, 192, 1536);
             let ws = [Packed::random(&mut rng, Codec::Q4_1, d, d), Packed::random(&mut rng, Codec::Q4_1, kv, d), Packed::random(&mut rng, Codec::Q8_0, kv, d)];
             let x = rng.normals(batch * d, 1.0);
@@ -349,15 +348,22 @@ fn token_graph_matches_the_cpu_path() {
                 // The prompt ran as batched prefill graphs: the last position's logits against
                 // the CPU's, as for decode tokens; then prompts whose last chunk is one row
                 // (257 = 256 + 1) and a one-token prompt, on fresh sequences.
+                // Each is held to the CPU within 5% relative L2, or twice the CPU's own int8
+                // noise floor on that prompt where the model amplifies last-bit differences
+                // more (tests/int8_noise.rs: the same model with one ulp moved in one norm).
                 let vocab = engine.model.cfg.vocab as u32;
                 let odd: Vec<u32> = (0..257u32).map(|i| (i * 7919 + 13) % vocab).collect();
+                let moved = cortiq_engine::generate::Engine::load(&ulp_moved(&path)).unwrap();
+                let cpu_prefill = |model: &Arc<cortiq_engine::model::llama::Llama>, p: &[u32]| Session::with_gpu(Arc::clone(model), ctx, Arc::new(Gpu::new(None, GpuConfig::for_tests()))).prefill(p).unwrap();
                 for p in [&prompt[..], &odd[..], &odd[..1]] {
-                    let want = Session::with_gpu(Arc::clone(&engine.model), ctx, Arc::new(Gpu::new(None, GpuConfig::for_tests()))).prefill(p).unwrap();
+                    let want = cpu_prefill(&engine.model, p);
+                    let floor = rel_l2(&want, &cpu_prefill(&moved.model, p));
                     let got = if p.len() == prompt.len() { b.clone() } else { Session::with_gpu(Arc::clone(&engine.model), ctx, Arc::clone(&gpu)).prefill(p).unwrap() };
                     let rel = rel_l2(&want, &got);
                     let same = cortiq_engine::sample::argmax(&want) == cortiq_engine::sample::argmax(&got);
-                    eprintln!("{name} {shape} {codec}: prefill graph ({} rows) vs CPU logits, relative L2 {rel:.2e}, argmax same: {same}", p.len());
-                    assert!(got.iter().all(|v| v.is_finite()) && rel < 5e-2, "{name} {shape} {codec}: prefill graph logits ({} rows) differ by {rel}", p.len());
+                    eprintln!("{name} {shape} {codec}: prefill graph ({} rows) vs CPU logits, relative L2 {rel:.2e} (CPU one-ulp floor {floor:.2e}), argmax same: {same}", p.len());
+                    let bound = (2.0 * floor).max(5e-2);
+                    assert!(got.iter().all(|v| v.is_finite()) && rel < bound, "{name} {shape} {codec}: prefill graph logits ({} rows) differ by {rel} (bound {bound})", p.len());
                 }
             } else {
                 assert_eq!(a, b, "prefill ran on the CPU in both");

@@ -3,15 +3,15 @@
 //! anywhere (a device's summation order, a fused norm) flips some roundings, and over the
 //! layers the two runs decorrelate to the level of the quantization noise itself. This test
 //! measures that floor on the CPU alone: the same model with one layer's norm weights moved by
-//! one ulp. A device path is held to its CPU twin within 5% relative L2 (tests/gpu_parity.rs);
-//! that bound must sit above this floor, and the floor must be far above summation-order
-//! noise, or the bound would be hiding something else.
-use std::sync::Arc;
+//! one ulp. A device path is held to its CPU twin within 5% relative L2 (tests/gpu_parity.rs;
+//! for prompts, or twice this floor measured on the same prompt where a model amplifies more:
+//! the synthesized llama-1b measures 3.9-6.2e-2); the 5% must sit above the floor of these
+//! small shapes, and the floor must be far above summation-order noise, or the bound would be
+//! hiding something else.
+mod common;
 
-fn rel_l2(x: &[f32], y: &[f32]) -> f32 {
-    let num: f32 = x.iter().zip(y).map(|(p, q)| (p - q) * (p - q)).sum();
-    (num / x.iter().map(|p| p * p).sum::<f32>()).sqrt()
-}
+use common::{rel_l2, ulp_moved};
+use std::sync::Arc;
 
 #[test]
 fn one_ulp_in_one_norm_moves_int8_logits_by_the_quantization_noise() {
@@ -19,15 +19,7 @@ fn one_ulp_in_one_norm_moves_int8_logits_by_the_quantization_noise() {
     for shape in ["tiny", "smollm2-135m"] {
         let path = dir.path().join(format!("{shape}.gguf"));
         cortiq_engine::synth::synth(shape, "q4_0", &path, 7).unwrap();
-        let mut bytes = std::fs::read(&path).unwrap();
-        let parsed = cortiq_core::gguf::parse(&bytes).unwrap();
-        let norm = parsed.tensors.iter().find(|t| t.name == "blk.0.attn_norm.weight").expect("layer 0 has an attention norm");
-        assert_eq!(norm.codec, cortiq_core::Codec::F32);
-        // Flip the lowest mantissa bit of every f32 (little-endian: the first byte).
-        let (o, n) = (norm.offset as usize, norm.nbytes as usize);
-        (o..o + n).step_by(4).for_each(|i| bytes[i] ^= 1);
-        let moved = dir.path().join(format!("{shape}-ulp.gguf"));
-        std::fs::write(&moved, &bytes).unwrap();
+        let moved = ulp_moved(&path);
         let (a, b) = (cortiq_engine::generate::Engine::load(&path).unwrap(), cortiq_engine::generate::Engine::load(&moved).unwrap());
         let prompt = a.tokenize("The quick brown fox jumps over the lazy dog, 1 2 3").unwrap();
         let steps = 32;

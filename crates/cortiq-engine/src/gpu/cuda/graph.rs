@@ -9,8 +9,10 @@
 //! the down projection adding into the stream.
 //!
 //! The batched prefill graph (SPEC section 9) is the same layer for a chunk of prompt rows:
-//! the row kernels take tiles of rows (each weight unit read once per tile), attention runs
-//! one query per row over the mirror, and only the last row goes through the head.
+//! the projections and the FFN run as tensor-core GEMMs over 64-row tiles (mma.cu; the row
+//! kernels' tiles of up to 8 rows where the codec or the chunk does not allow), attention
+//! takes 32 query rows per block over the mirror, and only the last row goes through the
+//! head.
 
 use super::launch::{launch, KernelArgs};
 use super::{err, kind, row_smem, CudaBackend, MatvecHow, Resident, Unfit};
@@ -27,6 +29,16 @@ use std::collections::HashMap;
 const ATT_CHUNK: usize = 64;
 /// Largest head size the attention kernels handle.
 const MAX_HEAD_DIM: usize = 256;
+
+/// Head sizes the prompt-chunk attention kernel (`attention_rows_d{head_dim / 32}` in
+/// graph.cu) is built for; other sizes run the per-row split kernel.
+pub(super) const ATTENTION_ROWS_DIMS: [usize; 3] = [64, 128, 256];
+
+/// Dynamic shared memory of the prompt-chunk attention kernel: the q tile and a K chunk of 32
+/// rows at head_dim + 4 floats, a V chunk of 32 rows at head_dim.
+pub(super) fn attention_rows_smem(head_dim: usize) -> usize {
+    4 * 32 * (2 * (head_dim + 4) + head_dim)
+}
 
 /// Device buffers of one model's graph: norms and per-token scratch.
 pub(super) struct ModelGraph {
@@ -82,6 +94,10 @@ pub(super) struct PrefillBuffers {
     q: CudaSlice<f32>,      // (rows, n_head * head_dim), after RoPE
     att: CudaSlice<f32>,    // (rows, n_head * head_dim)
     h: CudaSlice<f32>,      // (rows, n_ff) silu(gate) * up
+    /// The tensor-core GEMMs' int8 input (`quantize_rows`): values (rows, widest input) and
+    /// per 32-value group scales (rows, widest input / 32).
+    xq: CudaSlice<u8>,
+    xd: CudaSlice<f32>,
     /// Split-attention partials (rows, n_head, splits, head_dim + 2).
     part: CudaSlice<f32>,
     /// Per (row, head): split blocks finished this layer.
@@ -179,12 +195,15 @@ impl CudaBackend {
         let s = &self.stream;
         let n = PREFILL_ROWS;
         let zeros = |len: usize| s.alloc_zeros::<f32>(len).map_err(err);
+        let widest = c.n_embd.max(c.n_ff).max(c.q_dim());
         Ok(PrefillBuffers {
             tokens: s.alloc_zeros::<i32>(n).map_err(err)?,
             x: zeros(n * c.n_embd)?,
             q: zeros(n * c.q_dim())?,
             att: zeros(n * c.q_dim())?,
             h: zeros(n * c.n_ff)?,
+            xq: s.alloc_zeros::<u8>(n * widest).map_err(err)?,
+            xd: zeros(n * widest / 32)?,
             part: zeros(n * c.n_head * splits * (c.head_dim + 2))?,
             done: s.alloc_zeros::<i32>(n * c.n_head).map_err(err)?,
         })
@@ -418,43 +437,81 @@ impl CudaBackend {
         let embed = &args[args.len() - 1];
         let (e, ekind) = (dev(embed)?, kd(embed));
         let capacity = mirror.k[0].len() / c.kv_dim().max(1);
-        let att_cfg = LaunchConfig { grid_dim: (c.n_head as u32, capacity.div_ceil(ATT_CHUNK) as u32, rows as u32), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        // Attention: 32 query rows a block where the head size has the tiled kernel, else
+        // one block per (head, 64 positions, row).
+        let att_rows = ATTENTION_ROWS_DIMS.contains(&c.head_dim) && attention_rows_smem(c.head_dim) <= self.smem_limit;
+        let (att_f, att_cfg) = if att_rows {
+            (&self.funcs[&format!("attention_rows_d{}", c.head_dim / 32)], LaunchConfig { grid_dim: (c.n_head as u32, rows.div_ceil(32) as u32, 1), block_dim: (128, 1, 1), shared_mem_bytes: attention_rows_smem(c.head_dim) as u32 })
+        } else {
+            (&self.funcs["attention"], LaunchConfig { grid_dim: (c.n_head as u32, capacity.div_ceil(ATT_CHUNK) as u32, rows as u32), block_dim: (256, 1, 1), shared_mem_bytes: 0 })
+        };
         let part_splits = g.splits as i32;
         let (qkind, gkind) = (kd(&args[0]), kd(&args[4]));
-        // Tiles of prompt rows: as many staged rows as fit beside the weight ring.
+        // Q/K/V and gate/up take the tensor-core GEMMs where the codec and the chunk allow
+        // (64-row tiles, int8 input quantized once per op); otherwise the row kernels' tiles
+        // of as many staged rows as fit beside the weight ring.
+        let mma = |kind: i32| rows >= super::MMA_MIN_ROWS && super::mma_fits(kind, c.n_embd, self.smem_limit);
+        let (qkv_mma, glu_mma) = (mma(qkind), mma(gkind));
         let tile = |kind: i32| super::matmul_tile(kind, c.n_embd, self.smem_limit);
         let (qnb, gnb) = (tile(qkind), tile(gkind));
-        let (qkv_f, qkv_cfg) = self.row_launch(&super::row_kernel("qkv_rope_tile", qkind, 2), c.q_dim() + 2 * c.kv_dim(), 2, super::tile_smem(qkind, c.n_embd, qnb), rows.div_ceil(qnb))?;
-        let (glu_f, glu_cfg) = self.row_launch(&super::row_kernel("gate_up_silu_tile", gkind, 2), 2 * c.n_ff, 2, super::tile_smem(gkind, c.n_embd, gnb), rows.div_ceil(gnb))?;
+        let qkv_rows = c.q_dim() + 2 * c.kv_dim();
+        let (qkv_f, qkv_cfg) = if qkv_mma {
+            (&self.funcs[&format!("mma_qkv_rope_k{qkind}")], self.mma_config(qkind, qkv_rows, rows))
+        } else {
+            self.row_launch(&super::row_kernel("qkv_rope_tile", qkind, 2), qkv_rows, 2, super::tile_smem(qkind, c.n_embd, qnb), rows.div_ceil(qnb))?
+        };
+        let (glu_f, glu_cfg) = if glu_mma {
+            (&self.funcs[&format!("mma_gate_up_silu_k{gkind}")], self.mma_config(gkind, 2 * c.n_ff, rows))
+        } else {
+            self.row_launch(&super::row_kernel("gate_up_silu_tile", gkind, 2), 2 * c.n_ff, 2, super::tile_smem(gkind, c.n_embd, gnb), rows.div_ceil(gnb))?
+        };
         let pb = g.prefill.as_mut().expect("made by run_prefill");
         let ov = self.overlap;
         let mut a = KernelArgs::default();
         a.buf(&e.data, s).int(ekind).int(e.a_off).buf(&pb.tokens, s).buf(&pb.x, s).int(d).buf(&g.best, s);
         let embed_cfg = LaunchConfig { grid_dim: ((c.n_embd as u32).div_ceil(256), rows as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         // SAFETY (every launch below): the prefill buffers hold PREFILL_ROWS >= rows rows of
-        // the model's geometry (run_prefill checks rows); positions pos..pos + rows are
-        // within the mirror's capacity (the session checks it before the call); staged tiles
-        // fit the shared memory asked for (`matmul_tile`); the arguments follow the kernels'
-        // parameter lists in graph.cu and matvec.cu.
+        // the model's geometry (run_prefill checks rows; xq / xd are as wide as the widest
+        // input); positions pos..pos + rows are within the mirror's capacity (the session
+        // checks it before the call); staged tiles fit the shared memory asked for
+        // (`matmul_tile`, `mma_fits`); the arguments follow the kernels' parameter lists in
+        // graph.cu, matvec.cu and mma.cu.
         unsafe { launch(s, &self.funcs["embed_row"], embed_cfg, &a, false) }.map_err(err)?;
+        let quant = Some((&pb.xq, &pb.xd));
         for li in 0..c.n_layer {
             let w = &args[li * 7..li * 7 + 7];
             let (wq, wk, wv, wg, wu) = (dev(&w[0])?, dev(&w[1])?, dev(&w[2])?, dev(&w[4])?, dev(&w[5])?);
             let mut a = KernelArgs::default();
             a.buf(&wq.data, s).buf(&wk.data, s).buf(&wv.data, s).int(wq.a_off).int(wk.a_off).int(wv.a_off);
-            a.buf(&pb.x, s).buf(&g.norms[li].0, s).float(eps).buf(&pb.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s);
-            a.int(nh).int(nkv).int(hd).int(rot).int(neox).float(base).buf(&pos_ptr, s).int(d).int(n).int(qnb as i32);
+            if qkv_mma {
+                self.launch_quantize(&pb.x, Some((&g.norms[li].0, eps)), c.n_embd, rows, (&pb.xq, &pb.xd), true)?;
+                a.buf(&pb.xq, s).buf(&pb.xd, s).buf(&pb.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s);
+                a.int(nh).int(nkv).int(hd).int(rot).int(neox).float(base).buf(&pos_ptr, s).int(d).int(n);
+            } else {
+                a.buf(&pb.x, s).buf(&g.norms[li].0, s).float(eps).buf(&pb.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s);
+                a.int(nh).int(nkv).int(hd).int(rot).int(neox).float(base).buf(&pos_ptr, s).int(d).int(n).int(qnb as i32);
+            }
             unsafe { launch(s, qkv_f, qkv_cfg, &a, ov) }.map_err(err)?;
             let mut a = KernelArgs::default();
-            a.buf(&pb.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s).buf(&pb.part, s).buf(&pb.done, s).buf(&pb.att, s);
-            a.int(nh).int(nkv).int(hd).buf(&pos_ptr, s).float(scale).int(part_splits);
-            unsafe { launch(s, &self.funcs["attention"], att_cfg, &a, ov) }.map_err(err)?;
-            self.launch_matvec(&w[3], map, &pb.att, &mut pb.x, rows, MatvecHow { add: true, overlap: true, ..Default::default() })?;
+            if att_rows {
+                a.buf(&pb.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s).buf(&pb.att, s);
+                a.int(nh).int(nkv).buf(&pos_ptr, s).float(scale).int(n);
+            } else {
+                a.buf(&pb.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s).buf(&pb.part, s).buf(&pb.done, s).buf(&pb.att, s);
+                a.int(nh).int(nkv).int(hd).buf(&pos_ptr, s).float(scale).int(part_splits);
+            }
+            unsafe { launch(s, att_f, att_cfg, &a, ov) }.map_err(err)?;
+            self.launch_matvec(&w[3], map, &pb.att, &mut pb.x, rows, MatvecHow { add: true, overlap: true, quant, ..Default::default() })?;
             let mut a = KernelArgs::default();
             a.buf(&wg.data, s).buf(&wu.data, s).int(wg.a_off).int(wu.a_off);
-            a.buf(&pb.x, s).buf(&g.norms[li].1, s).float(eps).buf(&pb.h, s).int(ff).int(d).int(n).int(gnb as i32);
+            if glu_mma {
+                self.launch_quantize(&pb.x, Some((&g.norms[li].1, eps)), c.n_embd, rows, (&pb.xq, &pb.xd), true)?;
+                a.buf(&pb.xq, s).buf(&pb.xd, s).buf(&pb.h, s).int(ff).int(d).int(n);
+            } else {
+                a.buf(&pb.x, s).buf(&g.norms[li].1, s).float(eps).buf(&pb.h, s).int(ff).int(d).int(n).int(gnb as i32);
+            }
             unsafe { launch(s, glu_f, glu_cfg, &a, ov) }.map_err(err)?;
-            self.launch_matvec(&w[6], map, &pb.h, &mut pb.x, rows, MatvecHow { add: true, overlap: true, ..Default::default() })?;
+            self.launch_matvec(&w[6], map, &pb.h, &mut pb.x, rows, MatvecHow { add: true, overlap: true, quant, ..Default::default() })?;
         }
         let last = pb.x.slice((rows - 1) * c.n_embd..rows * c.n_embd);
         let head = MatvecHow { norm: Some((&g.out_norm, eps)), argmax: Some(&g.best), overlap: true, ..Default::default() };

@@ -8,8 +8,10 @@
 //! scales apart) on upload. Quantized weights are dotted with int8 activations (the CPU
 //! path's q8 rule, `DeviceInfo::q8_activations`); per-op matvec (prompt rows in tiles), the
 //! dense FFN, the whole-token decode graph and the batched prefill graph (`graph.rs`) use the
-//! same row kernels (`run_rows` in matvec.cu). Launches in the graphs may overlap the kernel
-//! before them (`launch.rs`).
+//! same row kernels (`run_rows` in matvec.cu); from `MMA_MIN_ROWS` activation rows, Q4_0 and
+//! Q8_0 weights go through int8 tensor-core GEMMs instead (mma.cu), whose input is quantized
+//! once per op by the same rule. Launches in the graphs may overlap the kernel before them
+//! (`launch.rs`).
 
 mod graph;
 mod launch;
@@ -25,13 +27,22 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// One module: the matvec helpers, then the graph kernels that use them.
-const KERNELS: [&str; 2] = [include_str!("kernels/matvec.cu"), include_str!("kernels/graph.cu")];
+/// One module: the matvec helpers, then the graph kernels and the tensor-core GEMMs that use them.
+const KERNELS: [&str; 3] = [include_str!("kernels/matvec.cu"), include_str!("kernels/graph.cu"), include_str!("kernels/mma.cu")];
 /// Kernels without variants.
 const FIXED_KERNELS: [&str; 3] = ["silu_mul", "embed_row", "attention"];
 /// Kernels instantiated per codec kind (0..=4) and rows per warp group, which stage their
 /// activation row in dynamic shared memory: (name prefix, row counts).
 const ROW_KERNELS: [(&str, &[usize]); 6] = [("matvec", &[1, 2, 4]), ("qkv_rope", &[2]), ("gate_up_silu", &[2, 4]), ("matmul", &[2]), ("qkv_rope_tile", &[2]), ("gate_up_silu_tile", &[2])];
+/// Tensor-core GEMMs (mma.cu) for a prompt's rows, per codec kind they take (Q4_0, Q8_0):
+/// name prefixes; `quantize_rows` prepares their int8 input.
+const MMA_KERNELS: [&str; 3] = ["mma_matmul", "mma_qkv_rope", "mma_gate_up_silu"];
+const MMA_KINDS: [i32; 2] = [0, 2];
+/// Fewest activation rows that take the tensor-core GEMMs (64-row tiles) instead of the
+/// row kernels' tiles of up to 8.
+pub(super) const MMA_MIN_ROWS: usize = 16;
+/// Threads per tensor-core GEMM block: 4 warps of 32 x 32 outputs.
+const MMA_THREADS: u32 = 128;
 /// Most activation rows a prefill tile stages (`MATMUL_TILE` in matvec.cu).
 const MATMUL_TILE: usize = 8;
 /// Fraction of device memory weights may occupy (the rest: activations, KV, the driver).
@@ -112,6 +123,21 @@ pub(super) fn tile_smem(kind: i32, cols: usize, nb: usize) -> usize {
     nb * staged_bytes(kind, cols).next_multiple_of(16) + ring_bytes(kind)
 }
 
+/// Dynamic shared memory of a tensor-core GEMM block (`MmaStage` in mma.cu): 3 stages of
+/// 64 activation rows (4 units, 144 bytes padded) and 64 weight rows (80 or 144 bytes), the
+/// weight scales (8 bytes a row) and the activation scales (16).
+pub(super) fn mma_smem(kind: i32) -> usize {
+    let b_stride = if kind == 2 { 144 } else { 80 };
+    3 * 64 * (144 + b_stride + 8 + 16)
+}
+
+/// Whether the tensor-core GEMMs take a weight of codec kind `kind` over `cols` columns
+/// within `smem_limit` shared bytes: Q4_0 or Q8_0, an even number of 32-value units, and a
+/// row `quantize_rows` can stage.
+pub(super) fn mma_fits(kind: i32, cols: usize, smem_limit: usize) -> bool {
+    MMA_KINDS.contains(&kind) && cols % 64 == 0 && staged_bytes(0, cols).next_multiple_of(16) <= smem_limit && mma_smem(kind) <= smem_limit
+}
+
 /// Activation rows per prefill tile for `cols` columns: the most (of 8, 4, 2, 1) whose staged
 /// rows and weight ring fit `smem_limit` bytes.
 pub(super) fn matmul_tile(kind: i32, cols: usize, smem_limit: usize) -> usize {
@@ -129,6 +155,9 @@ struct MatvecHow<'a> {
     argmax: Option<&'a CudaSlice<u64>>,
     /// The launch may start while the kernel before it drains (`launch::launch`).
     overlap: bool,
+    /// Int8 scratch (xq, xd) for the tensor-core path, sized for the batch (allocated per
+    /// call when None).
+    quant: Option<(&'a CudaSlice<u8>, &'a CudaSlice<f32>)>,
 }
 
 /// Why weights could not be made resident.
@@ -222,6 +251,14 @@ impl CudaBackend {
                 }
             }
         }
+        let mut names: Vec<String> = MMA_KERNELS.iter().flat_map(|p| MMA_KINDS.map(|k| format!("{p}_k{k}"))).collect();
+        names.push("quantize_rows".into());
+        names.extend(graph::ATTENTION_ROWS_DIMS.map(|hd| format!("attention_rows_d{}", hd / 32)));
+        for name in names {
+            let f = module.load_function(&name).map_err(err)?;
+            f.set_attribute(F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem_limit as i32).map_err(err)?;
+            funcs.insert(name, f);
+        }
         let sms = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(err)?.max(1) as u32;
         let total = ctx.total_mem().map_err(err)? as u64;
         let info = DeviceInfo { backend: "cuda", name: ctx.name().map_err(err)?, discrete: true, memory_bytes: total, f16: true, subgroups: true, max_binding_bytes: total, q8_activations: true };
@@ -282,6 +319,25 @@ impl CudaBackend {
             if how.norm.is_some() || how.argmax.is_some() {
                 return Err("a prefill tile takes no norm or argmax".into());
             }
+            if batch >= MMA_MIN_ROWS && mma_fits(kind, w.view.cols, self.smem_limit) {
+                let (rows, cols) = (w.view.rows, w.view.cols);
+                let owned;
+                let (xq, xd) = match how.quant {
+                    Some(q) => q,
+                    None => {
+                        owned = (self.stream.alloc_zeros::<u8>(batch * cols).map_err(err)?, self.stream.alloc_zeros::<f32>(batch * cols / 32).map_err(err)?);
+                        (&owned.0, &owned.1)
+                    }
+                };
+                self.launch_quantize(x, None, cols, batch, (xq, xd), how.overlap)?;
+                let s = &self.stream;
+                let mut a = KernelArgs::default();
+                a.buf(&res.data, s).int(res.a_off).buf(xq, s).buf(xd, s).buf(y, s).int(rows as i32).int(cols as i32).int(how.add as i32).int(batch as i32);
+                // SAFETY: the kernel reads the resident planar weight (rows x cols), batch
+                // rows of xq (cols bytes) and xd (cols / 32 floats), all written by the
+                // quantize launch before it, and writes batch * rows floats of y.
+                return unsafe { launch::launch(s, &self.funcs[&format!("mma_matmul_k{kind}")], self.mma_config(kind, rows, batch), &a, self.overlap) }.map_err(err);
+            }
             let nb = matmul_tile(kind, w.view.cols, self.smem_limit);
             let (f, cfg) = self.row_launch(&row_kernel("matmul", kind, 2), w.view.rows, 2, tile_smem(kind, w.view.cols, nb), batch.div_ceil(nb))?;
             let s = &self.stream;
@@ -312,6 +368,34 @@ impl CudaBackend {
         // y (and one u64 of the argmax); every buffer was sized for exactly that, and
         // `supported` checked that the staged row fits the shared memory granted at load time.
         unsafe { launch::launch(s, f, cfg, &a, how.overlap && self.overlap) }.map_err(err)
+    }
+
+    /// Queue xq (rows, cols) int8 and xd (rows, cols / 32) = x quantized in 32-value groups
+    /// (RMS-normed with `norm` first), the tensor-core GEMMs' input.
+    fn launch_quantize(&self, x: &impl DevicePtr<f32>, norm: Option<(&CudaSlice<f32>, f32)>, cols: usize, rows: usize, (xq, xd): (&CudaSlice<u8>, &CudaSlice<f32>), overlap: bool) -> Result<(), String> {
+        if xq.len() < rows * cols || xd.len() < rows * cols / 32 {
+            return Err(format!("int8 scratch too small for {rows} x {cols}"));
+        }
+        let s = &self.stream;
+        let mut a = KernelArgs::default();
+        a.buf(x, s);
+        match norm {
+            Some((nw, _)) => a.buf(nw, s),
+            None => a.null(),
+        };
+        a.float(norm.map_or(0.0, |n| n.1)).int(cols as i32).buf(xq, s).buf(xd, s);
+        let cfg = LaunchConfig { grid_dim: (rows as u32, 1, 1), block_dim: (ROW_THREADS, 1, 1), shared_mem_bytes: staged_bytes(0, cols).next_multiple_of(16) as u32 };
+        // SAFETY: the kernel reads rows * cols floats of x (and cols norm weights) and writes
+        // rows * cols bytes of xq and rows * cols / 32 floats of xd (checked above); the
+        // caller checked the staged row fits the shared memory (`mma_fits`).
+        unsafe { launch::launch(s, &self.funcs["quantize_rows"], cfg, &a, overlap && self.overlap) }.map_err(err)
+    }
+
+    /// The grid of a tensor-core GEMM of codec kind `kind` over `total` logical weight rows
+    /// and `n` activation rows: one block per 64 x 64 output tile, activation tiles fastest
+    /// (the blocks that share a weight tile run side by side and read it once from memory).
+    pub(super) fn mma_config(&self, kind: i32, total: usize, n: usize) -> LaunchConfig {
+        LaunchConfig { grid_dim: (n.div_ceil(64) as u32, total.div_ceil(64) as u32, 1), block_dim: (MMA_THREADS, 1, 1), shared_mem_bytes: mma_smem(kind) as u32 }
     }
 
     /// Whether the kernels take these weights: a codec they decode with a planar layout,
@@ -446,5 +530,33 @@ impl Backend for CudaBackend {
 
     fn upload_bytes(&self) -> u64 {
         self.uploaded.load(Ordering::SeqCst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KERNELS;
+    use cudarc::nvrtc::result::{compile_program, create_program, destroy_program, get_program_log};
+
+    /// The kernel module compiles to machine code (NVRTC runs ptxas for a real architecture,
+    /// so inline PTX such as mma.sync and cp.async is checked too) for the oldest and the
+    /// newest architecture the backend serves. Needs only libnvrtc, no GPU: `.ci/run`
+    /// installs it from PyPI; without it the test says so and passes.
+    #[test]
+    fn kernels_compile_for_ampere_and_hopper() {
+        // SAFETY: only tries to dlopen the library.
+        if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+            eprintln!("SKIP kernels_compile_for_ampere_and_hopper: libnvrtc not found (LD_LIBRARY_PATH; .ci/run installs it)");
+            return;
+        }
+        let src = std::ffi::CString::new(KERNELS.concat()).expect("kernel source has no NUL");
+        for arch in ["sm_80", "sm_90"] {
+            let prog = create_program(&src, None).expect("nvrtcCreateProgram");
+            // SAFETY: prog was just created and is destroyed once, below.
+            let compiled = unsafe { compile_program(prog, &[format!("--gpu-architecture={arch}")]) };
+            let log = unsafe { get_program_log(prog) }.map(|l| l.iter().map(|&c| c as u8 as char).collect::<String>()).unwrap_or_default();
+            unsafe { destroy_program(prog) }.expect("nvrtcDestroyProgram");
+            assert!(compiled.is_ok(), "NVRTC for {arch}: {compiled:?}\n{log}");
+        }
     }
 }

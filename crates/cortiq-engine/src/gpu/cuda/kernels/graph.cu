@@ -119,6 +119,115 @@ extern "C" __global__ void attention(const float* q, const float* kc, const floa
     if (tid == 0) done[h] = 0;
 }
 
+__device__ __forceinline__ float warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// Causal attention of a prompt chunk's rows (queries at positions *pos + r, r < rows) over
+// the KV mirror, FlashAttention-style: block (h, tile) takes query rows [32 tile, 32 tile +
+// 32) of head h, 4 warps of 8 rows each; key and value positions stream through shared
+// memory 32 at a time (lane j scores position j for the warp's 8 rows) with an online
+// softmax per row; lane l sums value dimensions l + 32 d (DPL = head_dim / 32). A NaN in a
+// score reaches the row's output. Dynamic shared memory (host: `attention_rows_smem`): the
+// scaled q tile and the K chunk at head_dim + 4 floats a row, then the V chunk.
+template <int DPL>
+__device__ __forceinline__ void attention_rows(const float* q, const float* kc, const float* vc, float* out, int n_head, int n_head_kv, const int* pos, float scale, int rows, float* sm) {
+    constexpr int HD = 32 * DPL, QS = HD + 4, C4 = HD / 4;
+    float* qs = sm;            // (32, QS)
+    float* ks = qs + 32 * QS;  // (32, QS)
+    float* vs = ks + 32 * QS;  // (32, HD)
+    pdl_wait_then_release();
+    int h = blockIdx.x, r0 = blockIdx.y * 32;
+    int tid = threadIdx.x, lane = tid & 31, w8 = (tid >> 5) * 8;
+    int p0 = *pos, kvh = h / (n_head / n_head_kv), kvd = n_head_kv * HD, qd = n_head * HD;
+    for (int e = tid; e < 32 * C4; e += blockDim.x) {
+        int r = e / C4, c = e % C4;
+        float4 v = r0 + r < rows ? ((const float4*)(q + (long)(r0 + r) * qd + h * HD))[c] : make_float4(0.f, 0.f, 0.f, 0.f);
+        ((float4*)(qs + r * QS))[c] = make_float4(v.x * scale, v.y * scale, v.z * scale, v.w * scale);
+    }
+    // The tile's last query position; rows past `rows` compute on zeros and are not written.
+    int last = p0 + min(r0 + 32, rows) - 1;
+    float m[8], l[8], acc[8][DPL];
+    #pragma unroll
+    for (int i = 0; i < 8; i++) {
+        m[i] = -__int_as_float(0x7f800000);
+        l[i] = 0.f;
+        #pragma unroll
+        for (int d = 0; d < DPL; d++) acc[i][d] = 0.f;
+    }
+    for (int t0 = 0; t0 <= last; t0 += 32) {
+        // Every warp is done with the previous chunk (and the q tile is stored).
+        __syncthreads();
+        for (int e = tid; e < 32 * C4; e += blockDim.x) {
+            int j = e / C4, c = e % C4;
+            bool ok = t0 + j <= last;
+            long off = (long)(t0 + j) * kvd + kvh * HD;
+            float4 z = make_float4(0.f, 0.f, 0.f, 0.f);
+            ((float4*)(ks + j * QS))[c] = ok ? ((const float4*)(kc + off))[c] : z;
+            ((float4*)(vs + j * HD))[c] = ok ? ((const float4*)(vc + off))[c] : z;
+        }
+        __syncthreads();
+        float s[8];
+        #pragma unroll
+        for (int i = 0; i < 8; i++) s[i] = 0.f;
+        const float4* kr = (const float4*)(ks + lane * QS);
+        #pragma unroll 4
+        for (int c = 0; c < C4; c++) {
+            float4 k4 = kr[c];
+            #pragma unroll
+            for (int i = 0; i < 8; i++) {
+                float4 q4 = ((const float4*)(qs + (w8 + i) * QS))[c];
+                s[i] += k4.x * q4.x + k4.y * q4.y + k4.z * q4.z + k4.w * q4.w;
+            }
+        }
+        int tp = t0 + lane;
+        float p[8];
+        #pragma unroll
+        for (int i = 0; i < 8; i++) {
+            bool seen = tp <= p0 + r0 + w8 + i;
+            float mn = fmaxf(m[i], warp_max(seen ? s[i] : -__int_as_float(0x7f800000)));
+            float corr = expf(m[i] - mn);
+            p[i] = seen ? expf(s[i] - mn) : 0.f;
+            l[i] = l[i] * corr + p[i];
+            #pragma unroll
+            for (int d = 0; d < DPL; d++) acc[i][d] *= corr;
+            m[i] = mn;
+        }
+        #pragma unroll 4
+        for (int j = 0; j < 32; j++) {
+            float vv[DPL];
+            #pragma unroll
+            for (int d = 0; d < DPL; d++) vv[d] = vs[j * HD + lane + 32 * d];
+            #pragma unroll
+            for (int i = 0; i < 8; i++) {
+                float pj = __shfl_sync(0xffffffffu, p[i], j);
+                #pragma unroll
+                for (int d = 0; d < DPL; d++) acc[i][d] += pj * vv[d];
+            }
+        }
+    }
+    #pragma unroll
+    for (int i = 0; i < 8; i++) {
+        float total = warp_sum(l[i]);
+        int r = r0 + w8 + i;
+        if (r < rows) {
+            #pragma unroll
+            for (int d = 0; d < DPL; d++) out[(long)r * qd + h * HD + lane + 32 * d] = acc[i][d] / total;
+        }
+    }
+}
+
+// q, out (rows, n_head * head_dim); head_dim = 32 DPL. Grid (n_head, rows / 32 rounded up),
+// 128 threads.
+#define ATTENTION_ROWS(DPL)                                                                                           \
+    extern "C" __global__ void __launch_bounds__(128) attention_rows_d##DPL(const float* q, const float* kc,           \
+            const float* vc, float* out, int n_head, int n_head_kv, const int* pos, float scale, int rows) {           \
+        extern __shared__ int sm[];                                                                                   \
+        attention_rows<DPL>(q, kc, vc, out, n_head, n_head_kv, pos, scale, rows, (float*)sm);                          \
+    }
+ATTENTION_ROWS(2) ATTENTION_ROWS(4) ATTENTION_ROWS(8)
+
 // The q, k and v rows of one launch in rotary pairs: pair j of a head (q heads, then k
 // heads, then v heads) holds dimensions (a, b) = rotary pair j (neox: j, j + rot/2; else
 // 2j, 2j + 1) for j < rot/2, then the unrotated dimensions rot + 2 (j - rot/2) + (0, 1).
