@@ -61,6 +61,13 @@ pub struct Session {
     graph_refused: bool,
 }
 
+/// A dropped session's device state (its KV mirror) goes with it.
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.gpu.reset_sequence(self.seq);
+    }
+}
+
 impl Session {
     /// A session with room for `n_ctx` positions (capped by the model's trained context),
     /// on the process GPU facade.

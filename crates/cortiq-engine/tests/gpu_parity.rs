@@ -373,17 +373,28 @@ fn token_graph_matches_the_cpu_path() {
             assert_eq!(pick.begin_generation(), GraphArm::Graph, "{name}: the graph arm");
             let (mut worst, mut same) = (0f32, 0);
             let steps = 64;
+            let (mut fed, mut picked) = (Vec::new(), Vec::new());
             for _ in 0..steps {
                 let t = cortiq_engine::sample::argmax(&a);
                 same += usize::from(t == cortiq_engine::sample::argmax(&b));
                 a = cpu.step(t).unwrap();
                 b = dev.step(t).unwrap();
                 assert!(b.iter().all(|v| v.is_finite()), "{name} {shape}: NaN in graph logits");
-                assert_eq!(pick.step_greedy(t).unwrap(), cortiq_engine::sample::argmax(&b), "{name} {shape} {codec}: the greedy pick is not the argmax of the graph's logits");
+                picked.push(pick.step_greedy(t).unwrap());
+                fed.push(t);
+                assert_eq!(picked.last(), Some(&cortiq_engine::sample::argmax(&b)), "{name} {shape} {codec}: the greedy pick is not the argmax of the graph's logits");
                 worst = worst.max(rel_l2(&a, &b));
             }
             eprintln!("{name} {shape} {codec}: graph vs CPU logits, worst relative L2 {worst:.2e}, argmax agreement {same}/{steps}");
             assert!(worst < 5e-2, "{name} {shape} {codec}: relative L2 {worst}");
+            // A new session after a dropped one may take over its device state (CUDA reuses
+            // the mirror and its captured token graph): the same feed picks the same tokens.
+            drop(pick);
+            let mut again = Session::with_gpu(Arc::clone(&engine.model), ctx, Arc::clone(&gpu));
+            again.prefill(&prompt).unwrap();
+            again.begin_generation();
+            let repicked: Vec<u32> = fed.iter().map(|&t| again.step_greedy(t).unwrap()).collect();
+            assert_eq!(repicked, picked, "{name} {shape} {codec}: a session after a dropped one picks differently");
             let table = gpu.explain_table();
             eprintln!("{table}");
             assert!(table.contains("token graph"), "{table}");

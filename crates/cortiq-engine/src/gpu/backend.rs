@@ -184,9 +184,26 @@ pub struct GraphProfile {
     /// Weight bytes one token reads in each kind of dispatch that streams weights (the
     /// model's own encoding, as `weight bytes/token` in the bench table).
     pub stage_bytes: std::collections::BTreeMap<&'static str, u64>,
+    /// Prefill-graph chunks and their prompt rows.
+    pub prefill_chunks: u64,
+    pub prefill_rows: u64,
+    /// Per chunk, summed: the sequence's device state made ready (mirror found, reused or
+    /// allocated and seeded), the launches queued, and the wait from there to the readback.
+    pub prefill_setup: std::time::Duration,
+    pub prefill_host: std::time::Duration,
+    pub prefill_tail: std::time::Duration,
 }
 
 impl GraphProfile {
+    /// The `--explain` line of the prefill-graph split, per chunk (empty without chunks).
+    pub fn prefill_line(&self) -> String {
+        if self.prefill_chunks == 0 {
+            return String::new();
+        }
+        let per = |d: std::time::Duration| d.as_secs_f64() * 1e3 / self.prefill_chunks as f64;
+        format!("prefill graph, per chunk over {} chunks ({} rows): device state {:.2} ms, launches queued {:.2} ms, then GPU tail {:.2} ms (to the readback)\n", self.prefill_chunks, self.prefill_rows, per(self.prefill_setup), per(self.prefill_host), per(self.prefill_tail))
+    }
+
     /// The per-kind lines of the `--explain` table: GPU time per token and, for kinds that
     /// stream weights, their bytes per token and the read rate that implies.
     pub fn kernel_lines(&self) -> String {

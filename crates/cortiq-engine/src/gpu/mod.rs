@@ -285,6 +285,7 @@ impl Gpu {
         let mut t = self.explain.lock().unwrap_or_else(|e| e.into_inner()).table(self.backend_name());
         let hostprof = std::env::var("CMF_GRAPH_HOSTPROF").is_ok_and(|v| v == "1" || v == "2");
         if let (true, Some(p)) = (hostprof, self.backend.as_ref().and_then(|b| b.graph_profile())) {
+            t.push_str(&p.prefill_line());
             if p.tokens > 0 {
                 let per = |d: Duration| d.as_secs_f64() * 1e6 / p.tokens as f64;
                 let pass = p.gpu_pass.map(|d| format!(", of which the compute pass on the GPU {:.1} us", per(d))).unwrap_or_default();

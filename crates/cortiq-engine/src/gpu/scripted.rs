@@ -29,8 +29,8 @@ pub struct Scripted {
     pub op_calls: AtomicUsize,
     pub resident: Mutex<HashSet<u64>>,
     pub uploaded: AtomicU64,
-    /// Device KV mirrors: one CPU session per sequence.
-    pub mirrors: Mutex<HashMap<u64, Session>>,
+    /// Device KV mirrors: one CPU session per sequence (shared, so a test can watch them).
+    pub mirrors: Arc<Mutex<HashMap<u64, Session>>>,
 }
 
 impl Scripted {

@@ -154,6 +154,25 @@ fn a_failing_prefill_graph_resets_the_sequence_and_a_declined_one_runs_per_op() 
 }
 
 #[test]
+fn a_dropped_session_frees_its_device_mirror() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::load(&tiny_model(&dir)).unwrap();
+    let scripted = Scripted { discrete: true, graph: true, prefill: true, ..Default::default() };
+    let mirrors = Arc::clone(&scripted.mirrors);
+    let gpu = facade(scripted);
+    let prompt = engine.tokenize("hello world 42").unwrap();
+    let mut a = Session::with_gpu(Arc::clone(&engine.model), 64, Arc::clone(&gpu));
+    let mut b = Session::with_gpu(Arc::clone(&engine.model), 64, Arc::clone(&gpu));
+    assert_eq!(a.prefill(&prompt).unwrap(), b.prefill(&prompt).unwrap());
+    assert_eq!(mirrors.lock().unwrap().len(), 2, "each prompt ran as a prefill graph on its own mirror");
+    drop(a);
+    assert_eq!(mirrors.lock().unwrap().len(), 1, "the dropped session's mirror is gone, the live one stays");
+    b.begin_generation();
+    b.step(3).unwrap();
+    assert_eq!(mirrors.lock().unwrap().len(), 1);
+}
+
+#[test]
 fn pulling_the_mirror_back_lets_the_per_op_path_continue_mid_sequence() {
     let dir = tempfile::tempdir().unwrap();
     let engine = Engine::load(&tiny_model(&dir)).unwrap();
@@ -327,4 +346,9 @@ fn the_graph_profile_reports_time_and_weight_read_rate_per_kind() {
     p.stage_bytes.insert("qkv (norm fused)", 50_000_000);
     // 100 us per token for 50 MB per token: 500 GB/s; attention streams no weights.
     assert_eq!(p.kernel_lines(), "  GPU time per token, attention split: 20.0 us\n  GPU time per token, qkv (norm fused): 100.0 us, weights 50.0 MB (500 GB/s)\n");
+    assert_eq!(p.prefill_line(), "", "no prefill chunks: no line");
+    p.prefill_chunks = 2;
+    p.prefill_rows = 512;
+    (p.prefill_setup, p.prefill_host, p.prefill_tail) = (Duration::from_micros(600), Duration::from_millis(3), Duration::from_millis(50));
+    assert_eq!(p.prefill_line(), "prefill graph, per chunk over 2 chunks (512 rows): device state 0.30 ms, launches queued 1.50 ms, then GPU tail 25.00 ms (to the readback)\n");
 }

@@ -214,13 +214,23 @@ impl CudaBackend {
         let c = &at.model.cfg;
         let (kvd, cap) = (c.kv_dim(), at.host_kv.capacity());
         if let std::collections::hash_map::Entry::Vacant(slot) = mirrors.entry(at.seq) {
-            let mut k = Vec::new();
-            let mut v = Vec::new();
-            for _ in 0..c.n_layer {
-                k.push(self.stream.alloc_zeros::<f32>(cap * kvd).map_err(err)?);
-                v.push(self.stream.alloc_zeros::<f32>(cap * kvd).map_err(err)?);
-            }
-            slot.insert(Mirror { k, v, len: 0, captured: None });
+            // A reset sequence's mirror of the same geometry is reused as it is: rows past a
+            // sequence's length are never read, and its captured token graph reads token and
+            // position from the model's buffers.
+            let spare = self.spare_mirror.lock().unwrap_or_else(|e| e.into_inner()).take().filter(|m| m.k.len() == c.n_layer && m.k.first().is_some_and(|k| k.len() == cap * kvd));
+            let mirror = match spare {
+                Some(m) => Mirror { len: 0, ..m },
+                None => {
+                    let mut k = Vec::new();
+                    let mut v = Vec::new();
+                    for _ in 0..c.n_layer {
+                        k.push(self.stream.alloc_zeros::<f32>(cap * kvd).map_err(err)?);
+                        v.push(self.stream.alloc_zeros::<f32>(cap * kvd).map_err(err)?);
+                    }
+                    Mirror { k, v, len: 0, captured: None }
+                }
+            };
+            slot.insert(mirror);
         }
         let mirror = mirrors.get_mut(&at.seq).expect("inserted above");
         if mirror.len != at.pos {
@@ -281,8 +291,9 @@ impl CudaBackend {
     /// The frame of every graph call: the model's buffers (built, and every weight made
     /// resident, when the model or the context size changes), the sequence's mirror holding
     /// exactly `at.pos` rows, then `queue` (which queues the work), the readback `out` asks
-    /// for, and the mirror `rows` longer. Token calls (`profile`) feed `CMF_GRAPH_HOSTPROF`.
-    fn on_graph(&self, at: &At, rows: usize, out: GraphReadback, profile: bool, queue: impl FnOnce(&mut ModelGraph, &mut Mirror, &HashMap<u64, Resident>) -> Result<(), String>) -> DeviceOutcome {
+    /// for, and the mirror `rows` longer. Token calls (`token`) and prefill chunks feed
+    /// their own `CMF_GRAPH_HOSTPROF` counters.
+    fn on_graph(&self, at: &At, rows: usize, out: GraphReadback, token: bool, queue: impl FnOnce(&mut ModelGraph, &mut Mirror, &HashMap<u64, Resident>) -> Result<(), String>) -> DeviceOutcome {
         let m = at.model;
         let mut graph = self.graph.lock().unwrap_or_else(|e| e.into_inner());
         let mut mirrors = self.mirrors.lock().unwrap_or_else(|e| e.into_inner());
@@ -304,8 +315,10 @@ impl CudaBackend {
                 Err(Unfit::Budget) => return DeviceOutcome::Declined("cannot build a graph: weights exceed the budget"),
                 Err(Unfit::Failed(e)) => return DeviceOutcome::Failed(e),
             };
-            // Captured launch sequences point at the old buffers: drop them with the buffers.
+            // Captured launch sequences point at the old buffers: drop them with the buffers
+            // (and the spare mirror, which may have another geometry).
             mirrors.values_mut().for_each(|mi| mi.captured = None);
+            *self.spare_mirror.lock().unwrap_or_else(|e| e.into_inner()) = None;
             match self.build_graph(m, capacity, key) {
                 Ok(g) => *graph = Some(g),
                 Err(e) => return DeviceOutcome::Failed(e),
@@ -313,6 +326,7 @@ impl CudaBackend {
         }
         let g = graph.as_mut().expect("built above");
         let map = self.weights.lock().unwrap_or_else(|e| e.into_inner());
+        let ts = std::time::Instant::now();
         let result = self.mirror_at(&mut mirrors, at).and_then(|()| {
             let mirror = mirrors.get_mut(&at.seq).expect("mirror_at made it");
             let t0 = std::time::Instant::now();
@@ -325,11 +339,17 @@ impl CudaBackend {
                 self.stream.memcpy_dtoh(&g.best, &mut key).map_err(err)?;
                 GraphRead::Argmax(argmax_of_key(key[0]))
             };
-            if profile {
-                let mut p = self.profile.lock().unwrap_or_else(|e| e.into_inner());
+            let mut p = self.profile.lock().unwrap_or_else(|e| e.into_inner());
+            if token {
                 p.tokens += 1;
                 p.host += t1 - t0;
                 p.tail += t1.elapsed();
+            } else {
+                p.prefill_chunks += 1;
+                p.prefill_rows += rows as u64;
+                p.prefill_setup += t0 - ts;
+                p.prefill_host += t1 - t0;
+                p.prefill_tail += t1.elapsed();
             }
             mirror.len = at.pos + rows;
             Ok(back)

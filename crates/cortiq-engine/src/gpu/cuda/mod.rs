@@ -182,6 +182,9 @@ pub struct CudaBackend {
     graph: Mutex<Option<graph::ModelGraph>>,
     /// KV mirrors per sequence.
     mirrors: Mutex<HashMap<u64, graph::Mirror>>,
+    /// The mirror of the sequence reset last, kept for the next new sequence of the same
+    /// geometry (its buffers and captured token graph; locked after `mirrors`, never before).
+    spare_mirror: Mutex<Option<graph::Mirror>>,
     uploaded: AtomicU64,
     resident: AtomicU64,
     /// Token-graph profile (`CMF_GRAPH_HOSTPROF`).
@@ -262,7 +265,7 @@ impl CudaBackend {
         let sms = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(err)?.max(1) as u32;
         let total = ctx.total_mem().map_err(err)? as u64;
         let info = DeviceInfo { backend: "cuda", name: ctx.name().map_err(err)?, discrete: true, memory_bytes: total, f16: true, subgroups: true, max_binding_bytes: total, q8_activations: true };
-        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, info })
+        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, info })
     }
 
     /// Make sure every weight is resident; `Ok(true)` when something was uploaded (cold).
@@ -502,7 +505,10 @@ impl Backend for CudaBackend {
     }
 
     fn reset_sequence(&self, seq: u64) {
-        self.mirrors.lock().unwrap_or_else(|e| e.into_inner()).remove(&seq);
+        let freed = self.mirrors.lock().unwrap_or_else(|e| e.into_inner()).remove(&seq);
+        if let Some(m) = freed {
+            *self.spare_mirror.lock().unwrap_or_else(|e| e.into_inner()) = Some(m);
+        }
     }
 
     fn upload_bandwidth(&self) -> Option<f64> {
