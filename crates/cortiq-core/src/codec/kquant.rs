@@ -9,7 +9,7 @@ use super::q4::f16_at;
 use half::f16;
 
 /// Scale and min of sub-block `j` (0..8) from the 12 packed bytes (ggml `get_scale_min_k4`).
-fn scale_min(j: usize, s: &[u8]) -> (u8, u8) {
+pub(super) fn scale_min(j: usize, s: &[u8]) -> (u8, u8) {
     if j < 4 {
         (s[j] & 63, s[j + 4] & 63)
     } else {

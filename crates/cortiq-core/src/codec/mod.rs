@@ -10,6 +10,13 @@ mod q8;
 
 use crate::error::{invalid, Result};
 
+/// Q4_K / Q5_K: the 6-bit scale and min of sub-block `j` (0..8) from a super-block's 12
+/// packed bytes (ggml's `get_scale_min_k4`), for kernels that decode the layout themselves.
+#[inline]
+pub fn k4_scale_min(j: usize, packed: &[u8]) -> (u8, u8) {
+    kquant::scale_min(j, packed)
+}
+
 /// A tensor encoding. Rows are independent: a row of `cols` values is `row_bytes(cols)` bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Codec {

@@ -37,7 +37,8 @@ pub fn q8_kernel(codec: Codec) -> Option<Q8Kernels> {
             Codec::Q4_1 => Some(Q8Kernels { one: avx2::q4_1, four: avx2::q4_1_x4 }),
             Codec::Q8_0 => Some(Q8Kernels { one: avx2::q8_0, four: avx2::q8_0_x4 }),
             Codec::Q8Row => Some(Q8Kernels { one: q8_row, four: four_by_one!(q8_row) }),
-            Codec::Q5_0 => Some(Q8Kernels { one: q5_0, four: four_by_one!(q5_0) }),
+            Codec::Q5_0 => Some(Q8Kernels { one: avx2::q5_0, four: avx2::q5_0_x4 }),
+            Codec::Q4K => Some(Q8Kernels { one: avx2::q4_k, four: avx2::q4_k_x4 }),
             _ => None,
         };
     }
@@ -47,6 +48,7 @@ pub fn q8_kernel(codec: Codec) -> Option<Q8Kernels> {
         Codec::Q8_0 => Some(Q8Kernels { one: q8_0, four: four_by_one!(q8_0) }),
         Codec::Q8Row => Some(Q8Kernels { one: q8_row, four: four_by_one!(q8_row) }),
         Codec::Q5_0 => Some(Q8Kernels { one: q5_0, four: four_by_one!(q5_0) }),
+        Codec::Q4K => Some(Q8Kernels { one: q4_k, four: four_by_one!(q4_k) }),
         _ => None,
     }
 }
@@ -116,6 +118,23 @@ pub fn q5_0(w: &[u8], x: &[BlockQ8]) -> f32 {
     sum
 }
 
+/// Q4_K row (144-byte super-blocks of 8 x 32 values: f16 d, f16 dmin, 12 bytes of 6-bit
+/// scales and mins, 128 bytes of nibbles, sub-block 2g in the low nibbles of bytes 32g..,
+/// 2g + 1 in the high ones) . q8 activations (one block per sub-block), portable.
+pub fn q4_k(w: &[u8], x: &[BlockQ8]) -> f32 {
+    let mut sum = 0f32;
+    for (sb, xs) in w.chunks_exact(144).zip(x.chunks_exact(8)) {
+        let (d, dmin) = (f16_at(sb, 0), f16_at(sb, 2));
+        for (j, xb) in xs.iter().enumerate() {
+            let (sc, m) = cortiq_core::codec::k4_scale_min(j, &sb[4..16]);
+            let q = &sb[16 + 32 * (j / 2)..16 + 32 * (j / 2) + 32];
+            let acc: i32 = q.iter().zip(&xb.qs).map(|(&b, &y)| ((b >> (4 * (j % 2))) & 0x0F) as i32 * y as i32).sum();
+            sum += d * sc as f32 * xb.d * acc as f32 - dmin * m as f32 * xb.s;
+        }
+    }
+    sum
+}
+
 /// Q8_0 row (34-byte blocks) . q8 activations, portable.
 pub fn q8_0(w: &[u8], x: &[BlockQ8]) -> f32 {
     let mut sum = 0f32;
@@ -137,6 +156,26 @@ pub fn q8_row(w: &[u8], x: &[BlockQ8]) -> f32 {
     sum * scale
 }
 
+/// a . b over the shorter length: AVX2 + FMA where the CPU has them (8 lanes, two
+/// accumulators), else 8 partial sums; either way not a serial left-to-right sum.
+pub fn dot_slices(a: &[f32], b: &[f32]) -> f32 {
+    let n = a.len().min(b.len());
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2() {
+        // SAFETY: the CPU features were checked; the kernel reads n values of each slice.
+        return unsafe { avx2::dot_slices(&a[..n], &b[..n]) };
+    }
+    let mut acc = [0f32; 8];
+    let (ac, bc) = (a[..n].chunks_exact(8), b[..n].chunks_exact(8));
+    let tail: f32 = ac.remainder().iter().zip(bc.remainder()).map(|(x, y)| x * y).sum();
+    for (x, y) in ac.zip(bc) {
+        for i in 0..8 {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    acc.iter().sum::<f32>() + tail
+}
+
 /// Any codec's row . f32 activations, decoding 256 values at a time on the stack.
 pub fn dot_f32(codec: Codec, w: &[u8], x: &[f32]) -> f32 {
     if codec == Codec::F32 {
@@ -146,14 +185,14 @@ pub fn dot_f32(codec: Codec, w: &[u8], x: &[f32]) -> f32 {
     if codec == Codec::Q8Row || !x.len().is_multiple_of(chunk) {
         let mut buf = vec![0f32; x.len()];
         codec.unpack_row(w, &mut buf).expect("row length checked at load");
-        return buf.iter().zip(x).map(|(a, b)| a * b).sum();
+        return dot_slices(&buf, x);
     }
     let chunk_bytes = codec.row_bytes(chunk as u64).expect("whole blocks") as usize;
     let mut buf = [0f32; 256];
     let mut sum = 0f32;
     for (wb, xb) in w.chunks_exact(chunk_bytes).zip(x.chunks_exact(chunk)) {
         codec.unpack_row(wb, &mut buf[..chunk]).expect("row length checked at load");
-        sum += buf[..chunk].iter().zip(xb).map(|(a, b)| a * b).sum::<f32>();
+        sum += dot_slices(&buf[..chunk], xb);
     }
     sum
 }
@@ -204,6 +243,7 @@ mod avx2 {
     enum Kind {
         Q4_0,
         Q4_1,
+        Q5_0,
         Q8_0,
     }
 
@@ -212,9 +252,20 @@ mod avx2 {
             match self {
                 Kind::Q4_0 => 18,
                 Kind::Q4_1 => 20,
+                Kind::Q5_0 => 22,
                 Kind::Q8_0 => 34,
             }
         }
+    }
+
+    /// The 32 bits at p as 32 bytes: 0xFF where bit j is set, 0 elsewhere (byte j).
+    #[target_feature(enable = "avx2")]
+    unsafe fn bytes_from_bits(p: *const u8) -> __m256i {
+        let bits = std::ptr::read_unaligned(p as *const i32);
+        // Byte j takes source byte j / 8, then every bit but bit j % 8 is set.
+        let spread = _mm256_shuffle_epi8(_mm256_set1_epi32(bits), _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
+        let others = _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe);
+        _mm256_cmpeq_epi8(_mm256_or_si256(spread, others), _mm256_set1_epi64x(-1))
     }
 
     /// Weight block `b` as (scale, min, 32 signed-or-unsigned bytes).
@@ -227,6 +278,12 @@ mod avx2 {
                 // d and m are adjacent f16s: one conversion gives both.
                 let dm = _mm_cvtph_ps(_mm_cvtsi32_si128(std::ptr::read_unaligned(b as *const i32)));
                 (_mm_cvtss_f32(dm), _mm_cvtss_f32(_mm_movehdup_ps(dm)), nibbles_to_bytes(b.add(4)))
+            }
+            Kind::Q5_0 => {
+                // Value j is its nibble plus 16 times bit j of qh, less 16: as a signed
+                // byte, the nibble with the high four bits set where bit j is clear.
+                let high = _mm256_andnot_si256(bytes_from_bits(b.add(2)), _mm256_set1_epi8(0xF0u8 as i8));
+                (f16_at(b), 0.0, _mm256_or_si256(nibbles_to_bytes(b.add(6)), high))
             }
             Kind::Q8_0 => (f16_at(b), 0.0, _mm256_loadu_si256(b.add(2) as *const __m256i)),
         }
@@ -290,6 +347,10 @@ mod avx2 {
         dot_1(Kind::Q4_1, w, x)
     }
     #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn q5_0_1(w: &[u8], x: &[BlockQ8]) -> f32 {
+        dot_1(Kind::Q5_0, w, x)
+    }
+    #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn q8_0_1(w: &[u8], x: &[BlockQ8]) -> f32 {
         dot_1(Kind::Q8_0, w, x)
     }
@@ -302,8 +363,85 @@ mod avx2 {
         dot_n(Kind::Q4_1, w, x)
     }
     #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn q5_0_4(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
+        dot_n(Kind::Q5_0, w, x)
+    }
+    #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn q8_0_4(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
         dot_n(Kind::Q8_0, w, x)
+    }
+
+    /// a . b (equal lengths), 8 lanes in two accumulators, the tail serially.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn dot_slices(a: &[f32], b: &[f32]) -> f32 {
+        let n = a.len().min(b.len());
+        let (pa, pb) = (a.as_ptr(), b.as_ptr());
+        let (mut s0, mut s1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+        let mut i = 0;
+        while i + 16 <= n {
+            s0 = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i)), _mm256_loadu_ps(pb.add(i)), s0);
+            s1 = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i + 8)), _mm256_loadu_ps(pb.add(i + 8)), s1);
+            i += 16;
+        }
+        if i + 8 <= n {
+            s0 = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i)), _mm256_loadu_ps(pb.add(i)), s0);
+            i += 8;
+        }
+        let mut sum = hsum(_mm256_add_ps(s0, s1));
+        while i < n {
+            sum += *pa.add(i) * *pb.add(i);
+            i += 1;
+        }
+        sum
+    }
+
+    /// Q4_K (see the portable `q4_k`) against N activation rows, each super-block's nibbles
+    /// widened once: per sub-block one `maddubs` dot and one FMA with d x scale x the
+    /// activation scale; the mins come off through the activation blocks' sums.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn q4_k_n<const N: usize>(w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
+        let mut nsb = w.len() / 144;
+        for x in &xs {
+            nsb = nsb.min(x.len() / 8);
+        }
+        let mut acc = [_mm256_setzero_ps(); N];
+        let mut mins = [0f32; N];
+        let mask = _mm256_set1_epi8(0x0F);
+        for sb in 0..nsb {
+            let b = w.as_ptr().add(144 * sb);
+            let (d, dmin) = (f16_at(b), f16_at(b.add(2)));
+            let packed = std::slice::from_raw_parts(b.add(4), 12);
+            for g in 0..4 {
+                let bytes = _mm256_loadu_si256(b.add(16 + 32 * g) as *const __m256i);
+                let q = [_mm256_and_si256(bytes, mask), _mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask)];
+                for (h, qh) in q.into_iter().enumerate() {
+                    let j = 2 * g + h;
+                    let (sc, m) = cortiq_core::codec::k4_scale_min(j, packed);
+                    let (dj, mj) = (d * sc as f32, dmin * m as f32);
+                    for t in 0..N {
+                        let xb = xs[t].get_unchecked(8 * sb + j);
+                        mins[t] += mj * xb.s;
+                        let qy = _mm256_loadu_si256(xb.qs.as_ptr() as *const __m256i);
+                        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dj * xb.d), mul_sum_us8(qh, qy), acc[t]);
+                    }
+                }
+            }
+        }
+        let mut out = [0f32; N];
+        for t in 0..N {
+            out[t] = hsum(acc[t]) - mins[t];
+        }
+        out
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn q4_k_1(w: &[u8], x: &[BlockQ8]) -> f32 {
+        q4_k_n::<1>(w, [x])[0]
+    }
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn q4_k_4(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
+        q4_k_n(w, x)
     }
 
     // Safe wrappers: only handed out by `q8_kernel` after `has_avx2()` confirmed the CPU
@@ -314,6 +452,9 @@ mod avx2 {
     pub(super) fn q4_1(w: &[u8], x: &[BlockQ8]) -> f32 {
         unsafe { q4_1_1(w, x) }
     }
+    pub(super) fn q5_0(w: &[u8], x: &[BlockQ8]) -> f32 {
+        unsafe { q5_0_1(w, x) }
+    }
     pub(super) fn q8_0(w: &[u8], x: &[BlockQ8]) -> f32 {
         unsafe { q8_0_1(w, x) }
     }
@@ -322,6 +463,15 @@ mod avx2 {
     }
     pub(super) fn q4_1_x4(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
         unsafe { q4_1_4(w, x) }
+    }
+    pub(super) fn q5_0_x4(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
+        unsafe { q5_0_4(w, x) }
+    }
+    pub(super) fn q4_k(w: &[u8], x: &[BlockQ8]) -> f32 {
+        unsafe { q4_k_1(w, x) }
+    }
+    pub(super) fn q4_k_x4(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
+        unsafe { q4_k_4(w, x) }
     }
     pub(super) fn q8_0_x4(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
         unsafe { q8_0_4(w, x) }
@@ -369,6 +519,7 @@ mod tests {
                         Codec::Q4_1 => q4_1(&packed, &xq),
                         Codec::Q8_0 => q8_0(&packed, &xq),
                         Codec::Q5_0 => q5_0(&packed, &xq),
+                        Codec::Q4K => q4_k(&packed, &xq),
                         _ => q8_row(&packed, &xq),
                     };
                     assert!((got - portable).abs() <= 1e-4 * norm, "{c}: simd {got} vs portable {portable} (seed {seed})");

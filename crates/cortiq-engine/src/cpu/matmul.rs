@@ -2,7 +2,7 @@
 //! Rows are split over the worker pool; within a row chunk every activation row is visited
 //! while the chunk's weights sit in L1.
 
-use super::dot::{dot_f32, q8_kernel};
+use super::dot::{dot_f32, dot_slices, q8_kernel};
 use super::quant::{quantize_rows, QK};
 use cortiq_core::Codec;
 use super::pool::{parallel_for, pool};
@@ -67,14 +67,16 @@ pub fn matmul_many(jobs: &mut [(WeightView, &mut [f32])], x: &[f32], batch: usiz
         .enumerate()
         .flat_map(|(j, (w, _))| (0..w.rows).step_by(per_task).map(move |r0| (j, r0, (r0 + per_task).min(w.rows))))
         .collect();
-    let all_q8 = outs.iter().all(|(w, _)| q8_kernel(w.codec).is_some()) && cols % QK == 0;
-    let xq = if all_q8 { quantize_rows(x, cols) } else { Vec::new() };
+    // Each matrix with int8 kernels dots the activations quantized once (as ggml picks an
+    // activation type per weight type); the others decode their rows to f32.
+    let any_q8 = cols % QK == 0 && outs.iter().any(|(w, _)| q8_kernel(w.codec).is_some());
+    let xq = if any_q8 { quantize_rows(x, cols) } else { Vec::new() };
     let nb = cols / QK;
     parallel_for(tasks.len(), |t| {
         let (j, r0, r1) = tasks[t];
         let (w, out) = outs[j];
         let rows = w.rows;
-        match q8_kernel(w.codec).filter(|_| all_q8) {
+        match q8_kernel(w.codec).filter(|_| any_q8) {
             Some(k) => {
                 let xb = |b: usize| &xq[b * nb..(b + 1) * nb];
                 let mut b = 0;
@@ -109,7 +111,7 @@ pub fn matmul_many(jobs: &mut [(WeightView, &mut [f32])], x: &[f32], batch: usiz
                     for b in 0..batch {
                         let xb = &x[b * cols..(b + 1) * cols];
                         // SAFETY: as above.
-                        unsafe { *out.0.add(b * rows + r) = dec.iter().zip(xb).map(|(a, v)| a * v).sum() };
+                        unsafe { *out.0.add(b * rows + r) = dot_slices(&dec, xb) };
                     }
                 }
             }
