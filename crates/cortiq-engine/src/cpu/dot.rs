@@ -39,6 +39,7 @@ pub fn q8_kernel(codec: Codec) -> Option<Q8Kernels> {
             Codec::Q8Row => Some(Q8Kernels { one: q8_row, four: four_by_one!(q8_row) }),
             Codec::Q5_0 => Some(Q8Kernels { one: avx2::q5_0, four: avx2::q5_0_x4 }),
             Codec::Q4K => Some(Q8Kernels { one: avx2::q4_k, four: avx2::q4_k_x4 }),
+            Codec::Q6K => Some(Q8Kernels { one: avx2::q6_k, four: avx2::q6_k_x4 }),
             _ => None,
         };
     }
@@ -49,6 +50,7 @@ pub fn q8_kernel(codec: Codec) -> Option<Q8Kernels> {
         Codec::Q8Row => Some(Q8Kernels { one: q8_row, four: four_by_one!(q8_row) }),
         Codec::Q5_0 => Some(Q8Kernels { one: q5_0, four: four_by_one!(q5_0) }),
         Codec::Q4K => Some(Q8Kernels { one: q4_k, four: four_by_one!(q4_k) }),
+        Codec::Q6K => Some(Q8Kernels { one: q6_k, four: four_by_one!(q6_k) }),
         _ => None,
     }
 }
@@ -130,6 +132,30 @@ pub fn q4_k(w: &[u8], x: &[BlockQ8]) -> f32 {
             let q = &sb[16 + 32 * (j / 2)..16 + 32 * (j / 2) + 32];
             let acc: i32 = q.iter().zip(&xb.qs).map(|(&b, &y)| ((b >> (4 * (j % 2))) & 0x0F) as i32 * y as i32).sum();
             sum += d * sc as f32 * xb.d * acc as f32 - dmin * m as f32 * xb.s;
+        }
+    }
+    sum
+}
+
+/// Q6_K row (210-byte super-blocks: 128 bytes of low nibbles, 64 of high bit pairs, 16 int8
+/// scales of 16 values each, f16 d) . q8 activations, portable. Activation block j = 4n + k
+/// of a super-block holds values 128n + 32k..: low nibbles of ql[64n + 32 (k & 1)..] shifted
+/// by 4 (k >> 1), high pairs of qh[32n..] shifted by 2k, scales 8n + 2k (+ 1 past 16 values).
+pub fn q6_k(w: &[u8], x: &[BlockQ8]) -> f32 {
+    let mut sum = 0f32;
+    for (sb, xs) in w.chunks_exact(210).zip(x.chunks_exact(8)) {
+        let d = f16_at(sb, 208);
+        for (j, xb) in xs.iter().enumerate() {
+            let (n, k) = (j / 4, j % 4);
+            let ql = &sb[64 * n + 32 * (k & 1)..][..32];
+            let qh = &sb[128 + 32 * n..][..32];
+            let mut acc = [0i32; 2];
+            for l in 0..32 {
+                let q = (((ql[l] >> (4 * (k >> 1))) & 0x0F) | (((qh[l] >> (2 * k)) & 3) << 4)) as i32 - 32;
+                acc[l / 16] += q * xb.qs[l] as i32;
+            }
+            let (s0, s1) = (sb[192 + 8 * n + 2 * k] as i8 as i32, sb[192 + 8 * n + 2 * k + 1] as i8 as i32);
+            sum += d * xb.d * (s0 * acc[0] + s1 * acc[1]) as f32;
         }
     }
     sum
@@ -435,6 +461,55 @@ mod avx2 {
         out
     }
 
+    /// Q6_K (see the portable `q6_k`) against N activation rows: per activation block the
+    /// 6-bit values rebuilt as signed bytes once, one `maddubs` dot whose 8 lanes (4 per 16
+    /// values) take their 16-value scale, one FMA with d x the activation scale.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn q6_k_n<const N: usize>(w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
+        let mut nsb = w.len() / 210;
+        for x in &xs {
+            nsb = nsb.min(x.len() / 8);
+        }
+        let mut acc = [_mm256_setzero_ps(); N];
+        let (low4, low2, bias) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi8(3), _mm256_set1_epi8(32));
+        for sb in 0..nsb {
+            let b = w.as_ptr().add(210 * sb);
+            let d = f16_at(b.add(208));
+            for j in 0..8 {
+                let (n, k) = (j / 4, j % 4);
+                let ql = _mm256_loadu_si256(b.add(64 * n + 32 * (k & 1)) as *const __m256i);
+                let ql = if k >> 1 == 0 { ql } else { _mm256_srli_epi16(ql, 4) };
+                let qh = _mm256_loadu_si256(b.add(128 + 32 * n) as *const __m256i);
+                let qh = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * k as i32)), low2);
+                let q = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(ql, low4), _mm256_slli_epi16(qh, 4)), bias);
+                let (s0, s1) = (*b.add(192 + 8 * n + 2 * k) as i8 as f32, *b.add(193 + 8 * n + 2 * k) as i8 as f32);
+                let scales = _mm256_set_ps(s1, s1, s1, s1, s0, s0, s0, s0);
+                let (ax, sign) = (_mm256_sign_epi8(q, q), q);
+                for t in 0..N {
+                    let xb = xs[t].get_unchecked(8 * sb + j);
+                    let qy = _mm256_loadu_si256(xb.qs.as_ptr() as *const __m256i);
+                    let dot16 = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(qy, sign));
+                    let lanes = _mm256_cvtepi32_ps(_mm256_madd_epi16(dot16, _mm256_set1_epi16(1)));
+                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb.d), _mm256_mul_ps(lanes, scales), acc[t]);
+                }
+            }
+        }
+        let mut out = [0f32; N];
+        for t in 0..N {
+            out[t] = hsum(acc[t]);
+        }
+        out
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn q6_k_1(w: &[u8], x: &[BlockQ8]) -> f32 {
+        q6_k_n::<1>(w, [x])[0]
+    }
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn q6_k_4(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
+        q6_k_n(w, x)
+    }
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn q4_k_1(w: &[u8], x: &[BlockQ8]) -> f32 {
         q4_k_n::<1>(w, [x])[0]
@@ -472,6 +547,12 @@ mod avx2 {
     }
     pub(super) fn q4_k_x4(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
         unsafe { q4_k_4(w, x) }
+    }
+    pub(super) fn q6_k(w: &[u8], x: &[BlockQ8]) -> f32 {
+        unsafe { q6_k_1(w, x) }
+    }
+    pub(super) fn q6_k_x4(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
+        unsafe { q6_k_4(w, x) }
     }
     pub(super) fn q8_0_x4(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
         unsafe { q8_0_4(w, x) }
@@ -520,6 +601,7 @@ mod tests {
                         Codec::Q8_0 => q8_0(&packed, &xq),
                         Codec::Q5_0 => q5_0(&packed, &xq),
                         Codec::Q4K => q4_k(&packed, &xq),
+                        Codec::Q6K => q6_k(&packed, &xq),
                         _ => q8_row(&packed, &xq),
                     };
                     assert!((got - portable).abs() <= 1e-4 * norm, "{c}: simd {got} vs portable {portable} (seed {seed})");
