@@ -123,12 +123,35 @@ pub(super) fn tile_smem(kind: i32, cols: usize, nb: usize) -> usize {
     nb * staged_bytes(kind, cols).next_multiple_of(16) + ring_bytes(kind)
 }
 
-/// Dynamic shared memory of a tensor-core GEMM block (`MmaStage` in mma.cu): 3 stages of
-/// 64 activation rows (4 units, 144 bytes padded) and 64 weight rows (80 or 144 bytes), the
-/// weight scales (8 bytes a row) and the activation scales (16).
+/// The tensor-core GEMM's stage layout (`MmaStage` in mma.cu), stated here once and handed
+/// to the kernels as #defines (`kernel_source`): 32-value units per pipeline stage, stages in
+/// flight, rows per tile (activation and weight), and the byte strides of a tile row, padded
+/// by 16 so fragment loads hit distinct banks.
+const MMA_UNITS: usize = 4;
+const MMA_STAGES: usize = 3;
+const MMA_ROWS: usize = 64;
+const MMA_A_STRIDE: usize = MMA_UNITS * 32 + 16;
+
+/// Bytes of a weight-tile row in a stage: Q8_0 32 payload bytes a unit, Q4_0 16.
+const fn mma_b_stride(kind: i32) -> usize {
+    MMA_UNITS * if kind == 2 { 32 } else { 16 } + 16
+}
+
+/// Dynamic shared memory of a tensor-core GEMM block: per stage the activation tile, the
+/// weight tile, an f16 scale per weight row and unit, a float scale per activation row and unit.
 pub(super) fn mma_smem(kind: i32) -> usize {
-    let b_stride = if kind == 2 { 144 } else { 80 };
-    3 * 64 * (144 + b_stride + 8 + 16)
+    MMA_STAGES * MMA_ROWS * (MMA_A_STRIDE + mma_b_stride(kind) + 2 * MMA_UNITS + 4 * MMA_UNITS)
+}
+
+/// The kernel module's source: the layout #defines the kernels share with the host, then
+/// the kernel files.
+fn kernel_source() -> String {
+    let defines = format!(
+        "#define MMA_UNITS {MMA_UNITS}\n#define MMA_STAGES {MMA_STAGES}\n#define MMA_ROWS {MMA_ROWS}\n#define MMA_A_STRIDE {MMA_A_STRIDE}\n#define MMA_B_STRIDE_Q4 {}\n#define MMA_B_STRIDE_Q8 {}\n",
+        mma_b_stride(0),
+        mma_b_stride(2)
+    );
+    defines + &KERNELS.concat()
 }
 
 /// Whether the tensor-core GEMMs take a weight of codec kind `kind` over `cols` columns
@@ -235,7 +258,7 @@ impl CudaBackend {
             return Err(format!("compute capability {major}.{minor}: the kernels need 8.0 or newer (cp.async, __dp4a)"));
         }
         let opts = cudarc::nvrtc::CompileOptions { options: vec![format!("--gpu-architecture=compute_{major}{minor}")], ..Default::default() };
-        let ptx = cudarc::nvrtc::compile_ptx_with_opts(KERNELS.concat(), opts).map_err(|e| format!("NVRTC: {e:?}"))?;
+        let ptx = cudarc::nvrtc::compile_ptx_with_opts(kernel_source(), opts).map_err(|e| format!("NVRTC: {e:?}"))?;
         let module = ctx.load_module(ptx).map_err(err)?;
         // The static shared memory (block_sum's 32 floats, the argmax's 32 keys) comes out of
         // the same budget.
@@ -398,7 +421,7 @@ impl CudaBackend {
     /// and `n` activation rows: one block per 64 x 64 output tile, activation tiles fastest
     /// (the blocks that share a weight tile run side by side and read it once from memory).
     pub(super) fn mma_config(&self, kind: i32, total: usize, n: usize) -> LaunchConfig {
-        LaunchConfig { grid_dim: (n.div_ceil(64) as u32, total.div_ceil(64) as u32, 1), block_dim: (MMA_THREADS, 1, 1), shared_mem_bytes: mma_smem(kind) as u32 }
+        LaunchConfig { grid_dim: (n.div_ceil(MMA_ROWS) as u32, total.div_ceil(MMA_ROWS) as u32, 1), block_dim: (MMA_THREADS, 1, 1), shared_mem_bytes: mma_smem(kind) as u32 }
     }
 
     /// Whether the kernels take these weights: a codec they decode with a planar layout,
@@ -541,7 +564,7 @@ impl Backend for CudaBackend {
 
 #[cfg(test)]
 mod tests {
-    use super::KERNELS;
+    use super::kernel_source;
     use cudarc::nvrtc::result::{compile_program, create_program, destroy_program, get_program_log};
 
     /// The kernel module compiles to machine code (NVRTC runs ptxas for a real architecture,
@@ -555,7 +578,7 @@ mod tests {
             eprintln!("SKIP kernels_compile_for_ampere_and_hopper: libnvrtc not found (LD_LIBRARY_PATH; .ci/run installs it)");
             return;
         }
-        let src = std::ffi::CString::new(KERNELS.concat()).expect("kernel source has no NUL");
+        let src = std::ffi::CString::new(kernel_source()).expect("kernel source has no NUL");
         for arch in ["sm_80", "sm_90"] {
             let prog = create_program(&src, None).expect("nvrtcCreateProgram");
             // SAFETY: prog was just created and is destroyed once, below.

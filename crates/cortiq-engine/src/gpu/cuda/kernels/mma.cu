@@ -8,23 +8,22 @@
 // Q4_0 and Q8_0 only (signed int8 both sides: Q4_0 nibbles less 8); a row's unit count must
 // be even (host: `mma_fits`).
 
-// Units (32 values) per pipeline stage, and stages in flight.
-#define MMA_UNITS 4
-#define MMA_STAGES 3
-// Bytes per row of a stage's activation tile: 4 units of 32 int8, padded so the 8 rows an
-// ldmatrix phase reads fall in distinct banks.
-#define MMA_A_STRIDE 144
+// The stage layout comes from the host as #defines (`kernel_source` in mod.rs, which also
+// sizes the launch from it): MMA_UNITS units (32 values) per pipeline stage, MMA_STAGES
+// stages in flight, MMA_ROWS-row tiles, and row strides padded so the 8 rows an ldmatrix phase
+// (or a fragment load) reads fall in distinct banks: MMA_A_STRIDE for the activation tile,
+// MMA_B_STRIDE_Q4 / _Q8 for the weight payloads. The copy mappings below assume these values.
+static_assert(MMA_UNITS == 4 && MMA_ROWS == 64, "the copy and fragment mappings assume 4-unit stages of 64-row tiles");
 
-// One stage's shared-memory layout for codec kind K (host: `mma_smem`): activations
-// (64 rows x MMA_A_STRIDE), weight payloads (64 rows x B_STRIDE, Q4_0 16 and Q8_0 32 bytes a
-// unit, padded likewise), weight scales (64 rows x 2 words: the 4 units' f16 d), activation
-// scales (64 rows x 4 floats).
+// One stage's shared-memory layout for codec kind K: activations (64 rows x MMA_A_STRIDE),
+// weight payloads (64 rows x B_STRIDE: Q4_0 16 and Q8_0 32 bytes a unit, padded), weight
+// scales (64 rows x an f16 d per unit), activation scales (64 rows x a float per unit).
 template <int K> struct MmaStage {
-    static constexpr int B_STRIDE = K == 2 ? 144 : 80;
-    static constexpr int A_BYTES = 64 * MMA_A_STRIDE;
-    static constexpr int B_BYTES = 64 * B_STRIDE;
-    static constexpr int WS_BYTES = 64 * 8;
-    static constexpr int DX_BYTES = 64 * 16;
+    static constexpr int B_STRIDE = K == 2 ? MMA_B_STRIDE_Q8 : MMA_B_STRIDE_Q4;
+    static constexpr int A_BYTES = MMA_ROWS * MMA_A_STRIDE;
+    static constexpr int B_BYTES = MMA_ROWS * B_STRIDE;
+    static constexpr int WS_BYTES = MMA_ROWS * 2 * MMA_UNITS;
+    static constexpr int DX_BYTES = MMA_ROWS * 4 * MMA_UNITS;
     static constexpr int BYTES = A_BYTES + B_BYTES + WS_BYTES + DX_BYTES;
 };
 
