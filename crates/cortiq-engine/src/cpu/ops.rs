@@ -62,15 +62,26 @@ pub fn silu(x: f32) -> f32 {
 /// tanh-approximated GELU as llama.cpp's CPU path computes it: looked up in a table of f16
 /// results indexed by the f16-rounded input, saturated outside (-10, 10).
 pub fn gelu_tanh(x: f32) -> f32 {
-    const SQRT_2_OVER_PI: f32 = 0.797_884_6;
-    const COEF_A: f32 = 0.044_715;
     if x <= -10.0 {
         return 0.0;
     }
     if x >= 10.0 {
         return x;
     }
-    let h = half::f16::from_f32(x).to_f32();
+    gelu_table()[half::f16::from_f32(x).to_bits() as usize]
+}
+
+/// The f16-rounded tanh GELU of every f16 input (indexed by its bits), as f32: the inputs
+/// `gelu_tanh` looks up take only these 65536 values. Built on first use (256 KiB).
+fn gelu_table() -> &'static [f32] {
+    static TABLE: std::sync::OnceLock<Vec<f32>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| (0..=u16::MAX).map(|bits| gelu_tanh_f16(half::f16::from_bits(bits).to_f32())).collect())
+}
+
+/// The tanh GELU of an f16 value `h`, rounded to f16.
+fn gelu_tanh_f16(h: f32) -> f32 {
+    const SQRT_2_OVER_PI: f32 = 0.797_884_6;
+    const COEF_A: f32 = 0.044_715;
     half::f16::from_f32(0.5 * h * (1.0 + (SQRT_2_OVER_PI * h * (1.0 + COEF_A * h * h)).tanh())).to_f32()
 }
 
@@ -86,13 +97,15 @@ pub fn gelu_exact(x: f32) -> f32 {
 /// gate <- act(gate) * up for a named activation.
 pub fn gated(act: crate::gpu::backend::Activation, gate: &mut [f32], up: &[f32]) {
     use crate::gpu::backend::Activation;
-    let f: fn(f32) -> f32 = match act {
-        Activation::Silu => silu,
-        Activation::GeluTanh => gelu_tanh,
-        Activation::GeluExact => gelu_exact,
-    };
-    for (g, &u) in gate.iter_mut().zip(up) {
-        *g = f(*g) * u;
+    fn apply(gate: &mut [f32], up: &[f32], f: impl Fn(f32) -> f32) {
+        for (g, &u) in gate.iter_mut().zip(up) {
+            *g = f(*g) * u;
+        }
+    }
+    match act {
+        Activation::Silu => apply(gate, up, silu),
+        Activation::GeluTanh => apply(gate, up, gelu_tanh),
+        Activation::GeluExact => apply(gate, up, gelu_exact),
     }
 }
 
@@ -130,6 +143,19 @@ mod tests {
             assert!((gelu_exact(x) as f64 - exact).abs() < 1e-5, "{x}");
             assert!((gelu_tanh(x) as f64 - exact).abs() < 2e-2 * exact.abs().max(1.0), "{x}");
         }
+    }
+
+    /// The table holds exactly what the formula gives for the f16-rounded input: at every f16
+    /// in (-10, 10) and at values between them; NaN stays NaN.
+    #[test]
+    fn the_gelu_table_is_the_formula_on_f16_inputs() {
+        let f16s = (0..=u16::MAX).map(|b| half::f16::from_bits(b).to_f32());
+        let between = (0..28_571).map(|k| -9.999_5 + k as f32 * 7e-4);
+        for x in f16s.chain(between).filter(|x| x.abs() < 10.0) {
+            let want = gelu_tanh_f16(half::f16::from_f32(x).to_f32());
+            assert_eq!(gelu_tanh(x).to_bits(), want.to_bits(), "{x}");
+        }
+        assert!(gelu_tanh(f32::NAN).is_nan());
     }
 
     /// erf by its Taylor series (converges everywhere; enough terms for |x| < 9).
