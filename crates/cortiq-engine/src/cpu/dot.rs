@@ -10,12 +10,16 @@ use half::f16;
 pub type Q8Kernel = fn(&[u8], &[BlockQ8]) -> f32;
 /// The same for four activation rows at once (each weight block decoded once).
 pub type Q8Kernel4 = fn(&[u8], [&[BlockQ8]; 4]) -> [f32; 4];
+/// Consecutive rows (`row_bytes` each, back to back) against one activation row, y[i] for
+/// row i: one call for a whole row range, each row's result `one`'s exactly.
+pub type Q8KernelRows = fn(&[u8], usize, &[BlockQ8], &mut [f32]);
 
 /// The int8-activation kernels of one codec.
 #[derive(Clone, Copy)]
 pub struct Q8Kernels {
     pub one: Q8Kernel,
     pub four: Q8Kernel4,
+    pub rows: Q8KernelRows,
 }
 
 /// Four rows through the one-row kernel (codecs without a dedicated four-row kernel).
@@ -28,29 +32,41 @@ macro_rules! four_by_one {
     }};
 }
 
+/// A row range through the one-row kernel (the portable kernels).
+macro_rules! rows_by_one {
+    ($k:path) => {{
+        fn rows(w: &[u8], row_bytes: usize, x: &[BlockQ8], y: &mut [f32]) {
+            for (wr, yv) in w.chunks_exact(row_bytes).zip(y) {
+                *yv = $k(wr, x);
+            }
+        }
+        rows as Q8KernelRows
+    }};
+}
+
 /// The int8-activation kernels for `codec`, if it has them (else use `dot_f32`).
 pub fn q8_kernel(codec: Codec) -> Option<Q8Kernels> {
     #[cfg(target_arch = "x86_64")]
     if has_avx2() {
         return match codec {
-            Codec::Q4_0 | Codec::Q4Tiled => Some(Q8Kernels { one: avx2::q4_0, four: avx2::q4_0_x4 }),
-            Codec::Q4_1 => Some(Q8Kernels { one: avx2::q4_1, four: avx2::q4_1_x4 }),
-            Codec::Q8_0 => Some(Q8Kernels { one: avx2::q8_0, four: avx2::q8_0_x4 }),
-            Codec::Q8Row => Some(Q8Kernels { one: q8_row, four: four_by_one!(q8_row) }),
-            Codec::Q5_0 => Some(Q8Kernels { one: avx2::q5_0, four: avx2::q5_0_x4 }),
-            Codec::Q4K => Some(Q8Kernels { one: avx2::q4_k, four: avx2::q4_k_x4 }),
-            Codec::Q6K => Some(Q8Kernels { one: avx2::q6_k, four: avx2::q6_k_x4 }),
+            Codec::Q4_0 | Codec::Q4Tiled => Some(Q8Kernels { one: avx2::q4_0, four: avx2::q4_0_x4, rows: avx2::q4_0_rows }),
+            Codec::Q4_1 => Some(Q8Kernels { one: avx2::q4_1, four: avx2::q4_1_x4, rows: avx2::q4_1_rows }),
+            Codec::Q8_0 => Some(Q8Kernels { one: avx2::q8_0, four: avx2::q8_0_x4, rows: avx2::q8_0_rows }),
+            Codec::Q8Row => Some(Q8Kernels { one: q8_row, four: four_by_one!(q8_row), rows: rows_by_one!(q8_row) }),
+            Codec::Q5_0 => Some(Q8Kernels { one: avx2::q5_0, four: avx2::q5_0_x4, rows: avx2::q5_0_rows }),
+            Codec::Q4K => Some(Q8Kernels { one: avx2::q4_k, four: avx2::q4_k_x4, rows: avx2::q4_k_rows }),
+            Codec::Q6K => Some(Q8Kernels { one: avx2::q6_k, four: avx2::q6_k_x4, rows: avx2::q6_k_rows }),
             _ => None,
         };
     }
     match codec {
-        Codec::Q4_0 | Codec::Q4Tiled => Some(Q8Kernels { one: q4_0, four: four_by_one!(q4_0) }),
-        Codec::Q4_1 => Some(Q8Kernels { one: q4_1, four: four_by_one!(q4_1) }),
-        Codec::Q8_0 => Some(Q8Kernels { one: q8_0, four: four_by_one!(q8_0) }),
-        Codec::Q8Row => Some(Q8Kernels { one: q8_row, four: four_by_one!(q8_row) }),
-        Codec::Q5_0 => Some(Q8Kernels { one: q5_0, four: four_by_one!(q5_0) }),
-        Codec::Q4K => Some(Q8Kernels { one: q4_k, four: four_by_one!(q4_k) }),
-        Codec::Q6K => Some(Q8Kernels { one: q6_k, four: four_by_one!(q6_k) }),
+        Codec::Q4_0 | Codec::Q4Tiled => Some(Q8Kernels { one: q4_0, four: four_by_one!(q4_0), rows: rows_by_one!(q4_0) }),
+        Codec::Q4_1 => Some(Q8Kernels { one: q4_1, four: four_by_one!(q4_1), rows: rows_by_one!(q4_1) }),
+        Codec::Q8_0 => Some(Q8Kernels { one: q8_0, four: four_by_one!(q8_0), rows: rows_by_one!(q8_0) }),
+        Codec::Q8Row => Some(Q8Kernels { one: q8_row, four: four_by_one!(q8_row), rows: rows_by_one!(q8_row) }),
+        Codec::Q5_0 => Some(Q8Kernels { one: q5_0, four: four_by_one!(q5_0), rows: rows_by_one!(q5_0) }),
+        Codec::Q4K => Some(Q8Kernels { one: q4_k, four: four_by_one!(q4_k), rows: rows_by_one!(q4_k) }),
+        Codec::Q6K => Some(Q8Kernels { one: q6_k, four: four_by_one!(q6_k), rows: rows_by_one!(q6_k) }),
         _ => None,
     }
 }
@@ -519,6 +535,29 @@ mod avx2 {
         q4_k_n(w, x)
     }
 
+    /// A row range, each row through `dot` inside one target-feature function (the per-row
+    /// call into the kernel, and its setup, were a fifth of a decode token's time).
+    macro_rules! rows_kernel {
+        ($name:ident, $safe:ident, |$w:ident, $x:ident| $dot:expr) => {
+            #[target_feature(enable = "avx2,fma,f16c")]
+            unsafe fn $name(w: &[u8], row_bytes: usize, $x: &[BlockQ8], y: &mut [f32]) {
+                for ($w, yv) in w.chunks_exact(row_bytes).zip(y) {
+                    *yv = $dot;
+                }
+            }
+            pub(super) fn $safe(w: &[u8], row_bytes: usize, x: &[BlockQ8], y: &mut [f32]) {
+                // SAFETY: as the wrappers below.
+                unsafe { $name(w, row_bytes, x, y) }
+            }
+        };
+    }
+    rows_kernel!(q4_0_rows_tf, q4_0_rows, |w, x| dot_1(Kind::Q4_0, w, x));
+    rows_kernel!(q4_1_rows_tf, q4_1_rows, |w, x| dot_1(Kind::Q4_1, w, x));
+    rows_kernel!(q5_0_rows_tf, q5_0_rows, |w, x| dot_1(Kind::Q5_0, w, x));
+    rows_kernel!(q8_0_rows_tf, q8_0_rows, |w, x| dot_1(Kind::Q8_0, w, x));
+    rows_kernel!(q4_k_rows_tf, q4_k_rows, |w, x| q4_k_n::<1>(w, [x])[0]);
+    rows_kernel!(q6_k_rows_tf, q6_k_rows, |w, x| q6_k_n::<1>(w, [x])[0]);
+
     // Safe wrappers: only handed out by `q8_kernel` after `has_avx2()` confirmed the CPU
     // features; every read stays inside `w` and `x` (block count is the min of both).
     pub(super) fn q4_0(w: &[u8], x: &[BlockQ8]) -> f32 {
@@ -593,6 +632,9 @@ mod tests {
                     let got = (k.one)(&packed, &xq);
                     let four = (k.four)(&packed, [&xq, &xq, &xq, &xq]);
                     assert!(four.iter().all(|v| (v - got).abs() <= 1e-4 * norm), "{c}: four-row kernel {four:?} vs {got} (seed {seed})");
+                    let mut rows = [f32::NAN; 3];
+                    (k.rows)(&packed.repeat(3), packed.len(), &xq, &mut rows);
+                    assert!(rows.iter().all(|v| v.to_bits() == got.to_bits()), "{c}: row range {rows:?} vs one row {got} (seed {seed})");
                     assert!(got.is_finite());
                     assert!((got - reference).abs() <= 2e-2 * norm, "{c} n={n}: q8 kernel {got} vs {reference} (seed {seed})");
                     let portable = match c {

@@ -90,11 +90,11 @@ pub fn matmul_many(jobs: &mut [(WeightView, &mut [f32])], x: &[f32], batch: usiz
                     }
                     b += 4;
                 }
+                let rb = w.row_bytes();
                 for b in b..batch {
-                    for r in r0..r1 {
-                        // SAFETY: as above.
-                        unsafe { *out.0.add(b * rows + r) = (k.one)(w.row(r), xb(b)) };
-                    }
+                    // SAFETY: (b, r0..r1) of matrix j is written by exactly this task.
+                    let y = unsafe { std::slice::from_raw_parts_mut(out.0.add(b * rows + r0), r1 - r0) };
+                    (k.rows)(&w.bytes[r0 * rb..r1 * rb], rb, xb(b), y);
                 }
             }
             None if batch == 1 => {
