@@ -280,6 +280,13 @@ mod avx2 {
         _mm_cvtss_f32(s)
     }
 
+    /// Whole weight blocks of `block_bytes` that `w` and every activation row (`per` q8
+    /// blocks to a weight block) all hold: the blocks a kernel may read.
+    #[inline]
+    fn whole_blocks(w: &[u8], block_bytes: usize, per: usize, xs: &[&[BlockQ8]]) -> usize {
+        xs.iter().fold(w.len() / block_bytes, |n, x| n.min(x.len() / per))
+    }
+
     /// Which weight codec a generic kernel decodes.
     #[derive(Clone, Copy)]
     enum Kind {
@@ -346,10 +353,7 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn dot_n<const N: usize>(kind: Kind, w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
-        let mut nb = w.len() / kind.block_bytes();
-        for x in &xs {
-            nb = nb.min(x.len());
-        }
+        let nb = whole_blocks(w, kind.block_bytes(), 1, &xs);
         let mut acc = [_mm256_setzero_ps(); N];
         let mut mins = [0f32; N];
         let p = w.as_ptr();
@@ -443,10 +447,7 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn q4_k_n<const N: usize>(w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
-        let mut nsb = w.len() / 144;
-        for x in &xs {
-            nsb = nsb.min(x.len() / 8);
-        }
+        let nsb = whole_blocks(w, 144, 8, &xs);
         let mut acc = [_mm256_setzero_ps(); N];
         let mut mins = [0f32; N];
         let mask = _mm256_set1_epi8(0x0F);
@@ -483,10 +484,7 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn q6_k_n<const N: usize>(w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
-        let mut nsb = w.len() / 210;
-        for x in &xs {
-            nsb = nsb.min(x.len() / 8);
-        }
+        let nsb = whole_blocks(w, 210, 8, &xs);
         let mut acc = [_mm256_setzero_ps(); N];
         let (low4, low2, bias) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi8(3), _mm256_set1_epi8(32));
         for sb in 0..nsb {
@@ -501,13 +499,10 @@ mod avx2 {
                 let q = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(ql, low4), _mm256_slli_epi16(qh, 4)), bias);
                 let (s0, s1) = (*b.add(192 + 8 * n + 2 * k) as i8 as f32, *b.add(193 + 8 * n + 2 * k) as i8 as f32);
                 let scales = _mm256_set_ps(s1, s1, s1, s1, s0, s0, s0, s0);
-                let (ax, sign) = (_mm256_sign_epi8(q, q), q);
                 for t in 0..N {
                     let xb = xs[t].get_unchecked(8 * sb + j);
                     let qy = _mm256_loadu_si256(xb.qs.as_ptr() as *const __m256i);
-                    let dot16 = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(qy, sign));
-                    let lanes = _mm256_cvtepi32_ps(_mm256_madd_epi16(dot16, _mm256_set1_epi16(1)));
-                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb.d), _mm256_mul_ps(lanes, scales), acc[t]);
+                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb.d), _mm256_mul_ps(mul_sum_i8(q, qy), scales), acc[t]);
                 }
             }
         }

@@ -62,13 +62,18 @@ pub fn silu(x: f32) -> f32 {
 /// tanh-approximated GELU as llama.cpp's CPU path computes it: looked up in a table of f16
 /// results indexed by the f16-rounded input, saturated outside (-10, 10).
 pub fn gelu_tanh(x: f32) -> f32 {
+    gelu_from(gelu_table(), x)
+}
+
+/// `gelu_tanh` with the table in hand (a loop fetches it once).
+fn gelu_from(table: &[f32], x: f32) -> f32 {
     if x <= -10.0 {
         return 0.0;
     }
     if x >= 10.0 {
         return x;
     }
-    gelu_table()[half::f16::from_f32(x).to_bits() as usize]
+    table[half::f16::from_f32(x).to_bits() as usize]
 }
 
 /// The f16-rounded tanh GELU of every f16 input (indexed by its bits), as f32: the inputs
@@ -104,7 +109,10 @@ pub fn gated(act: crate::gpu::backend::Activation, gate: &mut [f32], up: &[f32])
     }
     match act {
         Activation::Silu => apply(gate, up, silu),
-        Activation::GeluTanh => apply(gate, up, gelu_tanh),
+        Activation::GeluTanh => {
+            let table = gelu_table();
+            apply(gate, up, |x| gelu_from(table, x))
+        }
         Activation::GeluExact => apply(gate, up, gelu_exact),
     }
 }

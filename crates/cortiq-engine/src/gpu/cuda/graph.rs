@@ -34,10 +34,14 @@ const MAX_HEAD_DIM: usize = 256;
 /// graph.cu) is built for; other sizes run the per-row split kernel.
 pub(super) const ATTENTION_ROWS_DIMS: [usize; 3] = [64, 128, 256];
 
+/// Floats a q-tile or K-chunk row of the prompt-chunk attention kernel is padded by (handed
+/// to the kernel as `ATT_ROWS_PAD`).
+pub(super) const ATT_ROWS_PAD: usize = 4;
+
 /// Dynamic shared memory of the prompt-chunk attention kernel: the q tile and a K chunk of 32
-/// rows at head_dim + 4 floats, a V chunk of 32 rows at head_dim.
+/// rows at head_dim + ATT_ROWS_PAD floats, a V chunk of 32 rows at head_dim.
 pub(super) fn attention_rows_smem(head_dim: usize) -> usize {
-    4 * 32 * (2 * (head_dim + 4) + head_dim)
+    4 * 32 * (2 * (head_dim + ATT_ROWS_PAD) + head_dim)
 }
 
 /// Device buffers of one model's graph: norms and per-token scratch.

@@ -143,13 +143,14 @@ pub(super) fn mma_smem(kind: i32) -> usize {
     MMA_STAGES * MMA_ROWS * (MMA_A_STRIDE + mma_b_stride(kind) + 2 * MMA_UNITS + 4 * MMA_UNITS)
 }
 
-/// The kernel module's source: the layout #defines the kernels share with the host, then
-/// the kernel files.
+/// The kernel module's source: the layout #defines the kernels share with the host (the
+/// GEMM stages, the attention tile's pad), then the kernel files.
 fn kernel_source() -> String {
     let defines = format!(
-        "#define MMA_UNITS {MMA_UNITS}\n#define MMA_STAGES {MMA_STAGES}\n#define MMA_ROWS {MMA_ROWS}\n#define MMA_A_STRIDE {MMA_A_STRIDE}\n#define MMA_B_STRIDE_Q4 {}\n#define MMA_B_STRIDE_Q8 {}\n",
+        "#define MMA_UNITS {MMA_UNITS}\n#define MMA_STAGES {MMA_STAGES}\n#define MMA_ROWS {MMA_ROWS}\n#define MMA_A_STRIDE {MMA_A_STRIDE}\n#define MMA_B_STRIDE_Q4 {}\n#define MMA_B_STRIDE_Q8 {}\n#define ATT_ROWS_PAD {}\n",
         mma_b_stride(0),
-        mma_b_stride(2)
+        mma_b_stride(2),
+        graph::ATT_ROWS_PAD
     );
     defines + &KERNELS.concat()
 }

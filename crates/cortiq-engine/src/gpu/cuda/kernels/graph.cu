@@ -130,10 +130,11 @@ __device__ __forceinline__ float warp_max(float v) {
 // memory 32 at a time (lane j scores position j for the warp's 8 rows) with an online
 // softmax per row; lane l sums value dimensions l + 32 d (DPL = head_dim / 32). A NaN in a
 // score reaches the row's output. Dynamic shared memory (host: `attention_rows_smem`): the
-// scaled q tile and the K chunk at head_dim + 4 floats a row, then the V chunk.
+// scaled q tile and the K chunk at head_dim + ATT_ROWS_PAD floats a row (the pad, from the
+// host, keeps a float4 phase of 8 lanes on distinct banks), then the V chunk.
 template <int DPL>
 __device__ __forceinline__ void attention_rows(const float* q, const float* kc, const float* vc, float* out, int n_head, int n_head_kv, const int* pos, float scale, int rows, float* sm) {
-    constexpr int HD = 32 * DPL, QS = HD + 4, C4 = HD / 4;
+    constexpr int HD = 32 * DPL, QS = HD + ATT_ROWS_PAD, C4 = HD / 4;
     float* qs = sm;            // (32, QS)
     float* ks = qs + 32 * QS;  // (32, QS)
     float* vs = ks + 32 * QS;  // (32, HD)
