@@ -593,14 +593,15 @@ mod tests {
         use super::super::matmul_tile;
         // The H200's opt-in block limit (227 KiB) less the static reserve.
         let h200 = 227 * 1024 - 512;
-        // llama-8b: 4096 columns stage 5632 bytes a row, 8 of them beside the 80 KiB q4 ring;
-        // the down projection's 14336 columns (19712 bytes a row) fit 4.
+        // llama-8b: 4096 columns stage 5632 bytes a row, 8 of them beside the 40 KiB q4 ring;
+        // so do the down projection's 14336 columns (19712 bytes a row: 194 KiB in all).
         assert_eq!(matmul_tile(0, 4096, h200), 8);
-        assert_eq!(matmul_tile(0, 14336, h200), 4);
+        assert_eq!(matmul_tile(0, 14336, h200), 8);
         // q8_0's ring is 72 KiB, which leaves room for 8 (226 of 226.5 KiB); f32 rows stage
-        // 4 bytes a value.
+        // 4 bytes a value (4 rows would take 224 KiB beside a 32 KiB ring).
         assert_eq!(matmul_tile(2, 14336, h200), 8);
         assert_eq!(matmul_tile(4, 14336, h200), 2);
+        assert_eq!(matmul_tile(4, 12288, h200), 4);
         // Nothing but one row fits: one row per tile (the caller checked that one fits).
         assert_eq!(matmul_tile(0, 4096, row_smem(0, 4096)), 1);
     }
@@ -622,11 +623,11 @@ mod tests {
     }
 
     #[test]
-    fn the_weight_ring_dominates_shared_memory_and_q8_0_halves_its_units() {
-        // Planar Q4_0 unit: 16 payload bytes + a scale word, 16 per thread; Q8_0: 32 + 4, 8.
-        assert_eq!(row_smem(0, 2048), (2048 + 12 * 64) + 256 * 16 * 20);
+    fn the_weight_ring_holds_eight_units_a_thread() {
+        // Planar Q4_0 unit: 16 payload bytes + a scale word, 8 per thread; Q8_0: 32 + 4, 8.
+        assert_eq!(row_smem(0, 2048), (2048 + 12 * 64) + 256 * 8 * 20);
         assert_eq!(row_smem(2, 2048), (2048 + 12 * 64) + 256 * 8 * 36);
         // Float kinds stage f32 x and carry no scale words.
-        assert_eq!(row_smem(3, 2048), 4 * 2048 + 256 * 16 * 16);
+        assert_eq!(row_smem(3, 2048), 4 * 2048 + 256 * 8 * 16);
     }
 }

@@ -97,13 +97,19 @@ fn staged_bytes(kind: i32, cols: usize) -> usize {
     }
 }
 
-/// Shared bytes of a row kernel's weight ring (`Ring` in matvec.cu): per thread 8 (Q8_0) or
-/// 16 units of 16-byte payload words (two for Q8_0) and, for quantized kinds, a scale word.
+/// Units in flight per thread in a row kernel's weight ring: Q8_0 (two payload words a
+/// unit), the other kinds.
+const RING_UNITS_Q8: usize = 8;
+const RING_UNITS: usize = 8;
+
+/// Shared bytes of a row kernel's weight ring (`Ring` in matvec.cu): per thread
+/// `RING_UNITS_Q8` or `RING_UNITS` units of 16-byte payload words (two for Q8_0) and, for
+/// quantized kinds, a scale word.
 fn ring_bytes(kind: i32) -> usize {
     let (units, words, scale) = match kind {
-        2 => (8, 2, 4),
-        0 | 1 => (16, 1, 4),
-        _ => (16, 1, 0),
+        2 => (RING_UNITS_Q8, 2, 4),
+        0 | 1 => (RING_UNITS, 1, 4),
+        _ => (RING_UNITS, 1, 0),
     };
     ROW_THREADS as usize * units * (16 * words + scale)
 }
@@ -143,11 +149,12 @@ pub(super) fn mma_smem(kind: i32) -> usize {
     MMA_STAGES * MMA_ROWS * (MMA_A_STRIDE + mma_b_stride(kind) + 2 * MMA_UNITS + 4 * MMA_UNITS)
 }
 
-/// The kernel module's source: the layout #defines the kernels share with the host (the
-/// GEMM stages, the attention tile's pad), then the kernel files.
+/// The kernel module's source: the layout #defines the kernels share with the host (the row
+/// kernels' block size and weight ring, the GEMM stages, the attention tile's pad), then
+/// the kernel files.
 fn kernel_source() -> String {
     let defines = format!(
-        "#define MMA_UNITS {MMA_UNITS}\n#define MMA_STAGES {MMA_STAGES}\n#define MMA_ROWS {MMA_ROWS}\n#define MMA_A_STRIDE {MMA_A_STRIDE}\n#define MMA_B_STRIDE_Q4 {}\n#define MMA_B_STRIDE_Q8 {}\n#define ATT_ROWS_PAD {}\n",
+        "#define ROW_THREADS {ROW_THREADS}\n#define RING_UNITS {RING_UNITS}\n#define RING_UNITS_Q8 {RING_UNITS_Q8}\n#define MMA_UNITS {MMA_UNITS}\n#define MMA_STAGES {MMA_STAGES}\n#define MMA_ROWS {MMA_ROWS}\n#define MMA_A_STRIDE {MMA_A_STRIDE}\n#define MMA_B_STRIDE_Q4 {}\n#define MMA_B_STRIDE_Q8 {}\n#define ATT_ROWS_PAD {}\n",
         mma_b_stride(0),
         mma_b_stride(2),
         graph::ATT_ROWS_PAD

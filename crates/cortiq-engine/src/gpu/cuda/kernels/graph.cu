@@ -286,7 +286,7 @@ struct RopeQkvMap {
 // append fused (one codec kind K; rows in rotary pairs, so R = 2). Dynamic shared memory:
 // the staged x, then the weight ring (host: `row_smem`).
 #define QKV_ROPE(K)                                                                                                   \
-    extern "C" __global__ void __launch_bounds__(256) qkv_rope_k##K##_r2(const unsigned char* wq, const unsigned char* wk, \
+    extern "C" __global__ void __launch_bounds__(ROW_THREADS) qkv_rope_k##K##_r2(const unsigned char* wq, const unsigned char* wk, \
             const unsigned char* wv, int aq, int ak, int av, const float* x, const float* nw, float eps, float* q,       \
             float* kc, float* vc, int n_head, int n_head_kv, int head_dim, int rot, int neox, float base, const int* pos, \
             int cols) {                                                                                                 \
@@ -330,7 +330,7 @@ template <int R> struct GluMap {
 // h (rows) = silu(gate . xn) * (up . xn), xn = x RMS-normed with nw (one codec kind K).
 // Dynamic shared memory: the staged x, then the weight ring (host: `row_smem`).
 #define GATE_UP(K, R)                                                                                                \
-    extern "C" __global__ void __launch_bounds__(256) gate_up_silu_k##K##_r##R(const unsigned char* wg,              \
+    extern "C" __global__ void __launch_bounds__(ROW_THREADS) gate_up_silu_k##K##_r##R(const unsigned char* wg,              \
             const unsigned char* wu, int ag, int au, const float* x, const float* nw, float eps, float* h, int rows,  \
             int cols) {                                                                                              \
         extern __shared__ int sm[];                                                                                  \

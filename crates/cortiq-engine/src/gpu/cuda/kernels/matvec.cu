@@ -157,18 +157,26 @@ __device__ void stage_x(int kind, const float* x, const float* nw, float eps, in
     __syncthreads();
 }
 
-// Nibbles of a 16-byte Q4 payload (byte i: value i low, value i + 16 high) . int8 x.
+// Unsigned bytes of a . signed bytes of b, plus c.
+__device__ __forceinline__ int dp4a_us(unsigned int a, int b, int c) {
+    int d;
+    asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+
+// Nibbles of a 16-byte Q4 payload (byte i: value i low, value i + 16 high) . int8 x. The
+// high nibbles are dotted in place (16 x their value, as unsigned bytes), so no shifts.
 __device__ __forceinline__ int dot_q4(uint4 q, int4 xa, int4 xb) {
-    int s = 0;
-    s = __dp4a((int)(q.x & 0x0F0F0F0Fu), xa.x, s);
-    s = __dp4a((int)((q.x >> 4) & 0x0F0F0F0Fu), xb.x, s);
-    s = __dp4a((int)(q.y & 0x0F0F0F0Fu), xa.y, s);
-    s = __dp4a((int)((q.y >> 4) & 0x0F0F0F0Fu), xb.y, s);
-    s = __dp4a((int)(q.z & 0x0F0F0F0Fu), xa.z, s);
-    s = __dp4a((int)((q.z >> 4) & 0x0F0F0F0Fu), xb.z, s);
-    s = __dp4a((int)(q.w & 0x0F0F0F0Fu), xa.w, s);
-    s = __dp4a((int)((q.w >> 4) & 0x0F0F0F0Fu), xb.w, s);
-    return s;
+    int lo = 0, hi = 0;
+    lo = __dp4a((int)(q.x & 0x0F0F0F0Fu), xa.x, lo);
+    hi = dp4a_us(q.x & 0xF0F0F0F0u, xb.x, hi);
+    lo = __dp4a((int)(q.y & 0x0F0F0F0Fu), xa.y, lo);
+    hi = dp4a_us(q.y & 0xF0F0F0F0u, xb.y, hi);
+    lo = __dp4a((int)(q.z & 0x0F0F0F0Fu), xa.z, lo);
+    hi = dp4a_us(q.z & 0xF0F0F0F0u, xb.z, hi);
+    lo = __dp4a((int)(q.w & 0x0F0F0F0Fu), xa.w, lo);
+    hi = dp4a_us(q.w & 0xF0F0F0F0u, xb.w, hi);
+    return lo + (hi >> 4);
 }
 
 // 32 int8 weights (two 16-byte words) . int8 x.
@@ -225,8 +233,8 @@ template <int K> __device__ __forceinline__ float unit_dot(const Unit& w, const 
     return __uint_as_float(w.a.x) * f.x + __uint_as_float(w.a.y) * f.y + __uint_as_float(w.a.z) * f.z + __uint_as_float(w.a.w) * f.w;
 }
 
-// Asynchronous global -> shared copies (sm_80+). Each thread fills and reads only its own
-// ring slots, so waiting for its own copy groups is all the synchronization they need.
+// Asynchronous global -> shared copies (sm_80+). A thread waits for its own copy groups;
+// where threads read ring words other threads copied (Q8_0), their warp syncs after waiting.
 __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src) : "memory");
 }
@@ -243,38 +251,68 @@ template <int K> __device__ __forceinline__ int staged_stride(int cols) {
     return (staged + 15) & ~15;
 }
 
-// The weight ring: per thread RING_UNITS(K) units in flight (ring slots x rows), payload
-// words then scale words, thread-major so a warp's accesses are conflict-free. Sizes on the
-// host: `ring_bytes`. The ring starts after the staged activation rows.
+// Where one weight row's units start: its payload words, its scale words (Q4_1: one per
+// unit; Q4_0 / Q8_0: two f16 per word, from the word holding the row's first unit) and
+// whether the row's first unit sits in a word's high half. Found once per warp group.
+template <int K> struct RowSrc {
+    const uint4* pay;
+    const unsigned int* sc;
+    int odd;
+    __device__ __forceinline__ void set(const Row& row, int units) {
+        constexpr int words = K == 2 ? 2 : 1;
+        long iu0 = row.row * units;
+        pay = (const uint4*)row.w + iu0 * words;
+        sc = (const unsigned int*)row.w + row.a_off + (K == 1 ? iu0 : iu0 >> 1);
+        odd = (int)(iu0 & 1);
+    }
+};
+
+// The weight ring: per thread RING_UNITS_Q8 (Q8_0) or RING_UNITS units in flight (ring
+// slots x rows), payload words then scale words, thread-major so a warp's copies and reads
+// are conflict-free (Q8_0's gathering reads: 2-way); ROW_THREADS threads per block (both
+// from the host, which sizes it: `ring_bytes`). The ring starts after the staged
+// activation rows.
 template <int K> struct Ring {
-    static constexpr int UNITS = K == 2 ? 8 : 16;
+    static constexpr int UNITS = K == 2 ? RING_UNITS_Q8 : RING_UNITS;
     static constexpr int WORDS = K == 2 ? 2 : 1;
     static constexpr bool SCALED = K <= 2;
-    uint4* pay;
-    unsigned int* sc;
+    uint4* pay;          // this thread's slot 0 payload word
+    unsigned int* sc;    // this thread's slot 0 scale word
     __device__ Ring(int* sm, int staged_bytes) {
-        pay = (uint4*)((char*)sm + staged_bytes);
-        sc = (unsigned int*)(pay + UNITS * WORDS * blockDim.x);
+        pay = (uint4*)((char*)sm + staged_bytes) + threadIdx.x;
+        sc = (unsigned int*)((uint4*)((char*)sm + staged_bytes) + UNITS * WORDS * ROW_THREADS) + threadIdx.x;
     }
-    // Start copying unit u of row `row` into slot `slot`.
-    __device__ __forceinline__ void issue(const Row& row, int units, int u, int slot) {
-        long iu = row.row * units + u;
-        const uint4* p = (const uint4*)row.w + iu * WORDS;
-        #pragma unroll
-        for (int w = 0; w < WORDS; w++) cp_async16(pay + (slot * WORDS + w) * blockDim.x + threadIdx.x, p + w);
-        if (SCALED) {
-            const unsigned int* a = (const unsigned int*)row.w + row.a_off;
-            cp_async4(sc + slot * blockDim.x + threadIdx.x, K == 1 ? a + iu : a + (iu >> 1));
+    // Start copying the units u0 + lane (clamped to the row) of the row at `src` into each
+    // lane's slot `slot`. Q8_0's two payload words per unit are copied in two sweeps over
+    // the warp's consecutive words, each lane's word to its own place (sweep w, lane l: word
+    // 32 w + l, half l & 1 of unit 16 w + l / 2), so that each sweep moves 512 contiguous
+    // bytes into 512 contiguous bytes (a lane copying its own unit's two words instead
+    // took one shared-memory wavefront per lane: ncu, NOTES.md c17); `take` gathers a
+    // unit's words from the lanes that copied them, so the warp syncs before reading.
+    __device__ __forceinline__ void issue(const RowSrc<K>& src, int u0, int units, int slot) {
+        int lane = threadIdx.x & 31, u = min(u0 + lane, units - 1);
+        if (WORDS == 2) {
+            #pragma unroll
+            for (int w = 0; w < 2; w++) cp_async16(pay + (slot * 2 + w) * ROW_THREADS, src.pay + 2 * min(u0 + 16 * w + (lane >> 1), units - 1) + (lane & 1));
+        } else {
+            cp_async16(pay + slot * ROW_THREADS, src.pay + u);
         }
+        if (SCALED) cp_async4(sc + slot * ROW_THREADS, K == 1 ? src.sc + u : src.sc + ((src.odd + u) >> 1));
     }
-    // The unit in slot `slot` (copied for row `row`, unit u).
-    __device__ __forceinline__ Unit take(const Row& row, int units, int u, int slot) const {
+    // The unit in slot `slot`; `shift` picks its f16 scale out of the word (Q4_0 / Q8_0).
+    __device__ __forceinline__ Unit take(int slot, int shift) const {
         Unit x;
-        x.a = pay[slot * WORDS * blockDim.x + threadIdx.x];
-        if (WORDS == 2) x.b = pay[(slot * WORDS + 1) * blockDim.x + threadIdx.x];
+        if (WORDS == 2) {
+            int lane = threadIdx.x & 31;
+            const uint4* p = pay + (slot * 2 + (lane >> 4)) * ROW_THREADS + ((2 * lane) & 31) - lane;
+            x.a = p[0];
+            x.b = p[1];
+        } else {
+            x.a = pay[slot * ROW_THREADS];
+        }
         if (SCALED) {
-            unsigned int s = sc[slot * blockDim.x + threadIdx.x];
-            x.s = K == 1 ? s : (((row.row * units + u) & 1) ? s >> 16 : s & 0xffff);
+            unsigned int s = sc[slot * ROW_THREADS];
+            x.s = K == 1 ? s : (s >> shift) & 0xffff;
         }
         return x;
     }
@@ -288,13 +326,15 @@ template <int K> struct Ring {
 // is staged (and before waiting for the kernel that wrote x). x holds n activation rows
 // (n <= NB, the tile the shared memory was laid out for: NB_alloc rows of staged x, then
 // the ring); every weight unit is dotted with all of them. A norm (nw) is for one row only.
+// Row addresses are looked up once per group, not per unit.
 template <int K, int R, int NB, class Map>
 __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const float* x, int n, int nb_alloc, const float* nw, float eps, int* sm) {
     constexpr int P = Ring<K>::UNITS / R;
+    static_assert(P * R == Ring<K>::UNITS && (P & (P - 1)) == 0, "ring slots: a power of two of items");
     int stride = staged_stride<K>(cols);
     Ring<K> ring(sm, nb_alloc * stride);
     int lane = threadIdx.x & 31;
-    int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, warps = (gridDim.x * blockDim.x) >> 5;
+    int warp = (blockIdx.x * ROW_THREADS + threadIdx.x) >> 5, warps = (gridDim.x * ROW_THREADS) >> 5;
     int units = units_per_row<K>(cols), iters = (units + 31) >> 5;
     int groups = (total + R - 1) / R;
     int items = warp < groups ? ((groups - 1 - warp) / warps + 1) * iters : 0;
@@ -303,27 +343,43 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
     struct Cursor {
         int it, row0;
     };
-    auto step = [&](Cursor& c) {
-        if (++c.it == iters) {
-            c.it = 0;
-            c.row0 += warps * R;
-        }
-    };
     // Item t's unit (clamped: lanes past the row's end load a valid unit and drop it).
     auto unit_of = [&](const Cursor& c) { return min(lane + 32 * c.it, units - 1); };
+    RowSrc<K> src[R];  // the rows of the group `ahead` is in
+    auto find_rows = [&](int row0) {
+        #pragma unroll
+        for (int r = 0; r < R; r++) src[r].set(map.row(min(row0 + r, total - 1)), units);
+    };
     Cursor ahead{0, warp * R}, now{0, warp * R};
+    if (items) find_rows(ahead.row0);
     auto issue = [&](int t) {
         if (t < items) {
-            int u = unit_of(ahead);
+            int slot = (t & (P - 1)) * R;
             #pragma unroll
-            for (int r = 0; r < R; r++) ring.issue(map.row(min(ahead.row0 + r, total - 1)), units, u, (t % P) * R + r);
-            step(ahead);
+            for (int r = 0; r < R; r++) ring.issue(src[r], 32 * ahead.it, units, slot + r);
+            if (++ahead.it == iters) {
+                ahead.it = 0;
+                ahead.row0 += warps * R;
+                if (t + 1 < items) find_rows(ahead.row0);
+            }
         }
         cp_commit();
+    };
+    // Bit offset of each row's f16 scale in the scale words of the group `now` is in: a
+    // lane's units all have its parity (u = lane + 32 * it), clamped lanes are dropped.
+    int shift[R] = {0};
+    auto find_shifts = [&](int row0) {
+        #pragma unroll
+        for (int r = 0; r < R; r++) {
+            RowSrc<K> s;
+            s.set(map.row(min(row0 + r, total - 1)), units);
+            shift[r] = ((s.odd + lane) & 1) << 4;
+        }
     };
     for (int t = 0; t < P - 1; t++) issue(t);
     pdl_wait_then_release();
     for (int b = 0; b < n; b++) stage_x(K, x + (long)b * cols, nw, eps, cols, sm + b * (stride >> 2));
+    if (items && (K == 0 || K == 2)) find_shifts(now.row0);
     float acc[R][NB];
     #pragma unroll
     for (int r = 0; r < R; r++) {
@@ -332,20 +388,22 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
     }
     for (int t = 0; t < items; t++) {
         // Refill the slot item t - 1 used (its values are in acc already), then wait for t.
+        // Q8_0 lanes read ring words other lanes copied: the warp syncs around the refill.
+        if (Ring<K>::WORDS == 2) __syncwarp();
         issue(t + P - 1);
         cp_wait<P - 1>();
-        int u = unit_of(now), i0 = now.row0;
+        if (Ring<K>::WORDS == 2) __syncwarp();
+        int u = unit_of(now), i0 = now.row0, slot = (t & (P - 1)) * R;
         if (lane + 32 * now.it < units) {
             #pragma unroll
             for (int r = 0; r < R; r++) {
-                Row row = map.row(min(i0 + r, total - 1));
-                Unit wu = ring.take(row, units, u, (t % P) * R + r);
+                Unit wu = ring.take(slot + r, shift[r]);
                 #pragma unroll
                 for (int b = 0; b < NB; b++)
                     if (b < n) acc[r][b] += unit_dot<K>(wu, sm + b * (stride >> 2), cols, u);
             }
         }
-        if (now.it == iters - 1) {
+        if (++now.it == iters) {
             #pragma unroll
             for (int b = 0; b < NB; b++) {
                 if (b < n) {
@@ -360,8 +418,10 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
                 #pragma unroll
                 for (int b = 0; b < NB; b++) acc[r][b] = 0.f;
             }
+            now.it = 0;
+            now.row0 += warps * R;
+            if ((K == 0 || K == 2) && t + 1 < items) find_shifts(now.row0);
         }
-        step(now);
     }
     cp_wait<0>();
     map.flush();
@@ -417,7 +477,7 @@ template <int R> struct PlainMap {
 // With best (batch 1 only): the argmax of y as an argmax_key, folded into *best.
 // Dynamic shared memory: the staged x, then the weight ring (host: `row_smem(kind, cols, 1)`).
 #define MATVEC(K, R)                                                                                      \
-    extern "C" __global__ void __launch_bounds__(256) matvec_k##K##_r##R(const unsigned char* w, int a_off, \
+    extern "C" __global__ void __launch_bounds__(ROW_THREADS) matvec_k##K##_r##R(const unsigned char* w, int a_off, \
             const float* x, const float* nw, float eps, float* y, int rows, int cols, int add,             \
             unsigned long long* best) {                                                                    \
         extern __shared__ int sm[];                                                                       \

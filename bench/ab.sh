@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# On the GPU machine: A/B of cortiq binaries inside one call (processes differ by a few %,
+# so variants are compared only here, alternating). For each shape, each round runs every
+# binary once, in turn; prints one line per run and a table of the means into OUTDIR/ab.md.
+# Usage: BINS="./cortiq-base ./cortiq-new" bash bench/ab.sh OUTDIR SHAPE:CODEC...
+# Env: BACKEND (cuda), PROMPT (64), GEN (128), REPS (2), ROUNDS (2), DEADLINE (seconds from
+# the start after which no new run begins; 0: none), MODELS_DIR.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+. bench/gpu-env.sh
+out=${1:?output directory}
+shift
+mkdir -p "$out"
+read -r -a bins <<< "${BINS:?binaries to compare}"
+models=${MODELS_DIR:-/tmp/cortiq-models}
+backend=${BACKEND:-cuda}
+prompt=${PROMPT:-64}
+gen=${GEN:-128}
+start=$SECONDS
+mkdir -p "$models"
+: > "$out/ab-runs.txt"
+for spec in "$@"; do
+  shape=${spec%%:*}; codec=${spec##*:}
+  file="$models/$shape-$codec.gguf"
+  [ -f "$file" ] || "${bins[0]}" synth "$shape" --codec "$codec" -o "$file" 2>/dev/null || { echo "synth $spec failed" >&2; continue; }
+  for round in $(seq "${ROUNDS:-2}"); do
+    for bin in "${bins[@]}"; do
+      if [ "${DEADLINE:-0}" -gt 0 ] && [ $((SECONDS - start)) -ge "$DEADLINE" ]; then
+        echo "deadline: $spec round $round $bin not run" >> "$out/ab-runs.txt"
+        continue
+      fi
+      json=$(CMF_GPU=$backend CMF_PROBE_CACHE=0 timeout 300 "$bin" bench -m "$file" -p "$prompt" -n "$gen" -r "${REPS:-2}" --backend "$backend" --json 2>>"$out/ab.log") || { echo "$spec $bin failed" >> "$out/ab-runs.txt"; continue; }
+      echo "$json" | python3 -c "
+import json, sys
+r = {x['test']: x for x in json.load(sys.stdin)['results']}
+print('$spec', '$bin', $round, round(r['pp$prompt']['tokens_per_s'], 1), round(r['tg$gen']['tokens_per_s'], 2))" >> "$out/ab-runs.txt"
+    done
+  done
+done
+python3 - "$out/ab-runs.txt" "$prompt" "$gen" > "$out/ab.md" <<'EOF'
+import sys, collections
+runs = collections.defaultdict(list)
+order = []
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) != 5:
+        continue
+    key = (f[0], f[1])
+    if key not in runs:
+        order.append(key)
+    runs[key].append((float(f[3]), float(f[4])))
+print(f"| shape:codec | binary | pp{sys.argv[2]} tok/s (mean of rounds) | tg{sys.argv[3]} tok/s (each round) |")
+print("| --- | --- | --- | --- |")
+for key in order:
+    v = runs[key]
+    pp = sum(x[0] for x in v) / len(v)
+    print(f"| {key[0]} | {key[1]} | {pp:.1f} | {' / '.join(f'{x[1]:.1f}' for x in v)} |")
+EOF
+cat "$out/ab-runs.txt" "$out/ab.md"
