@@ -136,8 +136,8 @@ fn check(name: &str, got: &[f32], want: &[f32], scale: &[f32], rel: f32, seed: u
 
 /// (rows, cols, batch): off-size, one row, large, wide, batched; 8200 rows take the wgpu tall
 /// shape; batches from 8 the wgpu GEMM (tiles of 32 x 32, so 77 x 33 leaves partial tiles),
-/// from 16 the CUDA tensor-core GEMM for Q4_0 / Q8_0 (64 x 64 tiles of 4-unit stages: 576
-/// columns end in a half stage).
+/// from 16 the CUDA tensor-core GEMM for Q4_0 / Q4_1 / Q8_0 (64 x 64 tiles of 4-unit stages:
+/// 576 columns end in a half stage).
 const SHAPES: [(usize, usize, usize); 9] = [(1, 32, 1), (37, 96, 1), (4097, 576, 1), (300, 2048, 3), (13, 4128, 2), (64, 256, 130), (8200, 256, 2), (77, 512, 33), (99, 576, 70)];
 
 #[test]
@@ -262,7 +262,7 @@ fn qkv_batch_and_ffn_match_the_cpu_reference() {
     for (name, be) in backends("qkv_batch_and_ffn_match_the_cpu_reference") {
         let mut rng = SplitMix64::fresh();
         let seed = rng.seed();
-        // Batch 20 takes CUDA's tensor-core GEMMs for the Q8_0 and Q4_0 matrices.
+        // Batch 20 takes CUDA's tensor-core GEMMs (all of these codecs have them).
         for batch in [1usize, 5, 20] {
             let (d, kv, ff) = (576, 192, 1536);
             let ws = [Packed::random(&mut rng, Codec::Q4_1, d, d), Packed::random(&mut rng, Codec::Q4_1, kv, d), Packed::random(&mut rng, Codec::Q8_0, kv, d)];

@@ -99,7 +99,7 @@ pub(super) struct PrefillBuffers {
     att: CudaSlice<f32>,    // (rows, n_head * head_dim)
     h: CudaSlice<f32>,      // (rows, n_ff) silu(gate) * up
     /// The tensor-core GEMMs' int8 input (`quantize_rows`): values (rows, widest input) and
-    /// per 32-value group scales (rows, widest input / 32).
+    /// per 32-value group scale and scaled sum (rows, widest input / 32, 2).
     xq: CudaSlice<u8>,
     xd: CudaSlice<f32>,
     /// Split-attention partials (rows, n_head, splits, head_dim + 2).
@@ -207,7 +207,7 @@ impl CudaBackend {
             att: zeros(n * c.q_dim())?,
             h: zeros(n * c.n_ff)?,
             xq: s.alloc_zeros::<u8>(n * widest).map_err(err)?,
-            xd: zeros(n * widest / 32)?,
+            xd: zeros(n * widest / 16)?,
             part: zeros(n * c.n_head * splits * (c.head_dim + 2))?,
             done: s.alloc_zeros::<i32>(n * c.n_head).map_err(err)?,
         })

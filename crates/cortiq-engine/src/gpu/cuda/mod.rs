@@ -37,7 +37,7 @@ const ROW_KERNELS: [(&str, &[usize]); 6] = [("matvec", &[1, 2, 4]), ("qkv_rope",
 /// Tensor-core GEMMs (mma.cu) for a prompt's rows, per codec kind they take (Q4_0, Q8_0):
 /// name prefixes; `quantize_rows` prepares their int8 input.
 const MMA_KERNELS: [&str; 3] = ["mma_matmul", "mma_qkv_rope", "mma_gate_up_silu"];
-const MMA_KINDS: [i32; 2] = [0, 2];
+const MMA_KINDS: [i32; 3] = [0, 1, 2];
 /// Fewest activation rows that take the tensor-core GEMMs (64-row tiles) instead of the
 /// row kernels' tiles of up to 8.
 pub(super) const MMA_MIN_ROWS: usize = 16;
@@ -146,7 +146,10 @@ const fn mma_b_stride(kind: i32) -> usize {
 /// Dynamic shared memory of a tensor-core GEMM block: per stage the activation tile, the
 /// weight tile, an f16 scale per weight row and unit, a float scale per activation row and unit.
 pub(super) fn mma_smem(kind: i32) -> usize {
-    MMA_STAGES * MMA_ROWS * (MMA_A_STRIDE + mma_b_stride(kind) + 2 * MMA_UNITS + 4 * MMA_UNITS)
+    // Per row and unit: weight scale bytes (Q4_1: d and m) and activation scale bytes
+    // (Q4_1: d and the scaled sum).
+    let (weight_scale, x_scale) = if kind == 1 { (4, 8) } else { (2, 4) };
+    MMA_STAGES * MMA_ROWS * (MMA_A_STRIDE + mma_b_stride(kind) + (weight_scale + x_scale) * MMA_UNITS)
 }
 
 /// The kernel module's source: the layout #defines the kernels share with the host (the row
@@ -163,8 +166,8 @@ fn kernel_source() -> String {
 }
 
 /// Whether the tensor-core GEMMs take a weight of codec kind `kind` over `cols` columns
-/// within `smem_limit` shared bytes: Q4_0 or Q8_0, an even number of 32-value units, and a
-/// row `quantize_rows` can stage.
+/// within `smem_limit` shared bytes: Q4_0, Q4_1 or Q8_0, an even number of 32-value units,
+/// and a row `quantize_rows` can stage.
 pub(super) fn mma_fits(kind: i32, cols: usize, smem_limit: usize) -> bool {
     MMA_KINDS.contains(&kind) && cols % 64 == 0 && staged_bytes(0, cols).next_multiple_of(16) <= smem_limit && mma_smem(kind) <= smem_limit
 }
@@ -359,7 +362,7 @@ impl CudaBackend {
                 let (xq, xd) = match how.quant {
                     Some(q) => q,
                     None => {
-                        owned = (self.stream.alloc_zeros::<u8>(batch * cols).map_err(err)?, self.stream.alloc_zeros::<f32>(batch * cols / 32).map_err(err)?);
+                        owned = (self.stream.alloc_zeros::<u8>(batch * cols).map_err(err)?, self.stream.alloc_zeros::<f32>(batch * cols / 16).map_err(err)?);
                         (&owned.0, &owned.1)
                     }
                 };
@@ -368,7 +371,7 @@ impl CudaBackend {
                 let mut a = KernelArgs::default();
                 a.buf(&res.data, s).int(res.a_off).buf(xq, s).buf(xd, s).buf(y, s).int(rows as i32).int(cols as i32).int(how.add as i32).int(batch as i32);
                 // SAFETY: the kernel reads the resident planar weight (rows x cols), batch
-                // rows of xq (cols bytes) and xd (cols / 32 floats), all written by the
+                // rows of xq (cols bytes) and xd (cols / 16 floats), all written by the
                 // quantize launch before it, and writes batch * rows floats of y.
                 return unsafe { launch::launch(s, &self.funcs[&format!("mma_matmul_k{kind}")], self.mma_config(kind, rows, batch), &a, self.overlap) }.map_err(err);
             }
@@ -404,10 +407,11 @@ impl CudaBackend {
         unsafe { launch::launch(s, f, cfg, &a, how.overlap && self.overlap) }.map_err(err)
     }
 
-    /// Queue xq (rows, cols) int8 and xd (rows, cols / 32) = x quantized in 32-value groups
-    /// (RMS-normed with `norm` first), the tensor-core GEMMs' input.
+    /// Queue xq (rows, cols) int8 and xd (rows, cols / 32, 2) = x quantized in 32-value
+    /// groups (RMS-normed with `norm` first; per group its scale and scaled sum), the
+    /// tensor-core GEMMs' input.
     fn launch_quantize(&self, x: &impl DevicePtr<f32>, norm: Option<(&CudaSlice<f32>, f32)>, cols: usize, rows: usize, (xq, xd): (&CudaSlice<u8>, &CudaSlice<f32>), overlap: bool) -> Result<(), String> {
-        if xq.len() < rows * cols || xd.len() < rows * cols / 32 {
+        if xq.len() < rows * cols || xd.len() < rows * cols / 16 {
             return Err(format!("int8 scratch too small for {rows} x {cols}"));
         }
         let s = &self.stream;
@@ -420,7 +424,7 @@ impl CudaBackend {
         a.float(norm.map_or(0.0, |n| n.1)).int(cols as i32).buf(xq, s).buf(xd, s);
         let cfg = LaunchConfig { grid_dim: (rows as u32, 1, 1), block_dim: (ROW_THREADS, 1, 1), shared_mem_bytes: staged_bytes(0, cols).next_multiple_of(16) as u32 };
         // SAFETY: the kernel reads rows * cols floats of x (and cols norm weights) and writes
-        // rows * cols bytes of xq and rows * cols / 32 floats of xd (checked above); the
+        // rows * cols bytes of xq and rows * cols / 16 floats of xd (checked above); the
         // caller checked the staged row fits the shared memory (`mma_fits`).
         unsafe { launch::launch(s, &self.funcs["quantize_rows"], cfg, &a, overlap && self.overlap) }.map_err(err)
     }

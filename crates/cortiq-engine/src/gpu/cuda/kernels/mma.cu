@@ -4,9 +4,10 @@
 // staging), then each 128-thread block computes a 64 x 64 tile of the output: 64 activation
 // rows (blockIdx.x) by 64 logical weight rows of a row map (blockIdx.y), 4 warps of 32 x 32.
 // Every 32-value unit is one m16n8k32 product whose int32 result is scaled by the unit's
-// activation and weight scales into a float accumulator, as the CPU's int8 kernels do.
-// Q4_0 and Q8_0 only (signed int8 both sides: Q4_0 nibbles less 8); a row's unit count must
-// be even (host: `mma_fits`).
+// activation and weight scales into a float accumulator, as the CPU's int8 kernels do
+// (Q4_1 adds its minimum times the activation unit's scaled sum). Q4_0, Q4_1 and Q8_0
+// (signed int8 both sides: Q4_0 nibbles less 8, Q4_1 nibbles as they are); a row's unit
+// count must be even (host: `mma_fits`).
 
 // The stage layout comes from the host as #defines (`kernel_source` in mod.rs, which also
 // sizes the launch from it): MMA_UNITS units (32 values) per pipeline stage, MMA_STAGES
@@ -15,15 +16,16 @@
 // MMA_B_STRIDE_Q4 / _Q8 for the weight payloads. The copy mappings below assume these values.
 static_assert(MMA_UNITS == 4 && MMA_ROWS == 64, "the copy and fragment mappings assume 4-unit stages of 64-row tiles");
 
-// One stage's shared-memory layout for codec kind K: activations (64 rows x MMA_A_STRIDE),
-// weight payloads (64 rows x B_STRIDE: Q4_0 16 and Q8_0 32 bytes a unit, padded), weight
-// scales (64 rows x an f16 d per unit), activation scales (64 rows x a float per unit).
+// One stage's shared-memory layout for codec kind K (host: `mma_smem`): activations (64
+// rows x MMA_A_STRIDE), weight payloads (64 rows x B_STRIDE: Q4 16 and Q8_0 32 bytes a unit,
+// padded), weight scales (64 rows x an f16 d per unit; Q4_1: d | m << 16), activation scales
+// (64 rows x a float d per unit; Q4_1: then 64 rows x the unit's scaled sum s).
 template <int K> struct MmaStage {
     static constexpr int B_STRIDE = K == 2 ? MMA_B_STRIDE_Q8 : MMA_B_STRIDE_Q4;
     static constexpr int A_BYTES = MMA_ROWS * MMA_A_STRIDE;
     static constexpr int B_BYTES = MMA_ROWS * B_STRIDE;
-    static constexpr int WS_BYTES = MMA_ROWS * 2 * MMA_UNITS;
-    static constexpr int DX_BYTES = MMA_ROWS * 4 * MMA_UNITS;
+    static constexpr int WS_BYTES = MMA_ROWS * (K == 1 ? 4 : 2) * MMA_UNITS;
+    static constexpr int DX_BYTES = MMA_ROWS * 4 * MMA_UNITS * (K == 1 ? 2 : 1);
     static constexpr int BYTES = A_BYTES + B_BYTES + WS_BYTES + DX_BYTES;
 };
 
@@ -53,6 +55,7 @@ __device__ __forceinline__ void mma_s8(int* c, const unsigned* a, unsigned b0, u
 }
 
 __device__ __forceinline__ float lane_of(float4 v, int k) { return k == 0 ? v.x : (k == 1 ? v.y : (k == 2 ? v.z : v.w)); }
+__device__ __forceinline__ unsigned int lane_of_u(uint4 v, int k) { return k == 0 ? v.x : (k == 1 ? v.y : (k == 2 ? v.z : v.w)); }
 
 // f16 scale of unit k (0..3) from a row's two scale words, as f32.
 __device__ __forceinline__ float unit_scale(uint2 w, int k) {
@@ -60,9 +63,10 @@ __device__ __forceinline__ float unit_scale(uint2 w, int k) {
     return h2f((k & 1) ? word >> 16 : word & 0xffff);
 }
 
-// xq (rows, cols) int8 and xd (rows, cols / 32) = row blockIdx.x of x quantized in 32-value
-// groups by stage_x (RMS-normed with nw first when nw is not null). 256 threads; dynamic
-// shared memory: staged_bytes(0, cols) rounded up to 16.
+// xq (rows, cols) int8 and xd (rows, cols / 32, 2) = row blockIdx.x of x quantized in
+// 32-value groups by stage_x (RMS-normed with nw first when nw is not null): per group its
+// scale d and its scaled sum s. 256 threads; dynamic shared memory: staged_bytes(0, cols)
+// rounded up to 16.
 extern "C" __global__ void __launch_bounds__(256) quantize_rows(const float* x, const float* nw, float eps, int cols, signed char* xq, float* xd) {
     extern __shared__ int sm[];
     pdl_wait_then_release();
@@ -71,7 +75,8 @@ extern "C" __global__ void __launch_bounds__(256) quantize_rows(const float* x, 
     int4* dst = (int4*)(xq + b * cols);
     for (int i = threadIdx.x; i < (cols >> 4); i += blockDim.x) dst[i] = ((const int4*)sm)[i];
     const float* gd = (const float*)(sm + (cols >> 2));
-    for (int i = threadIdx.x; i < (cols >> 5); i += blockDim.x) xd[b * (cols >> 5) + i] = gd[i];
+    int groups = cols >> 5;
+    for (int i = threadIdx.x; i < groups; i += blockDim.x) ((float2*)xd)[b * groups + i] = make_float2(gd[i], gd[groups + i]);
 }
 
 // The block's tile of map's rows for n activation rows (xq, xd from quantize_rows): every
@@ -87,7 +92,8 @@ __device__ __forceinline__ void mma_rows(Map& map, int total, int cols, const si
     int m0 = blockIdx.x * 64, n0 = blockIdx.y * 64;
     int units = cols >> 5, stages = (units + MMA_UNITS - 1) / MMA_UNITS;
     // The weight rows this thread copies, the same every stage: payload chunks (Q8_0: 4 of
-    // rows tid / 8 + 16 i; Q4_0: 2 of rows tid / 4 + 32 i) and one scale word (row tid / 2).
+    // rows tid / 8 + 16 i; Q4: 2 of rows tid / 4 + 32 i) and scale words (row tid / 2: one
+    // word of two f16, Q4_1 two words of d | m).
     constexpr int BR = K == 2 ? 4 : 2;
     Row brow[BR];
     #pragma unroll
@@ -107,8 +113,13 @@ __device__ __forceinline__ void mma_rows(Map& map, int total, int cols, const si
             cp_async16z(sb + row * S::B_STRIDE + unit * (K == 2 ? 32 : 16) + 16 * half, src, u < units);
         }
         int pair = tid & 1, u = u0 + 2 * pair;
-        const unsigned int* src = (const unsigned int*)wrow.w + wrow.a_off + (((long)wrow.row * units + min(u, units - 2)) >> 1);
-        cp_async4z(sws + (tid >> 1) * 2 + pair, src, u < units);
+        const unsigned int* a = (const unsigned int*)wrow.w + wrow.a_off;
+        if (K == 1) {
+            #pragma unroll
+            for (int j = 0; j < 2; j++) cp_async4z(sws + (tid >> 1) * 4 + 2 * pair + j, a + (long)wrow.row * units + min(u + j, units - 1), u + j < units);
+        } else {
+            cp_async4z(sws + (tid >> 1) * 2 + pair, a + (((long)wrow.row * units + min(u, units - 2)) >> 1), u < units);
+        }
     };
     auto load_x = [&](int s) {
         unsigned char* st = sm + (s % MMA_STAGES) * S::BYTES;
@@ -126,7 +137,9 @@ __device__ __forceinline__ void mma_rows(Map& map, int total, int cols, const si
             int row = (tid >> 2) + 32 * i, unit = tid & 3;
             int b = m0 + row, u = u0 + unit;
             bool ok = b < n && u < units;
-            cp_async4z(sdx + row * 4 + unit, xd + (ok ? (long)b * units + u : 0), ok);
+            long at = ok ? 2 * ((long)b * units + u) : 0;
+            cp_async4z(sdx + row * 4 + unit, xd + at, ok);
+            if (K == 1) cp_async4z(sdx + MMA_ROWS * 4 + row * 4 + unit, xd + at + 1, ok);
         }
     };
     float acc[2][4][4];
@@ -158,21 +171,32 @@ __device__ __forceinline__ void mma_rows(Map& map, int total, int cols, const si
         cp_commit();
         const unsigned char* st = sm + (s % MMA_STAGES) * S::BYTES;
         const unsigned int* sb = (const unsigned int*)(st + S::A_BYTES);
-        const uint2* sws = (const uint2*)(st + S::A_BYTES + S::B_BYTES);
+        const unsigned int* sws = (const unsigned int*)(st + S::A_BYTES + S::B_BYTES);
         const float4* sdx = (const float4*)(st + S::A_BYTES + S::B_BYTES + S::WS_BYTES);
         // Scales of this stage's 4 units: activation rows wm + 16 mi + g (+ 8), weight rows
-        // wn + 8 ni + 2t (+ 1).
-        float4 dx[2][2];
-        uint2 dw[4][2];
+        // wn + 8 ni + 2t (+ 1); Q4_1 also the activation units' sums (sx).
+        float4 dx[2][2], sx[2][2];
+        uint4 dw[4][2];
         #pragma unroll
         for (int mi = 0; mi < 2; mi++) {
-            dx[mi][0] = sdx[wm + 16 * mi + g];
-            dx[mi][1] = sdx[wm + 16 * mi + g + 8];
+            #pragma unroll
+            for (int h = 0; h < 2; h++) {
+                dx[mi][h] = sdx[wm + 16 * mi + g + 8 * h];
+                if (K == 1) sx[mi][h] = sdx[MMA_ROWS + wm + 16 * mi + g + 8 * h];
+            }
         }
         #pragma unroll
         for (int ni = 0; ni < 4; ni++) {
-            dw[ni][0] = sws[wn + 8 * ni + 2 * t];
-            dw[ni][1] = sws[wn + 8 * ni + 2 * t + 1];
+            #pragma unroll
+            for (int h = 0; h < 2; h++) {
+                int row = wn + 8 * ni + 2 * t + h;
+                if (K == 1) {
+                    dw[ni][h] = ((const uint4*)sws)[row];
+                } else {
+                    uint2 v = ((const uint2*)sws)[row];
+                    dw[ni][h] = make_uint4(v.x, v.y, 0u, 0u);
+                }
+            }
         }
         #pragma unroll
         for (int k = 0; k < MMA_UNITS; k++) {
@@ -187,21 +211,45 @@ __device__ __forceinline__ void mma_rows(Map& map, int total, int cols, const si
                     b0 = sb[row * (S::B_STRIDE / 4) + 8 * k + t];
                     b1 = sb[row * (S::B_STRIDE / 4) + 8 * k + 4 + t];
                 } else {
-                    // Byte i of a Q4_0 payload holds value i (low nibble) and i + 16 (high).
+                    // Byte i of a Q4 payload holds value i (low nibble) and i + 16 (high);
+                    // Q4_0's values are centred on 8, Q4_1's are not.
                     unsigned w = sb[row * (S::B_STRIDE / 4) + 4 * k + t];
-                    b0 = __vsub4(w & 0x0F0F0F0Fu, 0x08080808u);
-                    b1 = __vsub4((w >> 4) & 0x0F0F0F0Fu, 0x08080808u);
+                    b0 = w & 0x0F0F0F0Fu;
+                    b1 = (w >> 4) & 0x0F0F0F0Fu;
+                    if (K == 0) {
+                        b0 = __vsub4(b0, 0x08080808u);
+                        b1 = __vsub4(b1, 0x08080808u);
+                    }
                 }
-                float w0 = unit_scale(dw[ni][0], k), w1 = unit_scale(dw[ni][1], k);
+                // The two weight rows' unit scales (Q4_1: d and m).
+                float w0, w1, mn0 = 0.f, mn1 = 0.f;
+                if (K == 1) {
+                    unsigned int s0 = lane_of_u(dw[ni][0], k), s1 = lane_of_u(dw[ni][1], k);
+                    w0 = h2f(s0 & 0xffff);
+                    w1 = h2f(s1 & 0xffff);
+                    mn0 = h2f(s0 >> 16);
+                    mn1 = h2f(s1 >> 16);
+                } else {
+                    w0 = unit_scale(make_uint2(dw[ni][0].x, dw[ni][0].y), k);
+                    w1 = unit_scale(make_uint2(dw[ni][1].x, dw[ni][1].y), k);
+                }
                 #pragma unroll
                 for (int mi = 0; mi < 2; mi++) {
                     int c[4];
                     mma_s8(c, a[mi], b0, b1);
                     float x0 = lane_of(dx[mi][0], k), x1 = lane_of(dx[mi][1], k);
-                    acc[mi][ni][0] += (float)c[0] * (x0 * w0);
-                    acc[mi][ni][1] += (float)c[1] * (x0 * w1);
-                    acc[mi][ni][2] += (float)c[2] * (x1 * w0);
-                    acc[mi][ni][3] += (float)c[3] * (x1 * w1);
+                    if (K == 1) {
+                        float s0 = lane_of(sx[mi][0], k), s1 = lane_of(sx[mi][1], k);
+                        acc[mi][ni][0] += (float)c[0] * (x0 * w0) + mn0 * s0;
+                        acc[mi][ni][1] += (float)c[1] * (x0 * w1) + mn1 * s0;
+                        acc[mi][ni][2] += (float)c[2] * (x1 * w0) + mn0 * s1;
+                        acc[mi][ni][3] += (float)c[3] * (x1 * w1) + mn1 * s1;
+                    } else {
+                        acc[mi][ni][0] += (float)c[0] * (x0 * w0);
+                        acc[mi][ni][1] += (float)c[1] * (x0 * w1);
+                        acc[mi][ni][2] += (float)c[2] * (x1 * w0);
+                        acc[mi][ni][3] += (float)c[3] * (x1 * w1);
+                    }
                 }
             }
         }
@@ -235,7 +283,7 @@ __device__ __forceinline__ void mma_rows(Map& map, int total, int cols, const si
         PlainMap<2> m{w, a_off, y, add, nullptr, 0ull};                                                     \
         mma_rows<K>(m, rows, cols, xq, xd, n, sm);                                                          \
     }
-MMA_MATMUL(0) MMA_MATMUL(2)
+MMA_MATMUL(0) MMA_MATMUL(1) MMA_MATMUL(2)
 
 // Q, K and V of n prompt rows at positions *pos.. with RoPE and the KV-mirror append
 // (RopeQkvMap); q (n, n_head * head_dim). Grid (n / 64, (n_head + 2 n_head_kv) head_dim / 64).
@@ -248,7 +296,7 @@ MMA_MATMUL(0) MMA_MATMUL(2)
         RopeQkvMap m{wq, wk, wv, aq, ak, av, q, kc, vc, n_head, n_head_kv, head_dim, rot, neox, *pos, base};          \
         mma_rows<K>(m, (n_head + 2 * n_head_kv) * head_dim, cols, xq, xd, n, sm);                                     \
     }
-MMA_QKV(0) MMA_QKV(2)
+MMA_QKV(0) MMA_QKV(1) MMA_QKV(2)
 
 // h (n, rows) = silu(gate . x) * (up . x) for n prompt rows (GluMap). Grid (n / 64, 2 rows / 64).
 #define MMA_GATE_UP(K)                                                                                               \
@@ -259,4 +307,4 @@ MMA_QKV(0) MMA_QKV(2)
         GluMap<2> m{wg, wu, ag, au, h};                                                                              \
         mma_rows<K>(m, 2 * rows, cols, xq, xd, n, sm);                                                               \
     }
-MMA_GATE_UP(0) MMA_GATE_UP(2)
+MMA_GATE_UP(0) MMA_GATE_UP(1) MMA_GATE_UP(2)
