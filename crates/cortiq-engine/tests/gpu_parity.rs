@@ -317,7 +317,7 @@ fn token_graph_matches_the_cpu_path() {
     for name in names {
         let fresh = || backends("token_graph_matches_the_cpu_path").into_iter().find(|(n, _)| *n == name).map(|(_, b)| b).unwrap();
         let discrete = fresh().info().discrete;
-        let shapes: &[(&str, &str)] = if discrete { &[("tiny", "q4_0"), ("smollm2-135m", "q4_0"), ("smollm2-135m", "q8_0"), ("llama-1b", "q4_0")] } else { &[("tiny", "q4_0")] };
+        let shapes: &[(&str, &str)] = if discrete { &[("tiny", "q4_0"), ("smollm2-135m", "q4_0"), ("smollm2-135m", "q8_0"), ("smollm2-135m", "q4_1"), ("llama-1b", "q4_0")] } else { &[("tiny", "q4_0")] };
         for &(shape, codec) in shapes {
             let path = dir.path().join(format!("{shape}-{codec}.gguf"));
             if !path.exists() {
