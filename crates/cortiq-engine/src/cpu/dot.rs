@@ -48,16 +48,7 @@ macro_rules! rows_by_one {
 pub fn q8_kernel(codec: Codec) -> Option<Q8Kernels> {
     #[cfg(target_arch = "x86_64")]
     if has_avx2() {
-        return match codec {
-            Codec::Q4_0 | Codec::Q4Tiled => Some(Q8Kernels { one: avx2::q4_0, four: avx2::q4_0_x4, rows: avx2::q4_0_rows }),
-            Codec::Q4_1 => Some(Q8Kernels { one: avx2::q4_1, four: avx2::q4_1_x4, rows: avx2::q4_1_rows }),
-            Codec::Q8_0 => Some(Q8Kernels { one: avx2::q8_0, four: avx2::q8_0_x4, rows: avx2::q8_0_rows }),
-            Codec::Q8Row => Some(Q8Kernels { one: q8_row, four: four_by_one!(q8_row), rows: rows_by_one!(q8_row) }),
-            Codec::Q5_0 => Some(Q8Kernels { one: avx2::q5_0, four: avx2::q5_0_x4, rows: avx2::q5_0_rows }),
-            Codec::Q4K => Some(Q8Kernels { one: avx2::q4_k, four: avx2::q4_k_x4, rows: avx2::q4_k_rows }),
-            Codec::Q6K => Some(Q8Kernels { one: avx2::q6_k, four: avx2::q6_k_x4, rows: avx2::q6_k_rows }),
-            _ => None,
-        };
+        return simd_kernels(codec, has_vnni());
     }
     match codec {
         Codec::Q4_0 | Codec::Q4Tiled => Some(Q8Kernels { one: q4_0, four: four_by_one!(q4_0), rows: rows_by_one!(q4_0) }),
@@ -69,6 +60,36 @@ pub fn q8_kernel(codec: Codec) -> Option<Q8Kernels> {
         Codec::Q6K => Some(Q8Kernels { one: q6_k, four: four_by_one!(q6_k), rows: rows_by_one!(q6_k) }),
         _ => None,
     }
+}
+
+/// The AVX2 kernels for `codec`, with VNNI's `dpbusd` when `vnni` (the CPU must have
+/// AVX2, FMA and F16C, and AVX-VNNI for `vnni`: `has_avx2`, `has_vnni`).
+#[cfg(target_arch = "x86_64")]
+fn simd_kernels(codec: Codec, vnni: bool) -> Option<Q8Kernels> {
+    use avx2::*;
+    match codec {
+        Codec::Q4_0 | Codec::Q4Tiled => Some(kernels::<Q4_0>(vnni)),
+        Codec::Q4_1 => Some(kernels::<Q4_1>(vnni)),
+        Codec::Q8_0 => Some(kernels::<Q8_0>(vnni)),
+        Codec::Q8Row => Some(Q8Kernels { one: q8_row, four: four_by_one!(q8_row), rows: rows_by_one!(q8_row) }),
+        Codec::Q5_0 => Some(kernels::<Q5_0>(vnni)),
+        Codec::Q4K => Some(kernels::<Q4K>(vnni)),
+        Codec::Q6K => Some(kernels::<Q6K>(vnni)),
+        _ => None,
+    }
+}
+
+/// Whether the int8 kernels use AVX-VNNI's `dpbusd` on this CPU (`CORTIQ_NO_VNNI` keeps
+/// them on AVX2's `maddubs` + `madd`; both give the same integers).
+pub fn has_vnni() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::sync::OnceLock;
+        static HAS: OnceLock<bool> = OnceLock::new();
+        *HAS.get_or_init(|| has_avx2() && std::env::var_os("CORTIQ_NO_VNNI").is_none() && is_x86_feature_detected!("avxvnni"))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
 }
 
 /// Whether the AVX2 + FMA + F16C kernels are in use on this CPU.
@@ -243,36 +264,41 @@ pub fn dot_f32(codec: Codec, w: &[u8], x: &[f32]) -> f32 {
 mod avx2 {
     //! The same kernels with AVX2: nibbles widened to bytes, `maddubs` (u8 x i8 -> i16
     //! pairs) and `madd` against ones (-> i32), one FMA per block with the two scales.
-    use super::BlockQ8;
+    use super::{BlockQ8, Q8Kernels};
     use std::arch::x86_64::*;
 
-    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline(always)]
     unsafe fn f16_at(p: *const u8) -> f32 {
         _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(std::ptr::read_unaligned(p as *const u16) as i32)))
     }
 
     /// 16 bytes of nibbles -> 32 bytes: low nibbles in lanes 0..16, high in 16..32.
-    #[target_feature(enable = "avx2")]
+    #[inline(always)]
     unsafe fn nibbles_to_bytes(p: *const u8) -> __m256i {
         let tmp = _mm_loadu_si128(p as *const __m128i);
         let both = _mm256_set_m128i(_mm_srli_epi16(tmp, 4), tmp);
         _mm256_and_si256(both, _mm256_set1_epi8(0x0F))
     }
 
-    /// Sum of u8 x i8 products as 8 f32 lanes.
-    #[target_feature(enable = "avx2")]
-    unsafe fn mul_sum_us8(ax: __m256i, sy: __m256i) -> __m256 {
+    /// Sum of u8 x i8 products as 8 f32 lanes, lane j of bytes 4j..4j + 4: with VNNI one
+    /// `dpbusd`, else `maddubs` pairs summed by `madd` (the same integers: the byte
+    /// values the kernels pass keep the pair sums inside i16).
+    #[inline(always)]
+    unsafe fn mul_sum_us8<const VNNI: bool>(ax: __m256i, sy: __m256i) -> __m256 {
+        if VNNI {
+            return _mm256_cvtepi32_ps(_mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), ax, sy));
+        }
         let dot16 = _mm256_maddubs_epi16(ax, sy);
         _mm256_cvtepi32_ps(_mm256_madd_epi16(dot16, _mm256_set1_epi16(1)))
     }
 
-    /// Sum of i8 x i8 products as 8 f32 lanes (sign moved onto y so maddubs applies).
-    #[target_feature(enable = "avx2")]
-    unsafe fn mul_sum_i8(x: __m256i, y: __m256i) -> __m256 {
-        mul_sum_us8(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x))
+    /// Sum of i8 x i8 products as 8 f32 lanes (sign moved onto y so an unsigned x applies).
+    #[inline(always)]
+    unsafe fn mul_sum_i8<const VNNI: bool>(x: __m256i, y: __m256i) -> __m256 {
+        mul_sum_us8::<VNNI>(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x))
     }
 
-    #[target_feature(enable = "avx2,fma")]
+    #[inline(always)]
     unsafe fn hsum(v: __m256) -> f32 {
         let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
         let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -308,7 +334,7 @@ mod avx2 {
     }
 
     /// The 32 bits at p as 32 bytes: 0xFF where bit j is set, 0 elsewhere (byte j).
-    #[target_feature(enable = "avx2")]
+    #[inline(always)]
     unsafe fn bytes_from_bits(p: *const u8) -> __m256i {
         let bits = std::ptr::read_unaligned(p as *const i32);
         // Byte j takes source byte j / 8, then every bit but bit j % 8 is set.
@@ -318,8 +344,7 @@ mod avx2 {
     }
 
     /// Weight block `b` as (scale, min, 32 signed-or-unsigned bytes).
-    #[target_feature(enable = "avx2,fma,f16c")]
-    #[inline]
+    #[inline(always)]
     unsafe fn load_block(kind: Kind, b: *const u8) -> (f32, f32, __m256i) {
         match kind {
             Kind::Q4_0 => (f16_at(b), 0.0, _mm256_sub_epi8(nibbles_to_bytes(b.add(2)), _mm256_set1_epi8(8))),
@@ -339,20 +364,18 @@ mod avx2 {
     }
 
     /// Block dot as 8 f32 lanes: Q4_1 nibbles are unsigned, the others signed.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    #[inline]
-    unsafe fn block_dot(kind: Kind, qx: __m256i, qy: __m256i) -> __m256 {
+    #[inline(always)]
+    unsafe fn block_dot<const VNNI: bool>(kind: Kind, qx: __m256i, qy: __m256i) -> __m256 {
         match kind {
-            Kind::Q4_1 => mul_sum_us8(qx, qy),
-            _ => mul_sum_i8(qx, qy),
+            Kind::Q4_1 => mul_sum_us8::<VNNI>(qx, qy),
+            _ => mul_sum_i8::<VNNI>(qx, qy),
         }
     }
 
     /// N activation rows against one weight row: each weight block is decoded once and
     /// used N times; per row the block order and FMA chain are ggml's.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    #[inline]
-    unsafe fn dot_n<const N: usize>(kind: Kind, w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
+    #[inline(always)]
+    unsafe fn dot_n<const VNNI: bool, const N: usize>(kind: Kind, w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
         let nb = whole_blocks(w, kind.block_bytes(), 1, &xs);
         let mut acc = [_mm256_setzero_ps(); N];
         let mut mins = [0f32; N];
@@ -365,7 +388,7 @@ mod avx2 {
                     mins[t] += m * xb.s;
                 }
                 let qy = _mm256_loadu_si256(xb.qs.as_ptr() as *const __m256i);
-                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb.d), block_dot(kind, qx, qy), acc[t]);
+                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb.d), block_dot::<VNNI>(kind, qx, qy), acc[t]);
             }
         }
         let mut out = [0f32; N];
@@ -373,48 +396,6 @@ mod avx2 {
             out[t] = hsum(acc[t]) + mins[t];
         }
         out
-    }
-
-    /// One activation row: ggml's block order and single FMA chain, so results stay
-    /// bit-close to llama.cpp's CPU path (a second accumulator changes rounding enough to
-    /// flip near-tied greedy tokens).
-    #[target_feature(enable = "avx2,fma,f16c")]
-    #[inline]
-    unsafe fn dot_1(kind: Kind, w: &[u8], x: &[BlockQ8]) -> f32 {
-        dot_n::<1>(kind, w, [x])[0]
-    }
-
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn q4_0_1(w: &[u8], x: &[BlockQ8]) -> f32 {
-        dot_1(Kind::Q4_0, w, x)
-    }
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn q4_1_1(w: &[u8], x: &[BlockQ8]) -> f32 {
-        dot_1(Kind::Q4_1, w, x)
-    }
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn q5_0_1(w: &[u8], x: &[BlockQ8]) -> f32 {
-        dot_1(Kind::Q5_0, w, x)
-    }
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn q8_0_1(w: &[u8], x: &[BlockQ8]) -> f32 {
-        dot_1(Kind::Q8_0, w, x)
-    }
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn q4_0_4(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
-        dot_n(Kind::Q4_0, w, x)
-    }
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn q4_1_4(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
-        dot_n(Kind::Q4_1, w, x)
-    }
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn q5_0_4(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
-        dot_n(Kind::Q5_0, w, x)
-    }
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn q8_0_4(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
-        dot_n(Kind::Q8_0, w, x)
     }
 
     /// a . b (equal lengths), 8 lanes in two accumulators, the tail serially.
@@ -444,9 +425,8 @@ mod avx2 {
     /// Q4_K (see the portable `q4_k`) against N activation rows, each super-block's nibbles
     /// widened once: per sub-block one `maddubs` dot and one FMA with d x scale x the
     /// activation scale; the mins come off through the activation blocks' sums.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    #[inline]
-    unsafe fn q4_k_n<const N: usize>(w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
+    #[inline(always)]
+    unsafe fn q4_k_n<const VNNI: bool, const N: usize>(w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
         let nsb = whole_blocks(w, 144, 8, &xs);
         let mut acc = [_mm256_setzero_ps(); N];
         let mut mins = [0f32; N];
@@ -466,7 +446,7 @@ mod avx2 {
                         let xb = xs[t].get_unchecked(8 * sb + j);
                         mins[t] += mj * xb.s;
                         let qy = _mm256_loadu_si256(xb.qs.as_ptr() as *const __m256i);
-                        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dj * xb.d), mul_sum_us8(qh, qy), acc[t]);
+                        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dj * xb.d), mul_sum_us8::<VNNI>(qh, qy), acc[t]);
                     }
                 }
             }
@@ -481,9 +461,8 @@ mod avx2 {
     /// Q6_K (see the portable `q6_k`) against N activation rows: per activation block the
     /// 6-bit values rebuilt as signed bytes once, one `maddubs` dot whose 8 lanes (4 per 16
     /// values) take their 16-value scale, one FMA with d x the activation scale.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    #[inline]
-    unsafe fn q6_k_n<const N: usize>(w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
+    #[inline(always)]
+    unsafe fn q6_k_n<const VNNI: bool, const N: usize>(w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
         let nsb = whole_blocks(w, 210, 8, &xs);
         let mut acc = [_mm256_setzero_ps(); N];
         let (low4, low2, bias) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi8(3), _mm256_set1_epi8(32));
@@ -502,7 +481,7 @@ mod avx2 {
                 for t in 0..N {
                     let xb = xs[t].get_unchecked(8 * sb + j);
                     let qy = _mm256_loadu_si256(xb.qs.as_ptr() as *const __m256i);
-                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb.d), _mm256_mul_ps(mul_sum_i8(q, qy), scales), acc[t]);
+                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb.d), _mm256_mul_ps(mul_sum_i8::<VNNI>(q, qy), scales), acc[t]);
                 }
             }
         }
@@ -513,83 +492,91 @@ mod avx2 {
         out
     }
 
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn q6_k_1(w: &[u8], x: &[BlockQ8]) -> f32 {
-        q6_k_n::<1>(w, [x])[0]
-    }
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn q6_k_4(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
-        q6_k_n(w, x)
-    }
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn q4_k_1(w: &[u8], x: &[BlockQ8]) -> f32 {
-        q4_k_n::<1>(w, [x])[0]
-    }
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn q4_k_4(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
-        q4_k_n(w, x)
+    /// Codecs of the generic entry points (their const parameter).
+    pub(super) const Q4_0: u8 = 0;
+    pub(super) const Q4_1: u8 = 1;
+    pub(super) const Q5_0: u8 = 2;
+    pub(super) const Q8_0: u8 = 3;
+    pub(super) const Q4K: u8 = 4;
+    pub(super) const Q6K: u8 = 5;
+
+    /// Codec C's weight row against N activation rows. For one row this keeps ggml's block
+    /// order and single FMA chain, so results stay bit-close to llama.cpp's CPU path (a
+    /// second accumulator changes rounding enough to flip near-tied greedy tokens).
+    #[inline(always)]
+    unsafe fn dot_rows<const C: u8, const VNNI: bool, const N: usize>(w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
+        match C {
+            Q4_0 => dot_n::<VNNI, N>(Kind::Q4_0, w, xs),
+            Q4_1 => dot_n::<VNNI, N>(Kind::Q4_1, w, xs),
+            Q5_0 => dot_n::<VNNI, N>(Kind::Q5_0, w, xs),
+            Q8_0 => dot_n::<VNNI, N>(Kind::Q8_0, w, xs),
+            Q4K => q4_k_n::<VNNI, N>(w, xs),
+            _ => q6_k_n::<VNNI, N>(w, xs),
+        }
     }
 
-    /// A row range, each row through `dot` inside one target-feature function (the per-row
-    /// call into the kernel, and its setup, were a fifth of a decode token's time).
-    macro_rules! rows_kernel {
-        ($name:ident, $safe:ident, |$w:ident, $x:ident| $dot:expr) => {
-            #[target_feature(enable = "avx2,fma,f16c")]
-            unsafe fn $name(w: &[u8], row_bytes: usize, $x: &[BlockQ8], y: &mut [f32]) {
-                for ($w, yv) in w.chunks_exact(row_bytes).zip(y) {
-                    *yv = $dot;
-                }
+    /// The target-feature entry points of one instruction-set tier: one row, four rows, and
+    /// a row range (each row as `one`, inside one call: the per-row call into the kernel, and
+    /// its setup, were a fifth of a decode token's time).
+    macro_rules! tier {
+        ($one:ident, $four:ident, $rows:ident, $features:literal, $vnni:literal) => {
+            #[target_feature(enable = $features)]
+            unsafe fn $one<const C: u8>(w: &[u8], x: &[BlockQ8]) -> f32 {
+                dot_rows::<C, $vnni, 1>(w, [x])[0]
             }
-            pub(super) fn $safe(w: &[u8], row_bytes: usize, x: &[BlockQ8], y: &mut [f32]) {
-                // SAFETY: as the wrappers below.
-                unsafe { $name(w, row_bytes, x, y) }
+            #[target_feature(enable = $features)]
+            unsafe fn $four<const C: u8>(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
+                dot_rows::<C, $vnni, 4>(w, x)
+            }
+            #[target_feature(enable = $features)]
+            unsafe fn $rows<const C: u8>(w: &[u8], row_bytes: usize, x: &[BlockQ8], y: &mut [f32]) {
+                for (wr, yv) in w.chunks_exact(row_bytes).zip(y) {
+                    *yv = dot_rows::<C, $vnni, 1>(wr, [x])[0];
+                }
             }
         };
     }
-    rows_kernel!(q4_0_rows_tf, q4_0_rows, |w, x| dot_1(Kind::Q4_0, w, x));
-    rows_kernel!(q4_1_rows_tf, q4_1_rows, |w, x| dot_1(Kind::Q4_1, w, x));
-    rows_kernel!(q5_0_rows_tf, q5_0_rows, |w, x| dot_1(Kind::Q5_0, w, x));
-    rows_kernel!(q8_0_rows_tf, q8_0_rows, |w, x| dot_1(Kind::Q8_0, w, x));
-    rows_kernel!(q4_k_rows_tf, q4_k_rows, |w, x| q4_k_n::<1>(w, [x])[0]);
-    rows_kernel!(q6_k_rows_tf, q6_k_rows, |w, x| q6_k_n::<1>(w, [x])[0]);
+    tier!(one_avx2, four_avx2, rows_avx2, "avx2,fma,f16c", false);
+    tier!(one_vnni, four_vnni, rows_vnni, "avx2,fma,f16c,avxvnni", true);
 
-    // Safe wrappers: only handed out by `q8_kernel` after `has_avx2()` confirmed the CPU
-    // features; every read stays inside `w` and `x` (block count is the min of both).
-    pub(super) fn q4_0(w: &[u8], x: &[BlockQ8]) -> f32 {
-        unsafe { q4_0_1(w, x) }
+    // Safe wrappers: only handed out by `q8_kernel` after `has_avx2()` (and for VNNI
+    // `has_vnni()`) confirmed the CPU features; every read stays inside `w` and `x` (block
+    // count is the min of both).
+    fn one<const C: u8, const VNNI: bool>(w: &[u8], x: &[BlockQ8]) -> f32 {
+        unsafe {
+            if VNNI {
+                one_vnni::<C>(w, x)
+            } else {
+                one_avx2::<C>(w, x)
+            }
+        }
     }
-    pub(super) fn q4_1(w: &[u8], x: &[BlockQ8]) -> f32 {
-        unsafe { q4_1_1(w, x) }
+    fn four<const C: u8, const VNNI: bool>(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
+        unsafe {
+            if VNNI {
+                four_vnni::<C>(w, x)
+            } else {
+                four_avx2::<C>(w, x)
+            }
+        }
     }
-    pub(super) fn q5_0(w: &[u8], x: &[BlockQ8]) -> f32 {
-        unsafe { q5_0_1(w, x) }
+    fn rows<const C: u8, const VNNI: bool>(w: &[u8], row_bytes: usize, x: &[BlockQ8], y: &mut [f32]) {
+        unsafe {
+            if VNNI {
+                rows_vnni::<C>(w, row_bytes, x, y)
+            } else {
+                rows_avx2::<C>(w, row_bytes, x, y)
+            }
+        }
     }
-    pub(super) fn q8_0(w: &[u8], x: &[BlockQ8]) -> f32 {
-        unsafe { q8_0_1(w, x) }
-    }
-    pub(super) fn q4_0_x4(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
-        unsafe { q4_0_4(w, x) }
-    }
-    pub(super) fn q4_1_x4(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
-        unsafe { q4_1_4(w, x) }
-    }
-    pub(super) fn q5_0_x4(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
-        unsafe { q5_0_4(w, x) }
-    }
-    pub(super) fn q4_k(w: &[u8], x: &[BlockQ8]) -> f32 {
-        unsafe { q4_k_1(w, x) }
-    }
-    pub(super) fn q4_k_x4(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
-        unsafe { q4_k_4(w, x) }
-    }
-    pub(super) fn q6_k(w: &[u8], x: &[BlockQ8]) -> f32 {
-        unsafe { q6_k_1(w, x) }
-    }
-    pub(super) fn q6_k_x4(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
-        unsafe { q6_k_4(w, x) }
-    }
-    pub(super) fn q8_0_x4(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
-        unsafe { q8_0_4(w, x) }
+
+    /// Codec C's kernels, with VNNI's `dpbusd` when `vnni` (the caller checked the CPU).
+    pub(super) fn kernels<const C: u8>(vnni: bool) -> Q8Kernels {
+        if vnni {
+            Q8Kernels { one: one::<C, true>, four: four::<C, true>, rows: rows::<C, true> }
+        } else {
+            Q8Kernels { one: one::<C, false>, four: four::<C, false>, rows: rows::<C, false> }
+        }
     }
 }
 
@@ -599,6 +586,40 @@ mod tests {
     use super::*;
     use cortiq_core::codec::ALL_CODECS;
     use cortiq_core::rng::SplitMix64;
+
+    /// The VNNI kernels give the AVX2 kernels' results bit for bit (same integers per lane,
+    /// same float operations), for every codec that has them, on blocks with the extreme
+    /// values (Q8_0 weights at +-127, activations at +-127) as well as random ones.
+    #[test]
+    fn vnni_kernels_equal_the_avx2_kernels() {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if !has_vnni() {
+                eprintln!("SKIP vnni_kernels_equal_the_avx2_kernels: this CPU has no AVX-VNNI (or CORTIQ_NO_VNNI is set)");
+                return;
+            }
+            let mut rng = SplitMix64::fresh();
+            let seed = rng.seed();
+            for c in ALL_CODECS {
+                let (Some(avx2), Some(vnni)) = (simd_kernels(c, false), simd_kernels(c, true)) else { continue };
+                for extreme in [false, true] {
+                    let n = 3 * c.block_len().max(256);
+                    let w: Vec<f32> = if extreme { (0..n).map(|i| if i % 3 == 0 { -1.0 } else { 1.0 }).collect() } else { rng.normals(n, 0.05) };
+                    let x: Vec<f32> = if extreme { (0..n).map(|i| if i % 5 == 0 { 1.0 } else { -1.0 }).collect() } else { rng.normals(n, 1.0) };
+                    let packed = c.pack_row(&w).unwrap();
+                    let mut xq = vec![BlockQ8::default(); n / 32];
+                    quantize_row(&x, &mut xq);
+                    let xs = [&xq[..], &xq[..], &xq[..], &xq[..]];
+                    assert_eq!((avx2.one)(&packed, &xq).to_bits(), (vnni.one)(&packed, &xq).to_bits(), "{c} one row (seed {seed})");
+                    assert_eq!((avx2.four)(&packed, xs).map(f32::to_bits), (vnni.four)(&packed, xs).map(f32::to_bits), "{c} four rows (seed {seed})");
+                    let (mut ya, mut yv) = ([0f32; 2], [0f32; 2]);
+                    (avx2.rows)(&packed.repeat(2), packed.len(), &xq, &mut ya);
+                    (vnni.rows)(&packed.repeat(2), packed.len(), &xq, &mut yv);
+                    assert_eq!(ya.map(f32::to_bits), yv.map(f32::to_bits), "{c} row range (seed {seed})");
+                }
+            }
+        }
+    }
 
     /// Every fast kernel against the codec's f64 reference dot on the same quantized
     /// activations; the int8 activation rounding is the only extra error (bounded by
