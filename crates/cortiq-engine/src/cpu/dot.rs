@@ -14,12 +14,17 @@ pub type Q8Kernel4 = fn(&[u8], [&[BlockQ8]; 4]) -> [f32; 4];
 /// row i: one call for a whole row range, each row's result `one`'s exactly.
 pub type Q8KernelRows = fn(&[u8], usize, &[BlockQ8], &mut [f32]);
 
+/// The same for eight activation rows at once (eight independent FMA chains in flight).
+pub type Q8Kernel8 = fn(&[u8], [&[BlockQ8]; 8]) -> [f32; 8];
+
 /// The int8-activation kernels of one codec.
 #[derive(Clone, Copy)]
 pub struct Q8Kernels {
     pub one: Q8Kernel,
     pub four: Q8Kernel4,
     pub rows: Q8KernelRows,
+    /// Eight rows at once (the SIMD kernels; prompts take it before `four`).
+    pub eight: Option<Q8Kernel8>,
 }
 
 /// Four rows through the one-row kernel (codecs without a dedicated four-row kernel).
@@ -51,13 +56,13 @@ pub fn q8_kernel(codec: Codec) -> Option<Q8Kernels> {
         return simd_kernels(codec, has_vnni());
     }
     match codec {
-        Codec::Q4_0 | Codec::Q4Tiled => Some(Q8Kernels { one: q4_0, four: four_by_one!(q4_0), rows: rows_by_one!(q4_0) }),
-        Codec::Q4_1 => Some(Q8Kernels { one: q4_1, four: four_by_one!(q4_1), rows: rows_by_one!(q4_1) }),
-        Codec::Q8_0 => Some(Q8Kernels { one: q8_0, four: four_by_one!(q8_0), rows: rows_by_one!(q8_0) }),
-        Codec::Q8Row => Some(Q8Kernels { one: q8_row, four: four_by_one!(q8_row), rows: rows_by_one!(q8_row) }),
-        Codec::Q5_0 => Some(Q8Kernels { one: q5_0, four: four_by_one!(q5_0), rows: rows_by_one!(q5_0) }),
-        Codec::Q4K => Some(Q8Kernels { one: q4_k, four: four_by_one!(q4_k), rows: rows_by_one!(q4_k) }),
-        Codec::Q6K => Some(Q8Kernels { one: q6_k, four: four_by_one!(q6_k), rows: rows_by_one!(q6_k) }),
+        Codec::Q4_0 | Codec::Q4Tiled => Some(Q8Kernels { one: q4_0, four: four_by_one!(q4_0), rows: rows_by_one!(q4_0), eight: None }),
+        Codec::Q4_1 => Some(Q8Kernels { one: q4_1, four: four_by_one!(q4_1), rows: rows_by_one!(q4_1), eight: None }),
+        Codec::Q8_0 => Some(Q8Kernels { one: q8_0, four: four_by_one!(q8_0), rows: rows_by_one!(q8_0), eight: None }),
+        Codec::Q8Row => Some(Q8Kernels { one: q8_row, four: four_by_one!(q8_row), rows: rows_by_one!(q8_row), eight: None }),
+        Codec::Q5_0 => Some(Q8Kernels { one: q5_0, four: four_by_one!(q5_0), rows: rows_by_one!(q5_0), eight: None }),
+        Codec::Q4K => Some(Q8Kernels { one: q4_k, four: four_by_one!(q4_k), rows: rows_by_one!(q4_k), eight: None }),
+        Codec::Q6K => Some(Q8Kernels { one: q6_k, four: four_by_one!(q6_k), rows: rows_by_one!(q6_k), eight: None }),
         _ => None,
     }
 }
@@ -71,7 +76,7 @@ fn simd_kernels(codec: Codec, vnni: bool) -> Option<Q8Kernels> {
         Codec::Q4_0 | Codec::Q4Tiled => Some(kernels::<Q4_0>(vnni)),
         Codec::Q4_1 => Some(kernels::<Q4_1>(vnni)),
         Codec::Q8_0 => Some(kernels::<Q8_0>(vnni)),
-        Codec::Q8Row => Some(Q8Kernels { one: q8_row, four: four_by_one!(q8_row), rows: rows_by_one!(q8_row) }),
+        Codec::Q8Row => Some(Q8Kernels { one: q8_row, four: four_by_one!(q8_row), rows: rows_by_one!(q8_row), eight: None }),
         Codec::Q5_0 => Some(kernels::<Q5_0>(vnni)),
         Codec::Q4K => Some(kernels::<Q4K>(vnni)),
         Codec::Q6K => Some(kernels::<Q6K>(vnni)),
@@ -521,7 +526,11 @@ mod avx2 {
     /// a row range (each row as `one`, inside one call: the per-row call into the kernel, and
     /// its setup, were a fifth of a decode token's time).
     macro_rules! tier {
-        ($one:ident, $four:ident, $rows:ident, $features:literal, $vnni:literal) => {
+        ($one:ident, $four:ident, $eight:ident, $rows:ident, $features:literal, $vnni:literal) => {
+            #[target_feature(enable = $features)]
+            unsafe fn $eight<const C: u8>(w: &[u8], x: [&[BlockQ8]; 8]) -> [f32; 8] {
+                dot_rows::<C, $vnni, 8>(w, x)
+            }
             #[target_feature(enable = $features)]
             unsafe fn $one<const C: u8>(w: &[u8], x: &[BlockQ8]) -> f32 {
                 dot_rows::<C, $vnni, 1>(w, [x])[0]
@@ -538,8 +547,8 @@ mod avx2 {
             }
         };
     }
-    tier!(one_avx2, four_avx2, rows_avx2, "avx2,fma,f16c", false);
-    tier!(one_vnni, four_vnni, rows_vnni, "avx2,fma,f16c,avxvnni", true);
+    tier!(one_avx2, four_avx2, eight_avx2, rows_avx2, "avx2,fma,f16c", false);
+    tier!(one_vnni, four_vnni, eight_vnni, rows_vnni, "avx2,fma,f16c,avxvnni", true);
 
     // Safe wrappers: only handed out by `q8_kernel` after `has_avx2()` (and for VNNI
     // `has_vnni()`) confirmed the CPU features; every read stays inside `w` and `x` (block
@@ -562,6 +571,15 @@ mod avx2 {
             }
         }
     }
+    fn eight<const C: u8, const VNNI: bool>(w: &[u8], x: [&[BlockQ8]; 8]) -> [f32; 8] {
+        unsafe {
+            if VNNI {
+                eight_vnni::<C>(w, x)
+            } else {
+                eight_avx2::<C>(w, x)
+            }
+        }
+    }
     fn rows<const C: u8, const VNNI: bool>(w: &[u8], row_bytes: usize, x: &[BlockQ8], y: &mut [f32]) {
         unsafe {
             if VNNI {
@@ -575,9 +593,9 @@ mod avx2 {
     /// Codec C's kernels, with VNNI's `dpbusd` when `vnni` (the caller checked the CPU).
     pub(super) fn kernels<const C: u8>(vnni: bool) -> Q8Kernels {
         if vnni {
-            Q8Kernels { one: one::<C, true>, four: four::<C, true>, rows: rows::<C, true> }
+            Q8Kernels { one: one::<C, true>, four: four::<C, true>, rows: rows::<C, true>, eight: Some(eight::<C, true>) }
         } else {
-            Q8Kernels { one: one::<C, false>, four: four::<C, false>, rows: rows::<C, false> }
+            Q8Kernels { one: one::<C, false>, four: four::<C, false>, rows: rows::<C, false>, eight: Some(eight::<C, false>) }
         }
     }
 }
@@ -650,6 +668,10 @@ mod tests {
                     let got = (k.one)(&packed, &xq);
                     let four = (k.four)(&packed, [&xq, &xq, &xq, &xq]);
                     assert!(four.iter().all(|v| (v - got).abs() <= 1e-4 * norm), "{c}: four-row kernel {four:?} vs {got} (seed {seed})");
+                    if let Some(eight) = k.eight {
+                        let e = eight(&packed, [&xq[..]; 8]);
+                        assert!(e.iter().all(|v| v.to_bits() == four[0].to_bits()), "{c}: eight-row kernel {e:?} vs four-row {} (seed {seed})", four[0]);
+                    }
                     let mut rows = [f32::NAN; 3];
                     (k.rows)(&packed.repeat(3), packed.len(), &xq, &mut rows);
                     assert!(rows.iter().all(|v| v.to_bits() == got.to_bits()), "{c}: row range {rows:?} vs one row {got} (seed {seed})");
