@@ -522,22 +522,14 @@ mod avx2 {
         }
     }
 
-    /// The target-feature entry points of one instruction-set tier: one row, four rows, and
-    /// a row range (each row as `one`, inside one call: the per-row call into the kernel, and
-    /// its setup, were a fifth of a decode token's time).
+    /// The target-feature entry points of one instruction-set tier: N activation rows, and
+    /// a row range (each row as one row alone, inside one call: the per-row call into the
+    /// kernel, and its setup, were a fifth of a decode token's time).
     macro_rules! tier {
-        ($one:ident, $four:ident, $eight:ident, $rows:ident, $features:literal, $vnni:literal) => {
+        ($n:ident, $rows:ident, $features:literal, $vnni:literal) => {
             #[target_feature(enable = $features)]
-            unsafe fn $eight<const C: u8>(w: &[u8], x: [&[BlockQ8]; 8]) -> [f32; 8] {
-                dot_rows::<C, $vnni, 8>(w, x)
-            }
-            #[target_feature(enable = $features)]
-            unsafe fn $one<const C: u8>(w: &[u8], x: &[BlockQ8]) -> f32 {
-                dot_rows::<C, $vnni, 1>(w, [x])[0]
-            }
-            #[target_feature(enable = $features)]
-            unsafe fn $four<const C: u8>(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
-                dot_rows::<C, $vnni, 4>(w, x)
+            unsafe fn $n<const C: u8, const N: usize>(w: &[u8], x: [&[BlockQ8]; N]) -> [f32; N] {
+                dot_rows::<C, $vnni, N>(w, x)
             }
             #[target_feature(enable = $features)]
             unsafe fn $rows<const C: u8>(w: &[u8], row_bytes: usize, x: &[BlockQ8], y: &mut [f32]) {
@@ -547,38 +539,23 @@ mod avx2 {
             }
         };
     }
-    tier!(one_avx2, four_avx2, eight_avx2, rows_avx2, "avx2,fma,f16c", false);
-    tier!(one_vnni, four_vnni, eight_vnni, rows_vnni, "avx2,fma,f16c,avxvnni", true);
+    tier!(n_avx2, rows_avx2, "avx2,fma,f16c", false);
+    tier!(n_vnni, rows_vnni, "avx2,fma,f16c,avxvnni", true);
 
     // Safe wrappers: only handed out by `q8_kernel` after `has_avx2()` (and for VNNI
     // `has_vnni()`) confirmed the CPU features; every read stays inside `w` and `x` (block
     // count is the min of both).
+    fn n<const C: u8, const VNNI: bool, const N: usize>(w: &[u8], x: [&[BlockQ8]; N]) -> [f32; N] {
+        unsafe {
+            if VNNI {
+                n_vnni::<C, N>(w, x)
+            } else {
+                n_avx2::<C, N>(w, x)
+            }
+        }
+    }
     fn one<const C: u8, const VNNI: bool>(w: &[u8], x: &[BlockQ8]) -> f32 {
-        unsafe {
-            if VNNI {
-                one_vnni::<C>(w, x)
-            } else {
-                one_avx2::<C>(w, x)
-            }
-        }
-    }
-    fn four<const C: u8, const VNNI: bool>(w: &[u8], x: [&[BlockQ8]; 4]) -> [f32; 4] {
-        unsafe {
-            if VNNI {
-                four_vnni::<C>(w, x)
-            } else {
-                four_avx2::<C>(w, x)
-            }
-        }
-    }
-    fn eight<const C: u8, const VNNI: bool>(w: &[u8], x: [&[BlockQ8]; 8]) -> [f32; 8] {
-        unsafe {
-            if VNNI {
-                eight_vnni::<C>(w, x)
-            } else {
-                eight_avx2::<C>(w, x)
-            }
-        }
+        n::<C, VNNI, 1>(w, [x])[0]
     }
     fn rows<const C: u8, const VNNI: bool>(w: &[u8], row_bytes: usize, x: &[BlockQ8], y: &mut [f32]) {
         unsafe {
@@ -593,9 +570,9 @@ mod avx2 {
     /// Codec C's kernels, with VNNI's `dpbusd` when `vnni` (the caller checked the CPU).
     pub(super) fn kernels<const C: u8>(vnni: bool) -> Q8Kernels {
         if vnni {
-            Q8Kernels { one: one::<C, true>, four: four::<C, true>, rows: rows::<C, true>, eight: Some(eight::<C, true>) }
+            Q8Kernels { one: one::<C, true>, four: n::<C, true, 4>, rows: rows::<C, true>, eight: Some(n::<C, true, 8>) }
         } else {
-            Q8Kernels { one: one::<C, false>, four: four::<C, false>, rows: rows::<C, false>, eight: Some(eight::<C, false>) }
+            Q8Kernels { one: one::<C, false>, four: n::<C, false, 4>, rows: rows::<C, false>, eight: Some(n::<C, false, 8>) }
         }
     }
 }

@@ -146,6 +146,11 @@ mod tests {
     use super::*;
     use cortiq_core::rng::SplitMix64;
 
+    /// A random (rows, cols) matrix packed in `codec`.
+    fn packed_random(rng: &mut SplitMix64, codec: Codec, rows: usize, cols: usize) -> Vec<u8> {
+        rng.normals(rows * cols, 0.05).chunks(cols).flat_map(|r| codec.pack_row(r).unwrap()).collect()
+    }
+
     #[test]
     fn a_batch_gives_each_row_what_it_gives_alone() {
         // The eight-, four- and one-row kernels do the same operations per activation row,
@@ -154,8 +159,7 @@ mod tests {
         let seed = rng.seed();
         for codec in [Codec::Q4_0, Codec::Q4_1, Codec::Q5_0, Codec::Q8_0, Codec::Q4K, Codec::Q6K] {
             let (rows, cols, batch) = (21usize, 512usize, 13usize);
-            let wf = rng.normals(rows * cols, 0.05);
-            let bytes: Vec<u8> = wf.chunks(cols).flat_map(|r| codec.pack_row(r).unwrap()).collect();
+            let bytes = packed_random(&mut rng, codec, rows, cols);
             let w = WeightView { codec, rows, cols, bytes: &bytes };
             let x = rng.normals(batch * cols, 1.0);
             let mut y = vec![f32::NAN; batch * rows];
@@ -178,8 +182,7 @@ mod tests {
         let seed = rng.seed();
         for codec in [Codec::Q4_1, Codec::Q8_0, Codec::F16, Codec::Q6K, Codec::Q4_0] {
             for (rows, cols, batch) in [(1usize, 256usize, 1usize), (37, 512, 3), (17, 768, 1), (19, 256, 13)] {
-                let wf = rng.normals(rows * cols, 0.05);
-                let bytes: Vec<u8> = wf.chunks(cols).flat_map(|r| codec.pack_row(r).unwrap()).collect();
+                let bytes = packed_random(&mut rng, codec, rows, cols);
                 let w = WeightView { codec, rows, cols, bytes: &bytes };
                 let x = rng.normals(batch * cols, 1.0);
                 let mut y = vec![f32::NAN; batch * rows];
