@@ -286,9 +286,10 @@ template <int K> struct Ring {
     // lane's slot `slot`. Q8_0's two payload words per unit are copied in two sweeps over
     // the warp's consecutive words, each lane's word to its own place (sweep w, lane l: word
     // 32 w + l, half l & 1 of unit 16 w + l / 2), so that each sweep moves 512 contiguous
-    // bytes into 512 contiguous bytes (a lane copying its own unit's two words instead
-    // took one shared-memory wavefront per lane: ncu, NOTES.md c17); `take` gathers a
-    // unit's words from the lanes that copied them, so the warp syncs before reading.
+    // bytes into 512 contiguous bytes (copies contiguous on one side only, a lane's own
+    // unit's two words or contiguous reads scattered to the owning lanes, streamed at ~60 %
+    // of Q4's bytes per second: ncu, NOTES.md c17); `take` gathers a unit's words from the
+    // lanes that copied them, so the warp syncs before reading.
     __device__ __forceinline__ void issue(const RowSrc<K>& src, int u0, int units, int slot) {
         int lane = threadIdx.x & 31, u = min(u0 + lane, units - 1);
         if (WORDS == 2) {
