@@ -3,7 +3,7 @@
 //! while the chunk's weights sit in L1.
 
 use super::dot::{dot_f32, dot_slices, q8_kernel};
-use super::quant::{quantize_rows, QK};
+use super::quant::{quantize_rows, BlockQ8, QK};
 use cortiq_core::Codec;
 use super::pool::{parallel_for, pool};
 
@@ -43,6 +43,24 @@ struct OutPtr(*mut f32);
 unsafe impl Send for OutPtr {}
 unsafe impl Sync for OutPtr {}
 
+/// Weight rows r0..r1 of `w` against activation rows b0.. in groups of N through `kernel`
+/// (each group's blocks once per weight row) while whole groups remain; results into `out`
+/// (batch, w.rows). Returns the first activation row left over.
+fn row_groups<'a, const N: usize>(w: &WeightView, out: OutPtr, (r0, r1): (usize, usize), (b0, batch): (usize, usize), xb: &impl Fn(usize) -> &'a [BlockQ8], kernel: fn(&[u8], [&[BlockQ8]; N]) -> [f32; N]) -> usize {
+    let mut b = b0;
+    while b + N <= batch {
+        for r in r0..r1 {
+            let y = kernel(w.row(r), std::array::from_fn(|t| xb(b + t)));
+            for (t, v) in y.into_iter().enumerate() {
+                // SAFETY: (b + t, r) is written by exactly the task that owns rows r0..r1.
+                unsafe { *out.0.add((b + t) * w.rows + r) = v };
+            }
+        }
+        b += N;
+    }
+    b
+}
+
 /// y (batch, w.rows) = x (batch, w.cols) . W^T.
 pub fn matmul(w: &WeightView, x: &[f32], batch: usize, y: &mut [f32]) {
     matmul_many(&mut [(*w, y)], x, batch);
@@ -79,29 +97,9 @@ pub fn matmul_many(jobs: &mut [(WeightView, &mut [f32])], x: &[f32], batch: usiz
         match q8_kernel(w.codec).filter(|_| any_q8) {
             Some(k) => {
                 let xb = |b: usize| &xq[b * nb..(b + 1) * nb];
-                let mut b = 0;
-                if let Some(eight) = k.eight {
-                    while b + 8 <= batch {
-                        for r in r0..r1 {
-                            let y = eight(w.row(r), std::array::from_fn(|t| xb(b + t)));
-                            for (t, v) in y.into_iter().enumerate() {
-                                // SAFETY: (b + t, r) of matrix j is written by exactly this task.
-                                unsafe { *out.0.add((b + t) * rows + r) = v };
-                            }
-                        }
-                        b += 8;
-                    }
-                }
-                while b + 4 <= batch {
-                    for r in r0..r1 {
-                        let y = (k.four)(w.row(r), [xb(b), xb(b + 1), xb(b + 2), xb(b + 3)]);
-                        for (t, v) in y.into_iter().enumerate() {
-                            // SAFETY: (b + t, r) of matrix j is written by exactly this task.
-                            unsafe { *out.0.add((b + t) * rows + r) = v };
-                        }
-                    }
-                    b += 4;
-                }
+                // Groups of eight activation rows, then of four, then one at a time.
+                let b = k.eight.map_or(0, |eight| row_groups(&w, out, (r0, r1), (0, batch), &xb, eight));
+                let b = row_groups(&w, out, (r0, r1), (b, batch), &xb, k.four);
                 let rb = w.row_bytes();
                 for b in b..batch {
                     // SAFETY: (b, r0..r1) of matrix j is written by exactly this task.

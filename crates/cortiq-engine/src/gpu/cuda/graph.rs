@@ -507,13 +507,18 @@ impl CudaBackend {
             let (wq, wk, wv, wg, wu) = (dev(&w[0])?, dev(&w[1])?, dev(&w[2])?, dev(&w[4])?, dev(&w[5])?);
             let mut a = KernelArgs::default();
             a.buf(&wq.data, s).buf(&wk.data, s).buf(&wv.data, s).int(wq.a_off).int(wk.a_off).int(wv.a_off);
+            // The two kernels differ in their input (int8 rows, or f32 rows normed while
+            // staged) and the tile kernel's trailing tile size.
             if qkv_mma {
                 self.launch_quantize(&pb.x, Some((&g.norms[li].0, eps)), c.n_embd, rows, (&pb.xq, &pb.xd), true)?;
-                a.buf(&pb.xq, s).buf(&pb.xd, s).buf(&pb.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s);
-                a.int(nh).int(nkv).int(hd).int(rot).int(neox).float(base).buf(&pos_ptr, s).int(d).int(n);
+                a.buf(&pb.xq, s).buf(&pb.xd, s);
             } else {
-                a.buf(&pb.x, s).buf(&g.norms[li].0, s).float(eps).buf(&pb.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s);
-                a.int(nh).int(nkv).int(hd).int(rot).int(neox).float(base).buf(&pos_ptr, s).int(d).int(n).int(qnb as i32);
+                a.buf(&pb.x, s).buf(&g.norms[li].0, s).float(eps);
+            }
+            a.buf(&pb.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s);
+            a.int(nh).int(nkv).int(hd).int(rot).int(neox).float(base).buf(&pos_ptr, s).int(d).int(n);
+            if !qkv_mma {
+                a.int(qnb as i32);
             }
             unsafe { launch(s, qkv_f, qkv_cfg, &a, ov) }.map_err(err)?;
             let mut a = KernelArgs::default();
@@ -530,9 +535,13 @@ impl CudaBackend {
             a.buf(&wg.data, s).buf(&wu.data, s).int(wg.a_off).int(wu.a_off);
             if glu_mma {
                 self.launch_quantize(&pb.x, Some((&g.norms[li].1, eps)), c.n_embd, rows, (&pb.xq, &pb.xd), true)?;
-                a.buf(&pb.xq, s).buf(&pb.xd, s).buf(&pb.h, s).int(ff).int(d).int(n);
+                a.buf(&pb.xq, s).buf(&pb.xd, s);
             } else {
-                a.buf(&pb.x, s).buf(&g.norms[li].1, s).float(eps).buf(&pb.h, s).int(ff).int(d).int(n).int(gnb as i32);
+                a.buf(&pb.x, s).buf(&g.norms[li].1, s).float(eps);
+            }
+            a.buf(&pb.h, s).int(ff).int(d).int(n);
+            if !glu_mma {
+                a.int(gnb as i32);
             }
             unsafe { launch(s, glu_f, glu_cfg, &a, ov) }.map_err(err)?;
             self.launch_matvec(&w[6], map, &pb.h, &mut pb.x, rows, MatvecHow { add: true, overlap: true, quant, ..Default::default() })?;

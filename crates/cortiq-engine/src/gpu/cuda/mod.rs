@@ -8,9 +8,9 @@
 //! scales apart) on upload. Quantized weights are dotted with int8 activations (the CPU
 //! path's q8 rule, `DeviceInfo::q8_activations`); per-op matvec (prompt rows in tiles), the
 //! dense FFN, the whole-token decode graph and the batched prefill graph (`graph.rs`) use the
-//! same row kernels (`run_rows` in matvec.cu); from `MMA_MIN_ROWS` activation rows, Q4_0 and
-//! Q8_0 weights go through int8 tensor-core GEMMs instead (mma.cu), whose input is quantized
-//! once per op by the same rule. Launches in the graphs may overlap the kernel before them
+//! same row kernels (`run_rows` in matvec.cu); from `MMA_MIN_ROWS` activation rows, Q4_0,
+//! Q4_1 and Q8_0 weights go through int8 tensor-core GEMMs instead (mma.cu), whose input is
+//! quantized once per op by the same rule. Launches in the graphs may overlap the kernel before them
 //! (`launch.rs`).
 
 mod graph;
@@ -34,7 +34,7 @@ const FIXED_KERNELS: [&str; 3] = ["silu_mul", "embed_row", "attention"];
 /// Kernels instantiated per codec kind (0..=4) and rows per warp group, which stage their
 /// activation row in dynamic shared memory: (name prefix, row counts).
 const ROW_KERNELS: [(&str, &[usize]); 6] = [("matvec", &[1, 2, 4]), ("qkv_rope", &[2]), ("gate_up_silu", &[2, 4]), ("matmul", &[2]), ("qkv_rope_tile", &[2]), ("gate_up_silu_tile", &[2])];
-/// Tensor-core GEMMs (mma.cu) for a prompt's rows, per codec kind they take (Q4_0, Q8_0):
+/// Tensor-core GEMMs (mma.cu) for a prompt's rows, per codec kind they take (Q4_0, Q4_1, Q8_0):
 /// name prefixes; `quantize_rows` prepares their int8 input.
 const MMA_KERNELS: [&str; 3] = ["mma_matmul", "mma_qkv_rope", "mma_gate_up_silu"];
 const MMA_KINDS: [i32; 3] = [0, 1, 2];
@@ -138,13 +138,13 @@ const MMA_STAGES: usize = 3;
 const MMA_ROWS: usize = 64;
 const MMA_A_STRIDE: usize = MMA_UNITS * 32 + 16;
 
-/// Bytes of a weight-tile row in a stage: Q8_0 32 payload bytes a unit, Q4_0 16.
+/// Bytes of a weight-tile row in a stage: Q8_0 32 payload bytes a unit, Q4_0 / Q4_1 16.
 const fn mma_b_stride(kind: i32) -> usize {
     MMA_UNITS * if kind == 2 { 32 } else { 16 } + 16
 }
 
 /// Dynamic shared memory of a tensor-core GEMM block: per stage the activation tile, the
-/// weight tile, an f16 scale per weight row and unit, a float scale per activation row and unit.
+/// weight tile, the weight rows' unit scales and the activation rows' unit scales.
 pub(super) fn mma_smem(kind: i32) -> usize {
     // Per row and unit: weight scale bytes (Q4_1: d and m) and activation scale bytes
     // (Q4_1: d and the scaled sum).
