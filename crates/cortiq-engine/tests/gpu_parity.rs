@@ -411,6 +411,88 @@ fn token_graph_matches_the_cpu_path() {
     }
 }
 
+/// The batched prefill graph called chunk by chunk on every backend against the CPU's prefill
+/// of the same prompt on synthesized models: chunks of 256 rows and the rest (the tiled GEMMs,
+/// attention over rows already in the mirror), of 5, 250 and the rest (a chunk below the GEMM
+/// batch runs matvecs), and a chunk at position 256 of a fresh sequence (its mirror seeded
+/// from the CPU's cache). The last position's logits must agree within 5 % relative L2 or
+/// twice the CPU's own one-ulp noise; the mirror read back must hold the CPU cache's rows
+/// (within f16 storage); a chunk over 256 rows declines without writing its output.
+#[test]
+#[cfg_attr(not(any(feature = "gpu", feature = "cuda")), ignore = "SKIP gpu parity: no GPU backend compiled in (build with --features gpu or cuda)")]
+fn prefill_graph_chunks_match_the_cpu_prefill() {
+    use cortiq_engine::gpu::backend::{GraphReadback, PrefillGraphJob};
+    use cortiq_engine::gpu::{Gpu, GpuConfig};
+    use cortiq_engine::pipeline::Session;
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    for (name, be) in backends("prefill_graph_chunks_match_the_cpu_prefill") {
+        let shapes: &[(&str, &str)] = if be.info().discrete { &[("tiny", "q4_0"), ("smollm2-135m", "q8_0"), ("llama-1b", "q4_0")] } else { &[("tiny", "q4_0")] };
+        for &(shape, codec) in shapes {
+            let path = dir.path().join(format!("{shape}-{codec}.gguf"));
+            if !path.exists() {
+                cortiq_engine::synth::synth(shape, codec, &path, 5).unwrap();
+            }
+            let engine = cortiq_engine::generate::Engine::load(&path).unwrap();
+            let moved = cortiq_engine::generate::Engine::load(&ulp_moved(&path)).unwrap();
+            let mut prompt = engine.tokenize(&"hello world 12 34 ".repeat(40)).unwrap();
+            assert!(prompt.len() > 300, "{}", prompt.len());
+            prompt.truncate(300);
+            let ctx = prompt.len() + 8;
+            let cpu_session = |model: &Arc<cortiq_engine::model::llama::Llama>| Session::with_gpu(Arc::clone(model), ctx, Arc::new(Gpu::new(None, GpuConfig::for_tests())));
+            let mut cpu = cpu_session(&engine.model);
+            let want = cpu.prefill(&prompt).unwrap();
+            let floor = rel_l2(&want, &cpu_session(&moved.model).prefill(&prompt).unwrap());
+            let bound = (2.0 * floor).max(5e-2);
+            let vocab = engine.model.cfg.vocab;
+            // Chunks of one sequence in order; the last one's logits.
+            let run = |seq: u64, start: usize, host: &cortiq_engine::kv::KvCache, cuts: &[usize]| -> Vec<f32> {
+                let mut logits = vec![f32::NAN; vocab];
+                let mut pos = start;
+                for &end in cuts {
+                    let job = PrefillGraphJob { model: &engine.model, seq, tokens: &prompt[pos..end], pos, host_kv: host };
+                    match be.prefill_graph(&job, GraphReadback::Logits(&mut logits)) {
+                        DeviceOutcome::Completed { .. } => {}
+                        other => panic!("{name} {shape} {codec}: prefill chunk {pos}..{end}: {other:?}"),
+                    }
+                    pos = end;
+                }
+                logits
+            };
+            let empty = cortiq_engine::kv::KvCache::new(engine.model.cfg.n_layer, engine.model.cfg.kv_dim(), ctx);
+            let mut head = cpu_session(&engine.model);
+            head.prefill(&prompt[..256]).unwrap();
+            let n = prompt.len();
+            for (label, got) in [
+                ("256 + rest", run(101, 0, &empty, &[256, n])),
+                ("5 + 250 + rest", run(102, 0, &empty, &[5, 255, n])),
+                ("seeded at 256", run(103, 256, &head.kv, &[n])),
+            ] {
+                let rel = rel_l2(&want, &got);
+                eprintln!("{name} {shape} {codec}: prefill graph chunks {label} vs CPU logits, relative L2 {rel:.2e} (bound {bound:.2e}), argmax same: {}", cortiq_engine::sample::argmax(&want) == cortiq_engine::sample::argmax(&got));
+                assert!(got.iter().all(|v| v.is_finite()) && rel < bound, "{name} {shape} {codec}: chunks {label}: relative L2 {rel} (bound {bound})");
+            }
+            let mut pulled = cortiq_engine::kv::KvCache::new(engine.model.cfg.n_layer, engine.model.cfg.kv_dim(), ctx);
+            be.pull_kv(101, 0, n, &mut pulled).unwrap();
+            for l in 0..engine.model.cfg.n_layer {
+                for (what, a, b) in [("K", pulled.keys(l, n), cpu.kv.keys(l, n)), ("V", pulled.values(l, n), cpu.kv.values(l, n))] {
+                    let err = a.iter().zip(b).map(|(x, y)| (x.to_f32() - y.to_f32()).abs()).fold(0.0, f32::max);
+                    let mag = b.iter().map(|x| x.to_f32().abs()).fold(0.0, f32::max);
+                    assert!(err <= 5e-2 * mag.max(1e-3), "{name} {shape} {codec}: mirror {what} layer {l} differs by {err} (max {mag})");
+                }
+            }
+            let too_long: Vec<u32> = prompt.iter().cycle().take(257).copied().collect();
+            let mut untouched = vec![f32::NAN; vocab];
+            let job = PrefillGraphJob { model: &engine.model, seq: 104, tokens: &too_long, pos: 0, host_kv: &empty };
+            assert!(matches!(be.prefill_graph(&job, GraphReadback::Logits(&mut untouched)), DeviceOutcome::Declined(_)), "{name}: a 257-row chunk declines");
+            assert!(untouched.iter().all(|v| v.is_nan()), "{name}: a declined chunk writes nothing");
+            for seq in 101..=104 {
+                be.reset_sequence(seq);
+            }
+        }
+    }
+}
+
 /// Greedy decode through the per-op wgpu path (every matmul, QKV and FFN on the device,
 /// probe off) against the CPU path on synthesized models: the same 64 tokens. The prompt
 /// is prefilled per-op too (batched matmuls). On a discrete adapter the real shapes run;

@@ -26,6 +26,7 @@ const STEP: &str = include_str!("kernels/step.wgsl");
 const ROPE_STORE: &str = include_str!("kernels/rope_store.wgsl");
 const ATTN_SPLIT: &str = include_str!("kernels/attn_split.wgsl");
 const ATTN_COMBINE: &str = include_str!("kernels/attn_combine.wgsl");
+const ATTN_ROWS: &str = include_str!("kernels/attn_rows.wgsl");
 const ARGMAX: &str = include_str!("kernels/argmax.wgsl");
 
 /// The codecs with a matvec pipeline: (codec, `unit_dot_*` suffix, x vec4s per unit).
@@ -81,6 +82,8 @@ pub struct WgpuContext {
     pub rope_store: wgpu::ComputePipeline,
     pub attn_split: wgpu::ComputePipeline,
     pub attn_combine: wgpu::ComputePipeline,
+    /// The prefill graph's causal attention of a chunk's rows.
+    pub attn_rows: wgpu::ComputePipeline,
     /// The token graph's greedy pick over the logits.
     pub argmax: wgpu::ComputePipeline,
     pub info: DeviceInfo,
@@ -190,8 +193,9 @@ impl WgpuContext {
         let rope_store = build(&device, &format!("{STEP}{ROPE_STORE}"), &layout(&device, &[w, r, r, w, w, Uniform]), cache.as_ref(), "rope_store")?;
         let attn_split = build(&device, &format!("{STEP}{ATTN_SPLIT}"), &layout(&device, &[r, r, r, w, Uniform]), cache.as_ref(), "attn_split")?;
         let attn_combine = build(&device, &format!("{STEP}{ATTN_COMBINE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "attn_combine")?;
+        let attn_rows = build(&device, &format!("{STEP}{ATTN_ROWS}"), &layout(&device, &[r, r, r, w, Uniform]), cache.as_ref(), "attn_rows")?;
         let argmax = build(&device, ARGMAX, &layout(&device, &[r, w, Uniform]), cache.as_ref(), "argmax")?;
-        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, gemm: Default::default(), subgroups, pipeline_cache: cache, act, norm, rope_store, attn_split, attn_combine, argmax, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
+        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, gemm: Default::default(), subgroups, pipeline_cache: cache, act, norm, rope_store, attn_split, attn_combine, attn_rows, argmax, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
         // The per-op kernels up front (a job's first call should not pay a compile).
         for (codec, _, _) in MATVEC_CODECS {
             for rows in [1, TALL_ROWS] {
@@ -504,7 +508,7 @@ mod tests {
         for (_, suffix, _) in MATVEC_CODECS {
             validate(&format!("gemm {suffix}"), &gemm_source(suffix));
         }
-        for (name, src) in [("act", ACT.to_string()), ("norm", norm_source()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_split", format!("{STEP}{ATTN_SPLIT}")), ("attn_combine", format!("{STEP}{ATTN_COMBINE}")), ("argmax", ARGMAX.to_string())] {
+        for (name, src) in [("act", ACT.to_string()), ("norm", norm_source()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_split", format!("{STEP}{ATTN_SPLIT}")), ("attn_combine", format!("{STEP}{ATTN_COMBINE}")), ("attn_rows", format!("{STEP}{ATTN_ROWS}")), ("argmax", ARGMAX.to_string())] {
             validate(name, &src);
         }
     }

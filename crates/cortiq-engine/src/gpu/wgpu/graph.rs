@@ -19,6 +19,8 @@ use half::slice::HalfFloatSliceExt;
 use std::collections::{BTreeMap, HashMap};
 use wgpu::util::DeviceExt;
 
+mod prefill;
+
 /// Positions per split-attention workgroup (`CHUNK` in attn_split.wgsl).
 const ATT_CHUNK: usize = 64;
 /// Largest head size the attention kernels hold in workgroup memory.
@@ -27,7 +29,7 @@ const MAX_HEAD_DIM: usize = 256;
 /// The per-token uniform block (`Step` in rope_store/attn_*.wgsl).
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct StepBlock {
+pub(super) struct StepBlock {
     pos: u32,
     n_head: u32,
     n_head_kv: u32,
@@ -44,19 +46,20 @@ struct StepBlock {
 /// `NormParams` in norm.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct NormBlock {
-    n: u32,
-    add: u32,
-    eps: f32,
-    pad: u32,
+pub(super) struct NormBlock {
+    pub n: u32,
+    pub add: u32,
+    pub eps: f32,
+    /// First input row (workgroup i normalizes row `row0 + i` into output row i).
+    pub row0: u32,
 }
 
 /// `ArgmaxParams` in argmax.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct ArgmaxBlock {
-    n: u32,
-    pad: [u32; 3],
+pub(super) struct ArgmaxBlock {
+    pub n: u32,
+    pub pad: [u32; 3],
 }
 
 /// Device buffers of one model's graph.
@@ -84,6 +87,8 @@ pub(super) struct ModelGraph {
     staging: wgpu::Buffer,
     /// Where the argmax is read back from (4 bytes).
     best_staging: wgpu::Buffer,
+    /// The prefill graph's buffers, made on its first chunk.
+    prefill: Option<prefill::PrefillBuffers>,
     /// Under `CMF_GRAPH_HOSTPROF=1` with timestamp queries: the token pass's begin/end
     /// timestamps (query set, resolve buffer, readback buffer).
     timer: Option<(wgpu::QuerySet, wgpu::Buffer, wgpu::Buffer)>,
@@ -143,13 +148,28 @@ fn unsupported(m: &Llama, capacity: usize) -> Option<&'static str> {
     None
 }
 
+/// Where a graph call lands: the model, the sequence and its position, and the host cache
+/// that seeds the mirror when the mirror does not hold exactly `pos` rows.
+pub(super) struct At<'a> {
+    pub model: &'a Llama,
+    pub seq: u64,
+    pub pos: usize,
+    pub host_kv: &'a KvCache,
+}
+
 /// Name the dispatches planned since `from`.
 fn relabel(p: &mut [Planned], from: usize, label: &'static str) {
     p[from..].iter_mut().for_each(|d| d.label = label);
 }
 
+/// The per-call uniform block for a row (or a prompt chunk's first row) at `pos`.
+pub(super) fn step_block(m: &Llama, pos: usize, chunks: u32) -> StepBlock {
+    let c = &m.cfg;
+    StepBlock { pos: pos as u32, n_head: c.n_head as u32, n_head_kv: c.n_head_kv as u32, head_dim: c.head_dim as u32, rot: c.rope_dims as u32, neox: u32::from(c.rope_neox), chunks, pad: 0, base: c.rope_base, scale: c.attn_scale, pad2: [0; 2] }
+}
+
 impl WgpuBackend {
-    fn storage_buf(&self, label: &str, floats: usize) -> wgpu::Buffer {
+    pub(super) fn storage_buf(&self, label: &str, floats: usize) -> wgpu::Buffer {
         let size = (floats.max(4) * 4).next_multiple_of(16) as u64;
         self.ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size, usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC, mapped_at_creation: false })
     }
@@ -177,6 +197,7 @@ impl WgpuBackend {
             best: self.storage_buf("best", 1),
             part: self.storage_buf("part", c.n_head * chunks * (c.head_dim + 2)),
             capacity,
+            prefill: None,
             norms: m.layers.iter().map(|l| (self.const_buf("attn_norm", &l.attn_norm), self.const_buf("ffn_norm", &l.ffn_norm))).collect(),
             out_norm: self.const_buf("output_norm", &m.output_norm),
             step: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("step"), size: std::mem::size_of::<StepBlock>() as u64, usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
@@ -200,26 +221,26 @@ impl WgpuBackend {
     }
 
     /// A mirror for `seq` holding exactly `pos` rows, seeded from the host cache if needed.
-    fn mirror_at(&self, mirrors: &mut HashMap<u64, Mirror>, job: &TokenGraphJob) {
-        let c = &job.model.cfg;
-        let (kvd, cap) = (c.kv_dim(), job.host_kv.capacity());
-        let mirror = mirrors.entry(job.seq).or_insert_with(|| Mirror {
+    fn mirror_at(&self, mirrors: &mut HashMap<u64, Mirror>, at: &At) {
+        let c = &at.model.cfg;
+        let (kvd, cap) = (c.kv_dim(), at.host_kv.capacity());
+        let mirror = mirrors.entry(at.seq).or_insert_with(|| Mirror {
             k: (0..c.n_layer).map(|_| self.storage_buf("kv-mirror-k", cap * kvd)).collect(),
             v: (0..c.n_layer).map(|_| self.storage_buf("kv-mirror-v", cap * kvd)).collect(),
             len: 0,
             recorded: None,
             prepared: None,
         });
-        if mirror.len != job.pos {
+        if mirror.len != at.pos {
             // Seed from the host cache: a zero state is never assumed.
-            let mut buf = vec![0f32; job.pos * kvd];
+            let mut buf = vec![0f32; at.pos * kvd];
             for l in 0..c.n_layer {
-                job.host_kv.keys(l, job.pos).convert_to_f32_slice(&mut buf);
+                at.host_kv.keys(l, at.pos).convert_to_f32_slice(&mut buf);
                 self.ctx.queue.write_buffer(&mirror.k[l], 0, bytemuck::cast_slice(&buf));
-                job.host_kv.values(l, job.pos).convert_to_f32_slice(&mut buf);
+                at.host_kv.values(l, at.pos).convert_to_f32_slice(&mut buf);
                 self.ctx.queue.write_buffer(&mirror.v[l], 0, bytemuck::cast_slice(&buf));
             }
-            mirror.len = job.pos;
+            mirror.len = at.pos;
         }
     }
 
@@ -271,7 +292,7 @@ impl WgpuBackend {
         }
         // The head reads every element of the normed state in each of its many workgroups:
         // one norm dispatch first instead of a norm per workgroup.
-        let at = params.slot(bytemuck::bytes_of(&NormBlock { n: d, add: 0, eps: c.eps, pad: 0 }));
+        let at = params.slot(bytemuck::bytes_of(&NormBlock { n: d, add: 0, eps: c.eps, row0: 0 }));
         p.push(Planned { label: "final norm", pipe: ctx.norm.clone(), bufs: vec![&g.x, &g.zero, &g.out_norm, &g.xn], uniform: Uniform::Slot(at), grid: Grid::Fixed(1, 1, 1) });
         let at = p.len();
         plan::matvec(ctx, res(&args[args.len() - 1])?, MatvecIo::plain(&g.xn, &g.logits, 0), d, 1, &mut params, &mut p)?;
@@ -289,46 +310,12 @@ impl WgpuBackend {
         let want_logits = out.wants_logits();
         let m = job.model;
         let capacity = job.host_kv.capacity();
-        // The weight list is only needed to build the graph or record a sequence's dispatches,
-        // not per token.
-        let args = || -> Vec<WeightArg> { graph_weights(m).iter().map(|w| m.weight_arg(w)).collect() };
-        let mut map = self.weights.lock().unwrap_or_else(|e| e.into_inner());
-        let mut graph = self.graph.lock().unwrap_or_else(|e| e.into_inner());
-        let mut mirrors = self.mirrors.lock().unwrap_or_else(|e| e.into_inner());
-        let key = model_key(m);
-        let mut cold = false;
-        if graph.as_ref().is_none_or(|g| g.model_key != key || g.capacity < capacity) {
-            // Whether the model fits the kernels depends only on the model and the context
-            // size: checked when they change, not per token.
-            if let Some(why) = unsupported(m, capacity) {
-                return DeviceOutcome::Declined(why);
-            }
-            // Every weight resident and proven by its fingerprint, once per graph build.
-            let args = args();
-            let refs: Vec<&WeightArg> = args.iter().collect();
-            match self.ensure(&mut map, &refs) {
-                Ok(_) => {}
-                Err(Unfit::Budget) => return DeviceOutcome::Declined("cannot build a graph: weights exceed the budget"),
-                Err(Unfit::Limits) => return DeviceOutcome::Declined("cannot build a graph: a matrix exceeds the adapter's limits"),
-            }
-            // Recorded dispatches point at the old buffers: drop them with the buffers.
-            mirrors.values_mut().for_each(|mi| {
-                mi.recorded = None;
-                mi.prepared = None;
-            });
-            *graph = Some(self.build_graph(m, capacity, key));
-            // New buffers (and maybe uploads): this token is not steady state.
-            cold = true;
-        }
-        let g = graph.as_ref().expect("built above");
-        let dev = &self.ctx.device;
-        let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
-        let oom = dev.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let result = (|| -> Result<GraphRead, String> {
-            self.mirror_at(&mut mirrors, job);
-            let mirror = mirrors.get_mut(&job.seq).expect("mirror_at made it");
+        let at = At { model: m, seq: job.seq, pos: job.pos, host_kv: job.host_kv };
+        self.on_graph(&at, 1, out, |g, mirror, map| {
             if mirror.recorded.is_none() {
-                mirror.recorded = Some(self.record(m, &args(), &map, g, mirror)?);
+                // The weight list is only needed to record a sequence's dispatches, not per token.
+                let args: Vec<WeightArg> = graph_weights(m).iter().map(|w| m.weight_arg(w)).collect();
+                mirror.recorded = Some(self.record(m, &args, map, g, mirror)?);
                 // The graph's kernel variants were just compiled: keep them for the next process.
                 self.ctx.save_pipeline_cache();
             }
@@ -339,8 +326,7 @@ impl WgpuBackend {
             if c.embed_scale != 1.0 {
                 x.iter_mut().for_each(|v| *v *= c.embed_scale);
             }
-            let chunks = (job.pos + 1).div_ceil(ATT_CHUNK) as u32;
-            let step = StepBlock { pos: job.pos as u32, n_head: c.n_head as u32, n_head_kv: c.n_head_kv as u32, head_dim: c.head_dim as u32, rot: c.rope_dims as u32, neox: u32::from(c.rope_neox), chunks, pad: 0, base: c.rope_base, scale: c.attn_scale, pad2: [0; 2] };
+            let step = step_block(m, job.pos, (job.pos + 1).div_ceil(ATT_CHUNK) as u32);
             self.ctx.queue.write_buffer(&g.x, 0, bytemuck::cast_slice(&x));
             self.ctx.queue.write_buffer(&g.step, 0, bytemuck::bytes_of(&step));
             let rec = mirror.recorded.as_ref().expect("recorded above");
@@ -354,11 +340,7 @@ impl WgpuBackend {
             if job.pos + 1 < capacity {
                 mirror.prepared = Some((job.pos + 1, want_logits, self.encode_token(rec, g, job.pos + 1, want_logits.then_some(c.vocab))));
             }
-            let back = if want_logits {
-                GraphRead::Logits(self.ctx.read_back::<f32>(&g.staging, c.vocab as u64)?)
-            } else {
-                GraphRead::Argmax(self.ctx.read_back::<u32>(&g.best_staging, 1)?[0])
-            };
+            let back = self.read_result(g, want_logits.then_some(c.vocab))?;
             let mut prof = self.profile.lock().unwrap_or_else(|e| e.into_inner());
             prof.tokens += 1;
             prof.host += t1 - t0;
@@ -368,7 +350,6 @@ impl WgpuBackend {
                 let ns = t[1].saturating_sub(t[0]) as f64 * self.ctx.queue.get_timestamp_period() as f64;
                 *prof.gpu_pass.get_or_insert_default() += std::time::Duration::from_nanos(ns as u64);
             }
-            let rec = mirror.recorded.as_ref().expect("recorded above");
             if let Some((_, _, read, n)) = g.stamps.as_ref().filter(|s| rec.dispatches.len() < s.3 as usize) {
                 let used = (rec.dispatches.len() as u64 + 1).min(*n as u64);
                 let t = self.ctx.read_back::<u64>(read, used)?;
@@ -379,7 +360,61 @@ impl WgpuBackend {
                 prof.stage_bytes.clone_from(&rec.stage_bytes);
             }
             Ok(back)
-        })();
+        })
+    }
+
+    /// The logits (`Some(vocab)`) or their argmax, from the staging buffers the graph's
+    /// command buffer copied them into.
+    pub(super) fn read_result(&self, g: &ModelGraph, logits: Option<usize>) -> Result<GraphRead, String> {
+        Ok(match logits {
+            Some(vocab) => GraphRead::Logits(self.ctx.read_back::<f32>(&g.staging, vocab as u64)?),
+            None => GraphRead::Argmax(self.ctx.read_back::<u32>(&g.best_staging, 1)?[0]),
+        })
+    }
+
+    /// The frame of every graph call: the model's buffers (built, and every weight made
+    /// resident, when the model or the context size changes), the sequence's mirror holding
+    /// exactly `at.pos` rows, then `body` (which submits the work and reads its result back)
+    /// under device error scopes; on success `out` is filled and the mirror is `rows` longer,
+    /// on any error the sequence's mirror is dropped.
+    pub(super) fn on_graph(&self, at: &At, rows: usize, out: GraphReadback, body: impl FnOnce(&mut ModelGraph, &mut Mirror, &HashMap<u64, Resident>) -> Result<GraphRead, String>) -> DeviceOutcome {
+        let m = at.model;
+        let capacity = at.host_kv.capacity();
+        let mut map = self.weights.lock().unwrap_or_else(|e| e.into_inner());
+        let mut graph = self.graph.lock().unwrap_or_else(|e| e.into_inner());
+        let mut mirrors = self.mirrors.lock().unwrap_or_else(|e| e.into_inner());
+        let key = model_key(m);
+        let mut cold = false;
+        if graph.as_ref().is_none_or(|g| g.model_key != key || g.capacity < capacity) {
+            // Whether the model fits the kernels depends only on the model and the context
+            // size: checked when they change, not per call.
+            if let Some(why) = unsupported(m, capacity) {
+                return DeviceOutcome::Declined(why);
+            }
+            // Every weight resident and proven by its fingerprint, once per graph build.
+            let args: Vec<WeightArg> = graph_weights(m).iter().map(|w| m.weight_arg(w)).collect();
+            let refs: Vec<&WeightArg> = args.iter().collect();
+            match self.ensure(&mut map, &refs) {
+                Ok(_) => {}
+                Err(Unfit::Budget) => return DeviceOutcome::Declined("cannot build a graph: weights exceed the budget"),
+                Err(Unfit::Limits) => return DeviceOutcome::Declined("cannot build a graph: a matrix exceeds the adapter's limits"),
+            }
+            // Recorded dispatches point at the old buffers: drop them with the buffers.
+            mirrors.values_mut().for_each(|mi| {
+                mi.recorded = None;
+                mi.prepared = None;
+            });
+            *graph = Some(self.build_graph(m, capacity, key));
+            // New buffers (and maybe uploads): this call is not steady state.
+            cold = true;
+        }
+        let g = graph.as_mut().expect("built above");
+        let dev = &self.ctx.device;
+        let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
+        let oom = dev.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        self.mirror_at(&mut mirrors, at);
+        let mirror = mirrors.get_mut(&at.seq).expect("mirror_at made it");
+        let result = body(g, mirror, &map);
         let oom = pollster::block_on(oom.pop());
         let invalid = pollster::block_on(scope.pop());
         let result = match invalid.or(oom) {
@@ -389,13 +424,13 @@ impl WgpuBackend {
         match result {
             Ok(back) => {
                 out.fill(back);
-                if let Some(mi) = mirrors.get_mut(&job.seq) {
-                    mi.len = job.pos + 1;
+                if let Some(mi) = mirrors.get_mut(&at.seq) {
+                    mi.len = at.pos + rows;
                 }
                 DeviceOutcome::Completed { cold }
             }
             Err(e) => {
-                mirrors.remove(&job.seq);
+                mirrors.remove(&at.seq);
                 DeviceOutcome::Failed(e)
             }
         }

@@ -12,7 +12,7 @@ mod context;
 mod graph;
 mod plan;
 
-use super::backend::{Activation, Backend, DeviceInfo, DeviceOutcome, FfnJob, GraphReadback, MatmulJob, MultiMatmulJob, TokenGraphJob, WeightArg};
+use super::backend::{Activation, Backend, DeviceInfo, DeviceOutcome, FfnJob, GraphReadback, MatmulJob, MultiMatmulJob, PrefillGraphJob, TokenGraphJob, WeightArg};
 use crate::kv::KvCache;
 use super::memory::fingerprint;
 use super::planar;
@@ -385,6 +385,10 @@ impl Backend for WgpuBackend {
 
     fn token_graph(&self, job: &TokenGraphJob, out: GraphReadback) -> DeviceOutcome {
         self.run_graph(job, out)
+    }
+
+    fn prefill_graph(&self, job: &PrefillGraphJob, out: GraphReadback) -> DeviceOutcome {
+        self.run_prefill(job, out)
     }
 
     fn pull_kv(&self, seq: u64, from: usize, to: usize, host: &mut KvCache) -> Result<(), String> {

@@ -1,0 +1,168 @@
+//! The batched prefill graph on wgpu (SPEC section 9): a chunk of prompt rows through every
+//! layer of a llama-family model in ONE command buffer with ONE compute pass. Per layer: the
+//! RMSNorm of every row (the previous layer's down projection added into the residual stream
+//! first), the Q/K/V projections as tiled GEMMs (`gemm.wgsl`; a matvec per row below
+//! `GEMM_MIN_BATCH` rows), RoPE with the KV-mirror append at each row's position, causal
+//! attention of every row over the mirror (`attn_rows.wgsl`), the O projection, the norm with
+//! the residual add, gate and up, SiLU(gate) * up, down. Then the last row alone: the final
+//! norm (its residual added), the head and the argmax. The embedding rows are decoded on the
+//! host and written with the chunk.
+
+use super::super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform, GEMM_MIN_BATCH};
+use super::super::{Resident, WgpuBackend};
+use super::{graph_weights, step_block, ArgmaxBlock, At, ModelGraph, NormBlock};
+use crate::gpu::backend::{DeviceOutcome, GraphReadback, PrefillGraphJob, WeightArg};
+use std::collections::HashMap;
+use wgpu::util::DeviceExt;
+
+/// Prompt rows one prefill submission takes at most (the session's prefill chunk).
+const PREFILL_ROWS: usize = crate::pipeline::PREFILL_CHUNK;
+
+/// Device buffers of the batched prefill graph, for up to `PREFILL_ROWS` prompt rows.
+pub(in crate::gpu::wgpu) struct PrefillBuffers {
+    x: wgpu::Buffer,    // (rows, n_embd) residual stream
+    xn: wgpu::Buffer,   // (rows, n_embd) normed
+    q: wgpu::Buffer,    // (rows, n_head * head_dim), RoPE applied in place
+    k: wgpu::Buffer,    // (rows, kv_dim)
+    v: wgpu::Buffer,    // (rows, kv_dim)
+    att: wgpu::Buffer,  // (rows, n_head * head_dim)
+    o: wgpu::Buffer,    // (rows, n_embd) O and down projections, added into x by the next norm
+    g: wgpu::Buffer,    // (rows, n_ff) gate, then SiLU(gate) * up
+    u: wgpu::Buffer,    // (rows, n_ff)
+    last: wgpu::Buffer, // (n_embd) the last row, normed for the head
+    /// The chunk's `Step` block: the first row's position and the head geometry.
+    step: wgpu::Buffer,
+}
+
+impl WgpuBackend {
+    fn prefill_buffers(&self, m: &crate::model::llama::Llama) -> PrefillBuffers {
+        let c = &m.cfg;
+        let n = PREFILL_ROWS;
+        let buf = |label: &str, floats: usize| self.storage_buf(label, floats);
+        PrefillBuffers {
+            x: buf("prefill-x", n * c.n_embd),
+            xn: buf("prefill-xn", n * c.n_embd),
+            q: buf("prefill-q", n * c.q_dim()),
+            k: buf("prefill-k", n * c.kv_dim()),
+            v: buf("prefill-v", n * c.kv_dim()),
+            att: buf("prefill-att", n * c.q_dim()),
+            o: buf("prefill-o", n * c.n_embd),
+            g: buf("prefill-gate", n * c.n_ff),
+            u: buf("prefill-up", n * c.n_ff),
+            last: buf("prefill-last", c.n_embd),
+            step: self.ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some("prefill-step"), size: std::mem::size_of::<super::StepBlock>() as u64, usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
+        }
+    }
+
+    /// Run a prompt chunk through the batched prefill graph; `out` (the last position's) is
+    /// written only on success.
+    pub(in crate::gpu::wgpu) fn run_prefill(&self, job: &PrefillGraphJob, out: GraphReadback) -> DeviceOutcome {
+        let m = job.model;
+        let c = &m.cfg;
+        let rows = job.tokens.len();
+        if rows == 0 || rows > PREFILL_ROWS {
+            return DeviceOutcome::Declined("prompt chunk outside the prefill graph's 1..=256 rows");
+        }
+        if job.pos + rows > job.host_kv.capacity() {
+            return DeviceOutcome::Declined("prompt chunk beyond the context size");
+        }
+        if job.tokens.iter().any(|&t| t as usize >= c.vocab) {
+            return DeviceOutcome::Declined("prompt token outside the vocabulary");
+        }
+        let widest = (PREFILL_ROWS * c.n_embd.max(c.n_ff).max(c.q_dim()) * 4) as u64;
+        if widest > self.ctx.max_binding {
+            return DeviceOutcome::Declined("prefill graph: a chunk's activations exceed the adapter's largest binding");
+        }
+        let want_logits = out.wants_logits().then_some(c.vocab);
+        let at = At { model: m, seq: job.seq, pos: job.pos, host_kv: job.host_kv };
+        self.on_graph(&at, rows, out, |g, mirror, map| {
+            let ts = std::time::Instant::now();
+            if g.prefill.is_none() {
+                g.prefill = Some(self.prefill_buffers(m));
+            }
+            let g: &ModelGraph = g;
+            let pb = g.prefill.as_ref().expect("made above");
+            let d = c.n_embd;
+            let mut x = vec![0f32; rows * d];
+            let embed = m.view(&m.embed);
+            for (row, &t) in x.chunks_exact_mut(d).zip(job.tokens) {
+                embed.decode_row(t as usize, row);
+            }
+            if c.embed_scale != 1.0 {
+                x.iter_mut().for_each(|v| *v *= c.embed_scale);
+            }
+            self.ctx.queue.write_buffer(&pb.x, 0, bytemuck::cast_slice(&x));
+            self.ctx.queue.write_buffer(&pb.step, 0, bytemuck::bytes_of(&step_block(m, job.pos, 0)));
+            let args: Vec<WeightArg> = graph_weights(m).iter().map(|w| m.weight_arg(w)).collect();
+            let mut params = Params::default();
+            let plan = self.plan_prefill(m, &args, map, g, pb, &mirror.k, &mirror.v, rows, &mut params)?;
+            let pbuf = self.ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("prefill-params"), contents: &params.0, usage: wgpu::BufferUsages::UNIFORM });
+            let groups = plan::bind(&self.ctx.device, &plan, &pbuf);
+            let t0 = std::time::Instant::now();
+            let mut enc = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("prefill") });
+            {
+                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("prefill"), timestamp_writes: None });
+                plan::encode(&mut pass, plan.iter().zip(&groups).map(|(p, b)| (&p.pipe, b, p.grid)), 0, None);
+            }
+            match want_logits {
+                Some(vocab) => enc.copy_buffer_to_buffer(&g.logits, 0, &g.staging, 0, (vocab * 4) as u64),
+                None => enc.copy_buffer_to_buffer(&g.best, 0, &g.best_staging, 0, 4),
+            }
+            self.ctx.queue.submit([enc.finish()]);
+            let t1 = std::time::Instant::now();
+            let back = self.read_result(g, want_logits)?;
+            let mut prof = self.profile.lock().unwrap_or_else(|e| e.into_inner());
+            prof.prefill_chunks += 1;
+            prof.prefill_rows += rows as u64;
+            prof.prefill_setup += t0 - ts;
+            prof.prefill_host += t1 - t0;
+            prof.prefill_tail += t1.elapsed();
+            Ok(back)
+        })
+    }
+
+    /// The chunk's dispatches in order (see the module docs); `args` is `graph_weights` order,
+    /// `mk`/`mv` the mirror's per-layer K and V.
+    #[allow(clippy::too_many_arguments)]
+    fn plan_prefill<'a>(&self, m: &crate::model::llama::Llama, args: &[WeightArg], map: &'a HashMap<u64, Resident>, g: &'a ModelGraph, pb: &'a PrefillBuffers, mk: &'a [wgpu::Buffer], mv: &'a [wgpu::Buffer], rows: usize, params: &mut Params) -> Result<Vec<Planned<'a>>, String> {
+        let c = &m.cfg;
+        let ctx = &self.ctx;
+        let res = |w: &WeightArg| map.get(&w.key).ok_or_else(|| "weight not resident".to_string());
+        let (d, ff, qd, n) = (c.n_embd as u32, c.n_ff as u32, c.q_dim() as u32, rows as u32);
+        let mut p: Vec<Planned> = Vec::new();
+        // y (rows, w.rows) = x (rows, cols) . W^T
+        let proj = |w: &'a Resident, x: &'a wgpu::Buffer, y: &'a wgpu::Buffer, cols: u32, params: &mut Params, p: &mut Vec<Planned<'a>>| {
+            if n >= GEMM_MIN_BATCH {
+                plan::gemm(ctx, w, MatvecIo::plain(x, y, 0), cols, n, params, p)
+            } else {
+                plan::matvec(ctx, w, MatvecIo::plain(x, y, 0), cols, n, params, p)
+            }
+        };
+        let norm = |params: &mut Params, add: bool, row0: u32| params.slot(bytemuck::bytes_of(&NormBlock { n: d, add: u32::from(add), eps: c.eps, row0 }));
+        let rope_threads = ((c.n_head + c.n_head_kv) * c.rope_dims / 2 + c.kv_dim()) as u32;
+        for (li, w) in args[..args.len() - 1].chunks_exact(7).enumerate() {
+            let (attn_norm, ffn_norm) = &g.norms[li];
+            let at = norm(params, li > 0, 0);
+            p.push(Planned { label: "norm", pipe: ctx.norm.clone(), bufs: vec![&pb.x, &pb.o, attn_norm, &pb.xn], uniform: Uniform::Slot(at), grid: Grid::Fixed(n, 1, 1) });
+            proj(res(&w[0])?, &pb.xn, &pb.q, d, params, &mut p)?;
+            proj(res(&w[1])?, &pb.xn, &pb.k, d, params, &mut p)?;
+            proj(res(&w[2])?, &pb.xn, &pb.v, d, params, &mut p)?;
+            p.push(Planned { label: "rope+kv append", pipe: ctx.rope_store.clone(), bufs: vec![&pb.q, &pb.k, &pb.v, &mk[li], &mv[li]], uniform: Uniform::Whole(&pb.step), grid: Grid::Fixed(rope_threads.div_ceil(64), n, 1) });
+            p.push(Planned { label: "attention", pipe: ctx.attn_rows.clone(), bufs: vec![&pb.q, &mk[li], &mv[li], &pb.att], uniform: Uniform::Whole(&pb.step), grid: Grid::Fixed(c.n_head as u32, n, 1) });
+            proj(res(&w[3])?, &pb.att, &pb.o, qd, params, &mut p)?;
+            let at = norm(params, true, 0);
+            p.push(Planned { label: "norm", pipe: ctx.norm.clone(), bufs: vec![&pb.x, &pb.o, ffn_norm, &pb.xn], uniform: Uniform::Slot(at), grid: Grid::Fixed(n, 1, 1) });
+            proj(res(&w[4])?, &pb.xn, &pb.g, d, params, &mut p)?;
+            proj(res(&w[5])?, &pb.xn, &pb.u, d, params, &mut p)?;
+            plan::act(ctx, &pb.g, &pb.u, n * ff, 0, params, &mut p);
+            proj(res(&w[6])?, &pb.g, &pb.o, ff, params, &mut p)?;
+        }
+        // The last row only: its residual added, normed, through the head, argmax.
+        let at = norm(params, true, n - 1);
+        p.push(Planned { label: "final norm", pipe: ctx.norm.clone(), bufs: vec![&pb.x, &pb.o, &g.out_norm, &pb.last], uniform: Uniform::Slot(at), grid: Grid::Fixed(1, 1, 1) });
+        plan::matvec(ctx, res(&args[args.len() - 1])?, MatvecIo::plain(&pb.last, &g.logits, 0), d, 1, params, &mut p)?;
+        let at = params.slot(bytemuck::bytes_of(&ArgmaxBlock { n: c.vocab as u32, pad: [0; 3] }));
+        p.push(Planned { label: "argmax", pipe: ctx.argmax.clone(), bufs: vec![&g.logits, &g.best], uniform: Uniform::Slot(at), grid: Grid::Fixed(1, 1, 1) });
+        Ok(p)
+    }
+}

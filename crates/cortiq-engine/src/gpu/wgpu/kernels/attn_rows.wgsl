@@ -1,0 +1,89 @@
+// Causal attention of a prompt chunk's rows over the KV mirror (the batched prefill graph):
+// workgroup (h, y) takes query row y of head h, at position `pos + y`, over mirror positions
+// 0 ..= pos + y in chunks of 64 with a running max and sum (online softmax), so no partials
+// leave the workgroup. Each invocation scores one position of a chunk, then owns output
+// dimensions lid, lid + 64, ... (head_dim <= 256).
+// `Step` (first row's position, head geometry, scale) comes from step.wgsl.
+
+@group(0) @binding(0) var<storage, read> q: array<f32>;         // (rows, n_head * head_dim), after RoPE
+@group(0) @binding(1) var<storage, read> kc: array<f32>;        // (capacity, kv_dim)
+@group(0) @binding(2) var<storage, read> vc: array<f32>;        // (capacity, kv_dim)
+@group(0) @binding(3) var<storage, read_write> att: array<f32>; // (rows, n_head * head_dim)
+@group(0) @binding(4) var<uniform> st: Step;
+
+const CHUNK: u32 = 64u;
+var<workgroup> qh: array<f32, 256>;
+var<workgroup> sc: array<f32, 64>;
+var<workgroup> red: array<f32, 64>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let h = wg.x;
+    let y = wg.y;
+    let hd = st.head_dim;
+    let kvd = st.n_head_kv * hd;
+    let kvh = h / (st.n_head / st.n_head_kv);
+    let qrow = (y * st.n_head + h) * hd;
+    let n = st.pos + y + 1u;
+    for (var d = lid; d < hd; d += CHUNK) {
+        qh[d] = q[qrow + d];
+    }
+    // The value dimensions this invocation sums (clamped into the head; the extra ones are
+    // not stored).
+    let dims = min(vec4<u32>(lid, lid + 64u, lid + 128u, lid + 192u), vec4<u32>(hd - 1u));
+    var m = -3.0e38;
+    var l = 0.0;
+    var acc = vec4<f32>(0.0); // dimensions lid + 64 j
+    for (var t0 = 0u; t0 < n; t0 += CHUNK) {
+        workgroupBarrier();
+        let cnt = min(CHUNK, n - t0);
+        var s = -3.0e38;
+        if (lid < cnt) {
+            let kr = (t0 + lid) * kvd + kvh * hd;
+            var a = 0.0;
+            for (var d = 0u; d < hd; d++) {
+                a += qh[d] * kc[kr + d];
+            }
+            s = a * st.scale;
+        }
+        red[lid] = s;
+        workgroupBarrier();
+        for (var k = CHUNK / 2u; k > 0u; k = k >> 1u) {
+            if (lid < k) {
+                red[lid] = max(red[lid], red[lid + k]);
+            }
+            workgroupBarrier();
+        }
+        let mn = max(m, red[0]);
+        workgroupBarrier();
+        var e = 0.0;
+        if (lid < cnt) {
+            e = exp(s - mn);
+        }
+        sc[lid] = e;
+        red[lid] = e;
+        workgroupBarrier();
+        for (var k = CHUNK / 2u; k > 0u; k = k >> 1u) {
+            if (lid < k) {
+                red[lid] += red[lid + k];
+            }
+            workgroupBarrier();
+        }
+        let alpha = exp(m - mn);
+        l = l * alpha + red[0];
+        m = mn;
+        var part = vec4<f32>(0.0);
+        for (var j = 0u; j < cnt; j++) {
+            let w = sc[j];
+            let r = (t0 + j) * kvd + kvh * hd;
+            part += w * vec4<f32>(vc[r + dims.x], vc[r + dims.y], vc[r + dims.z], vc[r + dims.w]);
+        }
+        acc = acc * alpha + part;
+    }
+    let out = qrow + lid;
+    for (var j = 0u; j < 4u; j++) {
+        if (lid + 64u * j < hd) {
+            att[out + 64u * j] = acc[j] / l;
+        }
+    }
+}
