@@ -116,7 +116,7 @@ pub(super) fn matvec<'a>(ctx: &WgpuContext, w: &'a Resident, io: MatvecIo<'a>, c
 }
 
 /// Batches from which a plain matmul runs as the tiled GEMM (each weight tile decoded once
-/// for 32 batch columns) rather than a matvec per batch column.
+/// for 64 batch columns) rather than a matvec per batch column.
 pub(super) const GEMM_MIN_BATCH: u32 = 8;
 
 /// Y (batch, rows) = X . W^T as the tiled GEMM: one dispatch per row chunk.
@@ -126,7 +126,7 @@ pub(super) fn gemm<'a>(ctx: &WgpuContext, w: &'a Resident, io: MatvecIo<'a>, col
     for c in &w.chunks {
         let p = MatvecParams { rows: c.rows, units: c.units, a: c.regions[0], b: c.regions[1], c: c.regions[2], x_stride: cols / 4, y_base: io.y_base, y_stride: total_rows, y_off: c.row0, grid_x: 0, eps: 0.0, batch };
         let at = params.slot(bytemuck::bytes_of(&p));
-        out.push(Planned { label: "gemm", pipe: pipe.clone(), bufs: vec![&c.buf, &c.buf, io.x, io.x, io.y], uniform: Uniform::Slot(at), grid: Grid::Fixed(c.rows.div_ceil(32), batch.div_ceil(32), 1) });
+        out.push(Planned { label: "gemm", pipe: pipe.clone(), bufs: vec![&c.buf, &c.buf, io.x, io.x, io.y], uniform: Uniform::Slot(at), grid: Grid::Fixed(c.rows.div_ceil(64), batch.div_ceil(64), 1) });
     }
     Ok(())
 }

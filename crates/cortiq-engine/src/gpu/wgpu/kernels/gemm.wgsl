@@ -1,50 +1,82 @@
 // Y (batch, rows) = X (batch, cols) . W^T for one row chunk of a planar weight: the prefill
-// GEMM. A workgroup of 16 x 16 invocations computes a 32-row x 32-column tile, each
-// invocation 2 rows x 2 batch columns; the K loop walks 32-value slices of the rows: the
-// weight slice is decoded once into workgroup memory (shared by 32 batch columns) and the
-// x slice loaded beside it. The host appends codecs.wgsl (helpers) and slices.wgsl with
+// GEMM. A workgroup of 16 x 16 invocations computes a 64-row x 64-column tile, each
+// invocation 4 rows (ty + 16 i) x 4 batch columns (tx + 16 j): per 4 values of k it loads 4
+// weight and 4 input vec4s from workgroup memory for 16 dot products (64 multiply-adds). The
+// K loop walks 32-value slices: each slice of the tile's 64 rows is decoded once into
+// workgroup memory (shared by 64 batch columns), the x slice loaded beside it, both stored
+// k-part-major ([part][row]) so the 16 invocations of a row read 16 consecutive vec4s. The
+// host appends codecs.wgsl (helpers) and slices.wgsl with
 // `fn slice_vals(r, s, part) -> vec4<f32>` (values 4 part .. 4 part + 3 of slice s of row r).
 
 // Bindings and `Params`: weights_io.wgsl (prepended by the host); `x2` is unused here.
 
-var<workgroup> wt: array<vec4<f32>, 256>; // [row][part]: 32 rows x 8 vec4s
-var<workgroup> xt: array<vec4<f32>, 256>; // [batch][part]
+const TILE: u32 = 64u;
+var<workgroup> wt: array<vec4<f32>, 512>; // [part][row]: 8 x 64
+var<workgroup> xt: array<vec4<f32>, 512>; // [part][batch column]
 
 @compute @workgroup_size(16, 16)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) li: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let row0 = wg.x * 32u;
-    let col0 = wg.y * 32u;
-    let lr = lid / 8u;   // the tile row / batch column this invocation loads
+    let row0 = wg.x * TILE;
+    let col0 = wg.y * TILE;
+    // Loads: invocation lid fills (tile row / batch column lid / 8 and + 32, k-part lid % 8).
     let part = lid % 8u;
+    let lr = lid / 8u;
     let last_row = p.rows - 1u;
-    let lrow = min(row0 + lr, last_row);
-    let lb = col0 + lr;
+    let lrow0 = min(row0 + lr, last_row);
+    let lrow1 = min(row0 + lr + 32u, last_row);
+    let lb0 = col0 + lr;
+    let lb1 = col0 + lr + 32u;
+    let xb0 = min(lb0, p.batch - 1u) * p.x_stride + part;
+    let xb1 = min(lb1, p.batch - 1u) * p.x_stride + part;
+    let xw0 = select(0.0, 1.0, lb0 < p.batch);
+    let xw1 = select(0.0, 1.0, lb1 < p.batch);
     let slices = p.x_stride / 8u;
-    var acc = vec4<f32>(0.0); // (r0 b0, r0 b1, r1 b0, r1 b1)
+    let tx = li.x;
+    let ty = li.y;
+    var acc0 = vec4<f32>(0.0); // row ty: batch columns tx, tx + 16, tx + 32, tx + 48
+    var acc1 = vec4<f32>(0.0); // row ty + 16
+    var acc2 = vec4<f32>(0.0); // row ty + 32
+    var acc3 = vec4<f32>(0.0); // row ty + 48
     for (var s = 0u; s < slices; s++) {
-        wt[lid] = slice_vals(lrow, s, part);
-        var xv = vec4<f32>(0.0);
-        if (lb < p.batch) {
-            xv = x[lb * p.x_stride + s * 8u + part];
-        }
-        xt[lid] = xv;
+        wt[part * TILE + lr] = slice_vals(lrow0, s, part);
+        wt[part * TILE + lr + 32u] = slice_vals(lrow1, s, part);
+        xt[part * TILE + lr] = xw0 * x[xb0 + s * 8u];
+        xt[part * TILE + lr + 32u] = xw1 * x[xb1 + s * 8u];
         workgroupBarrier();
-        let r = li.y * 2u;
-        let b = li.x * 2u;
         for (var k = 0u; k < 8u; k++) {
-            let w0 = wt[r * 8u + k];
-            let w1 = wt[(r + 1u) * 8u + k];
-            let x0 = xt[b * 8u + k];
-            let x1 = xt[(b + 1u) * 8u + k];
-            acc += vec4<f32>(dot(w0, x0), dot(w0, x1), dot(w1, x0), dot(w1, x1));
+            let wb = k * TILE + ty;
+            let xb = k * TILE + tx;
+            let w0 = wt[wb];
+            let w1 = wt[wb + 16u];
+            let w2 = wt[wb + 32u];
+            let w3 = wt[wb + 48u];
+            let x0 = xt[xb];
+            let x1 = xt[xb + 16u];
+            let x2 = xt[xb + 32u];
+            let x3 = xt[xb + 48u];
+            acc0 += vec4<f32>(dot(w0, x0), dot(w0, x1), dot(w0, x2), dot(w0, x3));
+            acc1 += vec4<f32>(dot(w1, x0), dot(w1, x1), dot(w1, x2), dot(w1, x3));
+            acc2 += vec4<f32>(dot(w2, x0), dot(w2, x1), dot(w2, x2), dot(w2, x3));
+            acc3 += vec4<f32>(dot(w3, x0), dot(w3, x1), dot(w3, x2), dot(w3, x3));
         }
         workgroupBarrier();
     }
-    let r = row0 + li.y * 2u;
-    let b = col0 + li.x * 2u;
     let base = p.y_base + p.y_off;
-    if (r < p.rows && b < p.batch) { y[base + b * p.y_stride + r] = acc.x; }
-    if (r < p.rows && b + 1u < p.batch) { y[base + (b + 1u) * p.y_stride + r] = acc.y; }
-    if (r + 1u < p.rows && b < p.batch) { y[base + b * p.y_stride + r + 1u] = acc.z; }
-    if (r + 1u < p.rows && b + 1u < p.batch) { y[base + (b + 1u) * p.y_stride + r + 1u] = acc.w; }
+    store_row(base, row0 + ty, col0 + tx, acc0);
+    store_row(base, row0 + ty + 16u, col0 + tx, acc1);
+    store_row(base, row0 + ty + 32u, col0 + tx, acc2);
+    store_row(base, row0 + ty + 48u, col0 + tx, acc3);
+}
+
+// Row r's sums for batch columns b, b + 16, b + 32, b + 48 (those inside the matrix).
+fn store_row(base: u32, r: u32, b: u32, v: vec4<f32>) {
+    if (r >= p.rows) {
+        return;
+    }
+    for (var j = 0u; j < 4u; j++) {
+        let bj = b + 16u * j;
+        if (bj < p.batch) {
+            y[base + bj * p.y_stride + r] = v[j];
+        }
+    }
 }
