@@ -192,6 +192,9 @@ pub struct GraphProfile {
     pub prefill_setup: std::time::Duration,
     pub prefill_host: std::time::Duration,
     pub prefill_tail: std::time::Duration,
+    /// Prefill-chunk GPU time by kind of dispatch, summed over the chunks
+    /// (`CMF_GRAPH_HOSTPROF=2`, where measured).
+    pub prefill_kernels: std::collections::BTreeMap<&'static str, std::time::Duration>,
 }
 
 impl GraphProfile {
@@ -201,7 +204,11 @@ impl GraphProfile {
             return String::new();
         }
         let per = |d: std::time::Duration| d.as_secs_f64() * 1e3 / self.prefill_chunks as f64;
-        format!("prefill graph, per chunk over {} chunks ({} rows): device state {:.2} ms, launches queued {:.2} ms, then GPU tail {:.2} ms (to the readback)\n", self.prefill_chunks, self.prefill_rows, per(self.prefill_setup), per(self.prefill_host), per(self.prefill_tail))
+        let mut out = format!("prefill graph, per chunk over {} chunks ({} rows): device state {:.2} ms, launches queued {:.2} ms, then GPU tail {:.2} ms (to the readback)\n", self.prefill_chunks, self.prefill_rows, per(self.prefill_setup), per(self.prefill_host), per(self.prefill_tail));
+        for (kind, d) in &self.prefill_kernels {
+            out.push_str(&format!("  GPU time per prefill chunk, {kind}: {:.2} ms\n", per(*d)));
+        }
+        out
     }
 
     /// The per-kind lines of the `--explain` table: GPU time per token and, for kinds that

@@ -10,7 +10,7 @@
 
 use super::super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform, GEMM_MIN_BATCH};
 use super::super::{Resident, WgpuBackend};
-use super::{graph_weights, step_block, ArgmaxBlock, At, ModelGraph, NormBlock};
+use super::{graph_weights, relabel, step_block, ArgmaxBlock, At, ModelGraph, NormBlock};
 use crate::gpu::backend::{DeviceOutcome, GraphReadback, PrefillGraphJob, WeightArg};
 use std::collections::HashMap;
 use wgpu::util::DeviceExt;
@@ -100,9 +100,17 @@ impl WgpuBackend {
             let groups = plan::bind(&self.ctx.device, &plan, &pbuf);
             let t0 = std::time::Instant::now();
             let mut enc = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("prefill") });
+            // Under CMF_GRAPH_HOSTPROF=2, a timestamp around every dispatch (the token
+            // graph's query set, where the chunk's dispatches fit in it).
+            let stamps = g.stamps.as_ref().filter(|s| plan.len() < s.3 as usize);
             {
                 let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("prefill"), timestamp_writes: None });
-                plan::encode(&mut pass, plan.iter().zip(&groups).map(|(p, b)| (&p.pipe, b, p.grid)), 0, None);
+                plan::encode(&mut pass, plan.iter().zip(&groups).map(|(p, b)| (&p.pipe, b, p.grid)), 0, stamps.map(|s| &s.0));
+            }
+            if let Some((q, resolve, read, _)) = stamps {
+                let used = plan.len() as u32 + 1;
+                enc.resolve_query_set(q, 0..used, resolve, 0);
+                enc.copy_buffer_to_buffer(resolve, 0, read, 0, 8 * used as u64);
             }
             match want_logits {
                 Some(vocab) => enc.copy_buffer_to_buffer(&g.logits, 0, &g.staging, 0, (vocab * 4) as u64),
@@ -112,6 +120,13 @@ impl WgpuBackend {
             let t1 = std::time::Instant::now();
             let back = self.read_result(g, want_logits)?;
             let mut prof = self.profile.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((_, _, read, _)) = stamps {
+                let t = self.ctx.read_back::<u64>(read, plan.len() as u64 + 1)?;
+                let period = self.ctx.queue.get_timestamp_period() as f64;
+                for (d, w) in plan.iter().zip(t.windows(2)) {
+                    *prof.prefill_kernels.entry(d.label).or_default() += std::time::Duration::from_nanos((w[1].saturating_sub(w[0]) as f64 * period) as u64);
+                }
+            }
             prof.prefill_chunks += 1;
             prof.prefill_rows += rows as u64;
             prof.prefill_setup += t0 - ts;
@@ -144,23 +159,33 @@ impl WgpuBackend {
             let (attn_norm, ffn_norm) = &g.norms[li];
             let at = norm(params, li > 0, 0);
             p.push(Planned { label: "norm", pipe: ctx.norm.clone(), bufs: vec![&pb.x, &pb.o, attn_norm, &pb.xn], uniform: Uniform::Slot(at), grid: Grid::Fixed(n, 1, 1) });
+            let at = p.len();
             proj(res(&w[0])?, &pb.xn, &pb.q, d, params, &mut p)?;
             proj(res(&w[1])?, &pb.xn, &pb.k, d, params, &mut p)?;
             proj(res(&w[2])?, &pb.xn, &pb.v, d, params, &mut p)?;
+            relabel(&mut p, at, "qkv");
             p.push(Planned { label: "rope+kv append", pipe: ctx.rope_store.clone(), bufs: vec![&pb.q, &pb.k, &pb.v, &mk[li], &mv[li]], uniform: Uniform::Whole(&pb.step), grid: Grid::Fixed(rope_threads.div_ceil(64), n, 1) });
             p.push(Planned { label: "attention", pipe: ctx.attn_rows.clone(), bufs: vec![&pb.q, &mk[li], &mv[li], &pb.att], uniform: Uniform::Whole(&pb.step), grid: Grid::Fixed(c.n_head as u32, n, 1) });
+            let at = p.len();
             proj(res(&w[3])?, &pb.att, &pb.o, qd, params, &mut p)?;
+            relabel(&mut p, at, "o proj");
             let at = norm(params, true, 0);
             p.push(Planned { label: "norm", pipe: ctx.norm.clone(), bufs: vec![&pb.x, &pb.o, ffn_norm, &pb.xn], uniform: Uniform::Slot(at), grid: Grid::Fixed(n, 1, 1) });
+            let at = p.len();
             proj(res(&w[4])?, &pb.xn, &pb.g, d, params, &mut p)?;
             proj(res(&w[5])?, &pb.xn, &pb.u, d, params, &mut p)?;
+            relabel(&mut p, at, "gate, up");
             plan::act(ctx, &pb.g, &pb.u, n * ff, 0, params, &mut p);
+            let at = p.len();
             proj(res(&w[6])?, &pb.g, &pb.o, ff, params, &mut p)?;
+            relabel(&mut p, at, "down");
         }
         // The last row only: its residual added, normed, through the head, argmax.
         let at = norm(params, true, n - 1);
         p.push(Planned { label: "final norm", pipe: ctx.norm.clone(), bufs: vec![&pb.x, &pb.o, &g.out_norm, &pb.last], uniform: Uniform::Slot(at), grid: Grid::Fixed(1, 1, 1) });
+        let at = p.len();
         plan::matvec(ctx, res(&args[args.len() - 1])?, MatvecIo::plain(&pb.last, &g.logits, 0), d, 1, params, &mut p)?;
+        relabel(&mut p, at, "head");
         let at = params.slot(bytemuck::bytes_of(&ArgmaxBlock { n: c.vocab as u32, pad: [0; 3] }));
         p.push(Planned { label: "argmax", pipe: ctx.argmax.clone(), bufs: vec![&g.logits, &g.best], uniform: Uniform::Slot(at), grid: Grid::Fixed(1, 1, 1) });
         Ok(p)
