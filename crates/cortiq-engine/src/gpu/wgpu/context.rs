@@ -27,6 +27,7 @@ const ROPE_STORE: &str = include_str!("kernels/rope_store.wgsl");
 const ATTN_SPLIT: &str = include_str!("kernels/attn_split.wgsl");
 const ATTN_COMBINE: &str = include_str!("kernels/attn_combine.wgsl");
 const ATTN_ROWS: &str = include_str!("kernels/attn_rows.wgsl");
+const ATTN_CHUNK: &str = include_str!("kernels/attn_chunk.wgsl");
 const ARGMAX: &str = include_str!("kernels/argmax.wgsl");
 
 /// The codecs with a matvec pipeline: (codec, `unit_dot_*` suffix, x vec4s per unit).
@@ -191,9 +192,9 @@ impl WgpuContext {
         let act = build(&device, ACT, &act_layout, cache.as_ref(), "act")?;
         let norm = build(&device, &norm_source(), &layout(&device, &[w, r, r, w, Uniform]), cache.as_ref(), "norm")?;
         let rope_store = build(&device, &format!("{STEP}{ROPE_STORE}"), &layout(&device, &[w, r, r, w, w, Uniform]), cache.as_ref(), "rope_store")?;
-        let attn_split = build(&device, &format!("{STEP}{ATTN_SPLIT}"), &layout(&device, &[r, r, r, w, Uniform]), cache.as_ref(), "attn_split")?;
+        let attn_split = build(&device, &format!("{STEP}{ATTN_CHUNK}{ATTN_SPLIT}"), &layout(&device, &[r, r, r, w, Uniform]), cache.as_ref(), "attn_split")?;
         let attn_combine = build(&device, &format!("{STEP}{ATTN_COMBINE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "attn_combine")?;
-        let attn_rows = build(&device, &format!("{STEP}{ATTN_ROWS}"), &layout(&device, &[r, r, r, w, Uniform]), cache.as_ref(), "attn_rows")?;
+        let attn_rows = build(&device, &format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}"), &layout(&device, &[r, r, r, w, Uniform]), cache.as_ref(), "attn_rows")?;
         let argmax = build(&device, ARGMAX, &layout(&device, &[r, w, Uniform]), cache.as_ref(), "argmax")?;
         let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, gemm: Default::default(), subgroups, pipeline_cache: cache, act, norm, rope_store, attn_split, attn_combine, attn_rows, argmax, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
         // The per-op kernels up front (a job's first call should not pay a compile).
@@ -508,7 +509,7 @@ mod tests {
         for (_, suffix, _) in MATVEC_CODECS {
             validate(&format!("gemm {suffix}"), &gemm_source(suffix));
         }
-        for (name, src) in [("act", ACT.to_string()), ("norm", norm_source()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_split", format!("{STEP}{ATTN_SPLIT}")), ("attn_combine", format!("{STEP}{ATTN_COMBINE}")), ("attn_rows", format!("{STEP}{ATTN_ROWS}")), ("argmax", ARGMAX.to_string())] {
+        for (name, src) in [("act", ACT.to_string()), ("norm", norm_source()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_split", format!("{STEP}{ATTN_CHUNK}{ATTN_SPLIT}")), ("attn_combine", format!("{STEP}{ATTN_COMBINE}")), ("attn_rows", format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}")), ("argmax", ARGMAX.to_string())] {
             validate(name, &src);
         }
     }

@@ -3,18 +3,14 @@
 // 0 ..= pos + y in chunks of 64 with a running max and sum (online softmax), so no partials
 // leave the workgroup. Each invocation scores one position of a chunk, then owns output
 // dimensions lid, lid + 64, ... (head_dim <= 256).
-// `Step` (first row's position, head geometry, scale) comes from step.wgsl.
+// `Step` (first row's position, head geometry, scale) comes from step.wgsl, `score` /
+// `chunk_max` / `chunk_sum` from attn_chunk.wgsl (both prepended by the host).
 
 @group(0) @binding(0) var<storage, read> q: array<f32>;         // (rows, n_head * head_dim), after RoPE
 @group(0) @binding(1) var<storage, read> kc: array<f32>;        // (capacity, kv_dim)
 @group(0) @binding(2) var<storage, read> vc: array<f32>;        // (capacity, kv_dim)
 @group(0) @binding(3) var<storage, read_write> att: array<f32>; // (rows, n_head * head_dim)
 @group(0) @binding(4) var<uniform> st: Step;
-
-const CHUNK: u32 = 64u;
-var<workgroup> qh: array<f32, 256>;
-var<workgroup> sc: array<f32, 64>;
-var<workgroup> red: array<f32, 64>;
 
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -39,38 +35,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         let cnt = min(CHUNK, n - t0);
         var s = -3.0e38;
         if (lid < cnt) {
-            let kr = (t0 + lid) * kvd + kvh * hd;
-            var a = 0.0;
-            for (var d = 0u; d < hd; d++) {
-                a += qh[d] * kc[kr + d];
-            }
-            s = a * st.scale;
+            s = score((t0 + lid) * kvd + kvh * hd, hd);
         }
-        red[lid] = s;
-        workgroupBarrier();
-        for (var k = CHUNK / 2u; k > 0u; k = k >> 1u) {
-            if (lid < k) {
-                red[lid] = max(red[lid], red[lid + k]);
-            }
-            workgroupBarrier();
-        }
-        let mn = max(m, red[0]);
-        workgroupBarrier();
+        let mn = max(m, chunk_max(s, lid));
         var e = 0.0;
         if (lid < cnt) {
             e = exp(s - mn);
         }
         sc[lid] = e;
-        red[lid] = e;
-        workgroupBarrier();
-        for (var k = CHUNK / 2u; k > 0u; k = k >> 1u) {
-            if (lid < k) {
-                red[lid] += red[lid + k];
-            }
-            workgroupBarrier();
-        }
         let alpha = exp(m - mn);
-        l = l * alpha + red[0];
+        l = l * alpha + chunk_sum(e, lid);
         m = mn;
         var part = vec4<f32>(0.0);
         for (var j = 0u; j < cnt; j++) {

@@ -2,18 +2,14 @@
 // [64 c, 64 c + 64) of head h up to `pos` and writes its partial to `part`
 // (n_head, chunks, head_dim + 2): the exp-weighted V sum, the max score, the sum of exps.
 // head_dim <= 256.
-// `Step`, the per-token block, comes from step.wgsl (prepended by the host).
+// `Step`, the per-token block, comes from step.wgsl, `score` / `chunk_max` / `chunk_sum`
+// from attn_chunk.wgsl (both prepended by the host).
 
 @group(0) @binding(0) var<storage, read> q: array<f32>;          // (n_head * head_dim)
 @group(0) @binding(1) var<storage, read> kc: array<f32>;         // (capacity, kv_dim)
 @group(0) @binding(2) var<storage, read> vc: array<f32>;         // (capacity, kv_dim)
 @group(0) @binding(3) var<storage, read_write> part: array<f32>; // (n_head, chunks, head_dim + 2)
 @group(0) @binding(4) var<uniform> st: Step;
-
-const CHUNK: u32 = 64u;
-var<workgroup> qh: array<f32, 256>;
-var<workgroup> sc: array<f32, 64>;
-var<workgroup> red: array<f32, 64>;
 
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -31,36 +27,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     workgroupBarrier();
     var s = -3.0e38;
     if (lid < cnt) {
-        let kr = (t0 + lid) * kvd + kvh * hd;
-        var acc = 0.0;
-        for (var d = 0u; d < hd; d++) {
-            acc += qh[d] * kc[kr + d];
-        }
-        s = acc * st.scale;
+        s = score((t0 + lid) * kvd + kvh * hd, hd);
     }
-    red[lid] = s;
-    workgroupBarrier();
-    for (var k = CHUNK / 2u; k > 0u; k = k >> 1u) {
-        if (lid < k) {
-            red[lid] = max(red[lid], red[lid + k]);
-        }
-        workgroupBarrier();
-    }
-    let m = red[0];
-    workgroupBarrier();
+    let m = chunk_max(s, lid);
     var e = 0.0;
     if (lid < cnt) {
         e = exp(s - m);
     }
     sc[lid] = e;
-    red[lid] = e;
-    workgroupBarrier();
-    for (var k = CHUNK / 2u; k > 0u; k = k >> 1u) {
-        if (lid < k) {
-            red[lid] += red[lid + k];
-        }
-        workgroupBarrier();
-    }
+    let total = chunk_sum(e, lid);
     let out = (h * st.chunks + c) * (hd + 2u);
     for (var d = lid; d < hd; d += CHUNK) {
         var a = 0.0;
@@ -71,6 +46,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     }
     if (lid == 0u) {
         part[out + hd] = m;
-        part[out + hd + 1u] = red[0];
+        part[out + hd + 1u] = total;
     }
 }
