@@ -6,7 +6,9 @@
 //! head; one readback of the logits. The dispatch list and its bind groups are built once per (model, sequence)
 //! and only re-encoded per token; token-dependent values (position, attention chunks) travel
 //! in a small uniform block written before the submission. The embedding row is decoded on
-//! the host (n_embd floats written with the step block).
+//! the host (n_embd floats written with the step block). The batched prefill graph
+//! (`graph/prefill.rs`) shares the model's buffers, the sequence's mirror and the frame
+//! (`on_graph`) with it.
 
 use super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform};
 use super::{Resident, Unfit, Variant, WgpuBackend, XMode};

@@ -5,7 +5,8 @@
 //! weight budget, keyed by the facade's weight key and proven by a content fingerprint.
 //! Every job is one command buffer with ONE compute pass and one readback; on any device
 //! error nothing is written to the caller's outputs. The whole-token decode graph
-//! (`graph.rs`) runs a llama model's token the same way.
+//! (`graph.rs`) runs a llama model's token the same way, the batched prefill graph
+//! (`graph/prefill.rs`) a chunk of its prompt.
 
 pub mod adapter;
 mod context;
