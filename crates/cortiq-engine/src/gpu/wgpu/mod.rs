@@ -199,14 +199,7 @@ impl WgpuBackend {
         let mut planned = Vec::new();
         for s in steps {
             match s {
-                Step::Matvec { w, x, y, y_base, cols, batch } => {
-                    let io = plan::MatvecIo::plain(x, y, *y_base);
-                    if *batch >= plan::GEMM_MIN_BATCH && cols % 32 == 0 {
-                        plan::gemm(&self.ctx, w, io, *cols, *batch, &mut params, &mut planned)?
-                    } else {
-                        plan::matvec(&self.ctx, w, io, *cols, *batch, &mut params, &mut planned)?
-                    }
-                }
+                Step::Matvec { w, x, y, y_base, cols, batch } => plan::matmul(&self.ctx, w, plan::MatvecIo::plain(x, y, *y_base), *cols, *batch, &mut params, &mut planned)?,
                 Step::Act { g, u, n, act } => plan::act(&self.ctx, g, u, *n, *act, &mut params, &mut planned),
             }
         }

@@ -117,10 +117,10 @@ pub(super) fn matvec<'a>(ctx: &WgpuContext, w: &'a Resident, io: MatvecIo<'a>, c
 
 /// Batches from which a plain matmul runs as the tiled GEMM (each weight tile decoded once
 /// for 64 batch columns) rather than a matvec per batch column.
-pub(super) const GEMM_MIN_BATCH: u32 = 8;
+const GEMM_MIN_BATCH: u32 = 8;
 
 /// Y (batch, rows) = X . W^T as the tiled GEMM: one dispatch per row chunk.
-pub(super) fn gemm<'a>(ctx: &WgpuContext, w: &'a Resident, io: MatvecIo<'a>, cols: u32, batch: u32, params: &mut Params, out: &mut Vec<Planned<'a>>) -> Result<(), String> {
+fn gemm<'a>(ctx: &WgpuContext, w: &'a Resident, io: MatvecIo<'a>, cols: u32, batch: u32, params: &mut Params, out: &mut Vec<Planned<'a>>) -> Result<(), String> {
     let total_rows: u32 = w.chunks.iter().map(|c| c.rows).sum();
     let pipe = ctx.gemm_pipeline(w.codec)?;
     for c in &w.chunks {
@@ -129,6 +129,16 @@ pub(super) fn gemm<'a>(ctx: &WgpuContext, w: &'a Resident, io: MatvecIo<'a>, col
         out.push(Planned { label: "gemm", pipe: pipe.clone(), bufs: vec![&c.buf, &c.buf, io.x, io.x, io.y], uniform: Uniform::Slot(at), grid: Grid::Fixed(c.rows.div_ceil(64), batch.div_ceil(64), 1) });
     }
     Ok(())
+}
+
+/// Y (batch, rows) = X . W^T by whichever kernel suits the batch: the tiled GEMM from
+/// `GEMM_MIN_BATCH` columns (widths of whole 32-value slices), a matvec per column below.
+pub(super) fn matmul<'a>(ctx: &WgpuContext, w: &'a Resident, io: MatvecIo<'a>, cols: u32, batch: u32, params: &mut Params, out: &mut Vec<Planned<'a>>) -> Result<(), String> {
+    if batch >= GEMM_MIN_BATCH && cols % 32 == 0 {
+        gemm(ctx, w, io, cols, batch, params, out)
+    } else {
+        matvec(ctx, w, io, cols, batch, params, out)
+    }
 }
 
 /// g <- act(g) * u over n floats.

@@ -8,7 +8,7 @@
 //! norm (its residual added), the head and the argmax. The embedding rows are decoded on the
 //! host and written with the chunk.
 
-use super::super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform, GEMM_MIN_BATCH};
+use super::super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform};
 use super::super::{Resident, WgpuBackend};
 use super::{graph_weights, relabel, step_block, ArgmaxBlock, At, ModelGraph, NormBlock};
 use crate::gpu::backend::{DeviceOutcome, GraphReadback, PrefillGraphJob, WeightArg};
@@ -146,13 +146,7 @@ impl WgpuBackend {
         let (d, ff, qd, n) = (c.n_embd as u32, c.n_ff as u32, c.q_dim() as u32, rows as u32);
         let mut p: Vec<Planned> = Vec::new();
         // y (rows, w.rows) = x (rows, cols) . W^T
-        let proj = |w: &'a Resident, x: &'a wgpu::Buffer, y: &'a wgpu::Buffer, cols: u32, params: &mut Params, p: &mut Vec<Planned<'a>>| {
-            if n >= GEMM_MIN_BATCH {
-                plan::gemm(ctx, w, MatvecIo::plain(x, y, 0), cols, n, params, p)
-            } else {
-                plan::matvec(ctx, w, MatvecIo::plain(x, y, 0), cols, n, params, p)
-            }
-        };
+        let proj = |w: &'a Resident, x: &'a wgpu::Buffer, y: &'a wgpu::Buffer, cols: u32, params: &mut Params, p: &mut Vec<Planned<'a>>| plan::matmul(ctx, w, MatvecIo::plain(x, y, 0), cols, n, params, p);
         let norm = |params: &mut Params, add: bool, row0: u32| params.slot(bytemuck::bytes_of(&NormBlock { n: d, add: u32::from(add), eps: c.eps, row0 }));
         let rope_threads = ((c.n_head + c.n_head_kv) * c.rope_dims / 2 + c.kv_dim()) as u32;
         for (li, w) in args[..args.len() - 1].chunks_exact(7).enumerate() {
