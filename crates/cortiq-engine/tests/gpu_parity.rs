@@ -414,8 +414,9 @@ fn token_graph_matches_the_cpu_path() {
 /// The batched prefill graph called chunk by chunk on every backend against the CPU's prefill
 /// of the same prompt on synthesized models: chunks of 256 rows and the rest (the tiled GEMMs,
 /// attention over rows already in the mirror), of 5, 250 and the rest (a chunk below the GEMM
-/// batch runs matvecs), and a chunk at position 256 of a fresh sequence (its mirror seeded
-/// from the CPU's cache). The last position's logits must agree within 5 % relative L2 or
+/// batch runs matvecs), of 100 rows three times (one recorded plan re-encoded at each
+/// position), and a chunk at position 256 of a fresh sequence (its mirror seeded from the
+/// CPU's cache). The last position's logits must agree within 5 % relative L2 or
 /// twice the CPU's own one-ulp noise, and so must each layer's K and V rows read back from the
 /// mirror against the CPU cache's (the int8 paths' noise grows with depth: an element-wise
 /// bound failed CUDA's llama-1b at layer 11 by 5.3 % of the largest value while its logits
@@ -469,6 +470,7 @@ fn prefill_graph_chunks_match_the_cpu_prefill() {
                 ("256 + rest", run(101, 0, &empty, &[256, n])),
                 ("5 + 250 + rest", run(102, 0, &empty, &[5, 255, n])),
                 ("seeded at 256", run(103, 256, &head.kv, &[n])),
+                ("100 + 100 + 100 (one recorded plan re-encoded)", run(105, 0, &empty, &[100, 200, n])),
             ] {
                 let rel = rel_l2(&want, &got);
                 eprintln!("{name} {shape} {codec}: prefill graph chunks {label} vs CPU logits, relative L2 {rel:.2e} (bound {bound:.2e}), argmax same: {}", cortiq_engine::sample::argmax(&want) == cortiq_engine::sample::argmax(&got));
@@ -488,7 +490,7 @@ fn prefill_graph_chunks_match_the_cpu_prefill() {
             let job = PrefillGraphJob { model: &engine.model, seq: 104, tokens: &too_long, pos: 0, host_kv: &empty };
             assert!(matches!(be.prefill_graph(&job, GraphReadback::Logits(&mut untouched)), DeviceOutcome::Declined(_)), "{name}: a 257-row chunk declines");
             assert!(untouched.iter().all(|v| v.is_nan()), "{name}: a declined chunk writes nothing");
-            for seq in 101..=104 {
+            for seq in 101..=105 {
                 be.reset_sequence(seq);
             }
         }

@@ -110,6 +110,9 @@ pub(super) struct Mirror {
     /// depends only on the position and whether the logits or only their argmax are read
     /// back; the token enters through the buffers written first).
     prepared: Option<(usize, bool, wgpu::CommandBuffer)>,
+    /// The prefill graph's dispatches for chunks of this many rows, bound to this mirror
+    /// (recorded on the first such chunk, re-encoded for the next).
+    prefill: Option<(usize, Recorded)>,
 }
 
 /// One token's dispatches with their bind groups (and the uniform slots they point into).
@@ -120,6 +123,16 @@ struct Recorded {
     /// Weight bytes per token by label (`GraphProfile::stage_bytes`).
     stage_bytes: BTreeMap<&'static str, u64>,
     _params: wgpu::Buffer,
+}
+
+impl Recorded {
+    /// Bind a plan's dispatches once (its uniform slots uploaded into their own buffer), to
+    /// be re-encoded for every call.
+    fn bind(device: &wgpu::Device, plan: Vec<Planned>, params: &Params, stage_bytes: BTreeMap<&'static str, u64>) -> Recorded {
+        let pbuf = device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("graph-params"), contents: &params.0, usage: wgpu::BufferUsages::UNIFORM });
+        let groups = plan::bind(device, &plan, &pbuf);
+        Recorded { labels: plan.iter().map(|p| p.label).collect(), stage_bytes, dispatches: plan.into_iter().zip(groups).map(|(p, b)| (p.pipe, b, p.grid)).collect(), _params: pbuf }
+    }
 }
 
 /// The matrices the graph streams: per layer wq, wk, wv, wo, gate, up, down; then the head.
@@ -232,6 +245,7 @@ impl WgpuBackend {
             len: 0,
             recorded: None,
             prepared: None,
+            prefill: None,
         });
         if mirror.len != at.pos {
             // Seed from the host cache: a zero state is never assumed.
@@ -302,9 +316,7 @@ impl WgpuBackend {
         // The greedy pick, read back instead of the logits when only it is wanted.
         let at = params.slot(bytemuck::bytes_of(&ArgmaxBlock { n: c.vocab as u32, pad: [0; 3] }));
         p.push(Planned { label: "argmax", pipe: ctx.argmax.clone(), bufs: vec![&g.logits, &g.best], uniform: Uniform::Slot(at), grid: Grid::Fixed(1, 1, 1) });
-        let pbuf = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("graph-params"), contents: &params.0, usage: wgpu::BufferUsages::UNIFORM });
-        let groups = plan::bind(&ctx.device, &p, &pbuf);
-        Ok(Recorded { labels: p.iter().map(|pl| pl.label).collect(), stage_bytes, dispatches: p.into_iter().zip(groups).map(|(pl, bg)| (pl.pipe, bg, pl.grid)).collect(), _params: pbuf })
+        Ok(Recorded::bind(&ctx.device, p, &params, stage_bytes))
     }
 
     /// Run one token through the graph; `out` is written only on success.
@@ -405,6 +417,7 @@ impl WgpuBackend {
             mirrors.values_mut().for_each(|mi| {
                 mi.recorded = None;
                 mi.prepared = None;
+                mi.prefill = None;
             });
             *graph = Some(self.build_graph(m, capacity, key));
             // New buffers (and maybe uploads): this call is not steady state.

@@ -6,14 +6,15 @@
 //! attention of every row over the mirror (`attn_rows.wgsl`), the O projection, the norm with
 //! the residual add, gate and up, SiLU(gate) * up, down. Then the last row alone: the final
 //! norm (its residual added), the head and the argmax. The embedding rows are decoded on the
-//! host and written with the chunk.
+//! host and written with the chunk. The dispatches and their bind groups are recorded once per
+//! (sequence, chunk rows) and re-encoded for the next chunk of that many rows (the position
+//! travels in the chunk's uniform block).
 
 use super::super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform};
 use super::super::{Resident, WgpuBackend};
-use super::{graph_weights, relabel, step_block, ArgmaxBlock, At, ModelGraph, NormBlock};
+use super::{graph_weights, relabel, step_block, ArgmaxBlock, At, ModelGraph, NormBlock, Recorded};
 use crate::gpu::backend::{DeviceOutcome, GraphReadback, PrefillGraphJob, WeightArg};
 use std::collections::HashMap;
-use wgpu::util::DeviceExt;
 
 /// Prompt rows one prefill submission takes at most (the session's prefill chunk).
 const PREFILL_ROWS: usize = crate::pipeline::PREFILL_CHUNK;
@@ -93,22 +94,24 @@ impl WgpuBackend {
             }
             self.ctx.queue.write_buffer(&pb.x, 0, bytemuck::cast_slice(&x));
             self.ctx.queue.write_buffer(&pb.step, 0, bytemuck::bytes_of(&step_block(m, job.pos, 0)));
-            let args: Vec<WeightArg> = graph_weights(m).iter().map(|w| m.weight_arg(w)).collect();
-            let mut params = Params::default();
-            let plan = self.plan_prefill(m, &args, map, g, pb, &mirror.k, &mirror.v, rows, &mut params)?;
-            let pbuf = self.ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("prefill-params"), contents: &params.0, usage: wgpu::BufferUsages::UNIFORM });
-            let groups = plan::bind(&self.ctx.device, &plan, &pbuf);
+            if mirror.prefill.as_ref().is_none_or(|(r, _)| *r != rows) {
+                let args: Vec<WeightArg> = graph_weights(m).iter().map(|w| m.weight_arg(w)).collect();
+                let mut params = Params::default();
+                let plan = self.plan_prefill(m, &args, map, g, pb, &mirror.k, &mirror.v, rows, &mut params)?;
+                mirror.prefill = Some((rows, Recorded::bind(&self.ctx.device, plan, &params, Default::default())));
+            }
+            let (_, rec) = mirror.prefill.as_ref().expect("recorded above");
             let t0 = std::time::Instant::now();
             let mut enc = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("prefill") });
             // Under CMF_GRAPH_HOSTPROF=2, a timestamp around every dispatch (the token
             // graph's query set, where the chunk's dispatches fit in it).
-            let stamps = g.stamps.as_ref().filter(|s| plan.len() < s.3 as usize);
+            let stamps = g.stamps.as_ref().filter(|s| rec.dispatches.len() < s.3 as usize);
             {
                 let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("prefill"), timestamp_writes: None });
-                plan::encode(&mut pass, plan.iter().zip(&groups).map(|(p, b)| (&p.pipe, b, p.grid)), 0, stamps.map(|s| &s.0));
+                plan::encode(&mut pass, rec.dispatches.iter().map(|(p, b, gr)| (p, b, *gr)), 0, stamps.map(|s| &s.0));
             }
             if let Some((q, resolve, read, _)) = stamps {
-                let used = plan.len() as u32 + 1;
+                let used = rec.dispatches.len() as u32 + 1;
                 enc.resolve_query_set(q, 0..used, resolve, 0);
                 enc.copy_buffer_to_buffer(resolve, 0, read, 0, 8 * used as u64);
             }
@@ -121,10 +124,10 @@ impl WgpuBackend {
             let back = self.read_result(g, want_logits)?;
             let mut prof = self.profile.lock().unwrap_or_else(|e| e.into_inner());
             if let Some((_, _, read, _)) = stamps {
-                let t = self.ctx.read_back::<u64>(read, plan.len() as u64 + 1)?;
+                let t = self.ctx.read_back::<u64>(read, rec.dispatches.len() as u64 + 1)?;
                 let period = self.ctx.queue.get_timestamp_period() as f64;
-                for (d, w) in plan.iter().zip(t.windows(2)) {
-                    *prof.prefill_kernels.entry(d.label).or_default() += std::time::Duration::from_nanos((w[1].saturating_sub(w[0]) as f64 * period) as u64);
+                for (label, w) in rec.labels.iter().zip(t.windows(2)) {
+                    *prof.prefill_kernels.entry(label).or_default() += std::time::Duration::from_nanos((w[1].saturating_sub(w[0]) as f64 * period) as u64);
                 }
             }
             prof.prefill_chunks += 1;
