@@ -364,13 +364,8 @@ impl WgpuBackend {
                 let ns = t[1].saturating_sub(t[0]) as f64 * self.ctx.queue.get_timestamp_period() as f64;
                 *prof.gpu_pass.get_or_insert_default() += std::time::Duration::from_nanos(ns as u64);
             }
-            if let Some((_, _, read, n)) = g.stamps.as_ref().filter(|s| rec.dispatches.len() < s.3 as usize) {
-                let used = (rec.dispatches.len() as u64 + 1).min(*n as u64);
-                let t = self.ctx.read_back::<u64>(read, used)?;
-                let period = self.ctx.queue.get_timestamp_period() as f64;
-                for (label, w) in rec.labels.iter().zip(t.windows(2)) {
-                    *prof.kernels.entry(label).or_default() += std::time::Duration::from_nanos((w[1].saturating_sub(w[0]) as f64 * period) as u64);
-                }
+            self.add_dispatch_times(g, rec, &mut prof.kernels)?;
+            if g.stamps.is_some() {
                 prof.stage_bytes.clone_from(&rec.stage_bytes);
             }
             Ok(back)
@@ -455,16 +450,24 @@ impl WgpuBackend {
     /// pass (the attention grid sized for `pos`), then the logits (`Some(vocab)`) or only
     /// their argmax copied for readback.
     fn encode_token(&self, rec: &Recorded, g: &ModelGraph, pos: usize, logits: Option<usize>) -> wgpu::CommandBuffer {
-        let chunks = (pos + 1).div_ceil(ATT_CHUNK) as u32;
-        let mut enc = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("token") });
+        self.encode_recorded("token", rec, g, (pos + 1).div_ceil(ATT_CHUNK) as u32, logits, true)
+    }
+
+    /// A recorded dispatch list in one compute pass (`chunks`: the attention grid where one
+    /// is sized per call), with the per-dispatch timestamps under `CMF_GRAPH_HOSTPROF=2`
+    /// (and, with `pass_timer`, the pass's own under `=1`), then the logits (`Some(vocab)`)
+    /// or only their argmax copied for readback.
+    fn encode_recorded(&self, label: &str, rec: &Recorded, g: &ModelGraph, chunks: u32, logits: Option<usize>, pass_timer: bool) -> wgpu::CommandBuffer {
+        let mut enc = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+        let timer = g.timer.as_ref().filter(|_| pass_timer);
+        let stamps = g.stamps.as_ref().filter(|s| rec.dispatches.len() < s.3 as usize);
         {
-            let timestamp_writes = g.timer.as_ref().map(|(q, _, _)| wgpu::ComputePassTimestampWrites { query_set: q, beginning_of_pass_write_index: Some(0), end_of_pass_write_index: Some(1) });
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("token"), timestamp_writes });
-            let stamps = g.stamps.as_ref().filter(|s| rec.dispatches.len() < s.3 as usize).map(|s| &s.0);
-            plan::encode(&mut pass, rec.dispatches.iter().map(|(p, b, gr)| (p, b, *gr)), chunks, stamps);
+            let timestamp_writes = timer.map(|(q, _, _)| wgpu::ComputePassTimestampWrites { query_set: q, beginning_of_pass_write_index: Some(0), end_of_pass_write_index: Some(1) });
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(label), timestamp_writes });
+            plan::encode(&mut pass, rec.dispatches.iter().map(|(p, b, gr)| (p, b, *gr)), chunks, stamps.map(|s| &s.0));
         }
-        if let Some((q, resolve, read, n)) = g.stamps.as_ref().filter(|s| rec.dispatches.len() < s.3 as usize) {
-            let used = (rec.dispatches.len() as u32 + 1).min(*n);
+        if let Some((q, resolve, read, _)) = stamps {
+            let used = rec.dispatches.len() as u32 + 1;
             enc.resolve_query_set(q, 0..used, resolve, 0);
             enc.copy_buffer_to_buffer(resolve, 0, read, 0, 8 * used as u64);
         }
@@ -472,11 +475,25 @@ impl WgpuBackend {
             Some(vocab) => enc.copy_buffer_to_buffer(&g.logits, 0, &g.staging, 0, (vocab * 4) as u64),
             None => enc.copy_buffer_to_buffer(&g.best, 0, &g.best_staging, 0, 4),
         }
-        if let Some((q, resolve, read)) = &g.timer {
+        if let Some((q, resolve, read)) = timer {
             enc.resolve_query_set(q, 0..2, resolve, 0);
             enc.copy_buffer_to_buffer(resolve, 0, read, 0, 16);
         }
         enc.finish()
+    }
+
+    /// After a recorded list ran with per-dispatch timestamps (`CMF_GRAPH_HOSTPROF=2`): its
+    /// GPU time added to `into` by the dispatches' labels. Nothing where none were written.
+    fn add_dispatch_times(&self, g: &ModelGraph, rec: &Recorded, into: &mut BTreeMap<&'static str, std::time::Duration>) -> Result<(), String> {
+        let Some((_, _, read, _)) = g.stamps.as_ref().filter(|s| rec.dispatches.len() < s.3 as usize) else {
+            return Ok(());
+        };
+        let t = self.ctx.read_back::<u64>(read, rec.dispatches.len() as u64 + 1)?;
+        let period = self.ctx.queue.get_timestamp_period() as f64;
+        for (label, w) in rec.labels.iter().zip(t.windows(2)) {
+            *into.entry(label).or_default() += std::time::Duration::from_nanos((w[1].saturating_sub(w[0]) as f64 * period) as u64);
+        }
+        Ok(())
     }
 
     /// Mirror rows from..to of `seq` into the host cache layout.

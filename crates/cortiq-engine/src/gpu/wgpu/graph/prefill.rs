@@ -102,34 +102,12 @@ impl WgpuBackend {
             }
             let (_, rec) = mirror.prefill.as_ref().expect("recorded above");
             let t0 = std::time::Instant::now();
-            let mut enc = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("prefill") });
-            // Under CMF_GRAPH_HOSTPROF=2, a timestamp around every dispatch (the token
-            // graph's query set, where the chunk's dispatches fit in it).
-            let stamps = g.stamps.as_ref().filter(|s| rec.dispatches.len() < s.3 as usize);
-            {
-                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("prefill"), timestamp_writes: None });
-                plan::encode(&mut pass, rec.dispatches.iter().map(|(p, b, gr)| (p, b, *gr)), 0, stamps.map(|s| &s.0));
-            }
-            if let Some((q, resolve, read, _)) = stamps {
-                let used = rec.dispatches.len() as u32 + 1;
-                enc.resolve_query_set(q, 0..used, resolve, 0);
-                enc.copy_buffer_to_buffer(resolve, 0, read, 0, 8 * used as u64);
-            }
-            match want_logits {
-                Some(vocab) => enc.copy_buffer_to_buffer(&g.logits, 0, &g.staging, 0, (vocab * 4) as u64),
-                None => enc.copy_buffer_to_buffer(&g.best, 0, &g.best_staging, 0, 4),
-            }
-            self.ctx.queue.submit([enc.finish()]);
+            let cmd = self.encode_recorded("prefill", rec, g, 0, want_logits, false);
+            self.ctx.queue.submit([cmd]);
             let t1 = std::time::Instant::now();
             let back = self.read_result(g, want_logits)?;
             let mut prof = self.profile.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some((_, _, read, _)) = stamps {
-                let t = self.ctx.read_back::<u64>(read, rec.dispatches.len() as u64 + 1)?;
-                let period = self.ctx.queue.get_timestamp_period() as f64;
-                for (label, w) in rec.labels.iter().zip(t.windows(2)) {
-                    *prof.prefill_kernels.entry(label).or_default() += std::time::Duration::from_nanos((w[1].saturating_sub(w[0]) as f64 * period) as u64);
-                }
-            }
+            self.add_dispatch_times(g, rec, &mut prof.prefill_kernels)?;
             prof.prefill_chunks += 1;
             prof.prefill_rows += rows as u64;
             prof.prefill_setup += t0 - ts;
