@@ -49,6 +49,9 @@ pub fn report(bandwidth_gbps: Option<f64>) -> Result<String> {
     let info = be.info();
     let checked = std::env::var("CMF_WGPU_CHECKED").is_ok_and(|v| v == "1");
     let mut s = format!("wgpu matvec kernels on {} (subgroups {}, bounds checks {}), batch 1, GPU timestamps, 20 dispatches per pass cycling over copies of the matrix that together exceed {L2_DEFEAT_MIB} MiB (so they stream from memory, not L2), best of 3. Independent: each dispatch writes its own output; chained: all write one (a barrier between them).\n\n", info.name, info.subgroups, if checked { "on" } else { "off" });
+    let floor = |chained| be.time_dispatch_floor(20, chained).map_err(|e| anyhow!("dispatch floor: {e}"));
+    let (floor_free, floor_chained) = (floor(false)?, floor(true)?);
+    s += &format!("Dispatch floor (the activation step over 256 floats, one workgroup, timed the same way): {:.2} us independent, {:.2} us chained.\n\n", floor_free * 1e6, floor_chained * 1e6);
     s += "| matrix | codec | rows x cols | workgroup | device bytes | independent us | GB/s | of bandwidth | chained us | GB/s |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
     for (i, (label, codec, rows, cols)) in CASES.into_iter().enumerate() {
         let bytes = random_weight(codec, rows, cols, i as u64)?;
@@ -57,7 +60,7 @@ pub fn report(bandwidth_gbps: Option<f64>) -> Result<String> {
         let free = be.time_matvec(&copies, 20, false).map_err(|e| anyhow!("{label} {codec}: {e}"))?;
         let chained = be.time_matvec(&copies, 20, true).map_err(|e| anyhow!("{label} {codec}: {e}"))?;
         let dev_bytes = be.resident_size(copies[0].key).unwrap_or(0) as f64;
-        let shape = be.matvec_shape(codec, rows).map(|s| format!("{}x{}x{}", s.invocations, s.rows, s.unroll)).unwrap_or_default();
+        let shape = be.matvec_shape(codec, rows, cols).map(|s| format!("{}x{}x{}", s.invocations, s.rows, s.unroll)).unwrap_or_default();
         let (gbps, gbps_chained) = (dev_bytes / free / 1e9, dev_bytes / chained / 1e9);
         let frac = bandwidth_gbps.map(|b| format!("{:.2}", gbps / b)).unwrap_or_else(|| "-".into());
         s += &format!("| {label} | {codec} | {rows} x {cols} | {shape} | {dev_bytes} | {:.2} | {gbps:.0} | {frac} | {:.2} | {gbps_chained:.0} |\n", free * 1e6, chained * 1e6);

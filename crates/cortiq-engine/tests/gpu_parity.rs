@@ -135,10 +135,10 @@ fn check(name: &str, got: &[f32], want: &[f32], scale: &[f32], rel: f32, seed: u
 }
 
 /// (rows, cols, batch): off-size, one row, large, wide, batched; 8200 rows take the wgpu tall
-/// shape; batches from 8 the wgpu GEMM (tiles of 32 x 32, so 77 x 33 leaves partial tiles),
+/// shape, 4100 x 4096 its wide shape; batches from 8 the wgpu GEMM (tiles of 32 x 32, so 77 x 33 leaves partial tiles),
 /// from 16 the CUDA tensor-core GEMM for Q4_0 / Q4_1 / Q8_0 (64 x 64 tiles of 4-unit stages:
 /// 576 columns end in a half stage).
-const SHAPES: [(usize, usize, usize); 9] = [(1, 32, 1), (37, 96, 1), (4097, 576, 1), (300, 2048, 3), (13, 4128, 2), (64, 256, 130), (8200, 256, 2), (77, 512, 33), (99, 576, 70)];
+const SHAPES: [(usize, usize, usize); 10] = [(1, 32, 1), (37, 96, 1), (4097, 576, 1), (300, 2048, 3), (13, 4128, 2), (64, 256, 130), (8200, 256, 2), (4100, 4096, 1), (77, 512, 33), (99, 576, 70)];
 
 #[test]
 #[cfg_attr(not(any(feature = "gpu", feature = "cuda")), ignore = "SKIP gpu parity: no GPU backend compiled in (build with --features gpu or cuda)")]
@@ -493,6 +493,49 @@ fn prefill_graph_chunks_match_the_cpu_prefill() {
             for seq in 101..=105 {
                 be.reset_sequence(seq);
             }
+        }
+    }
+}
+
+/// The wgpu token graph's decode attention (split over 64-position chunks, then combined)
+/// against an exact softmax attention in f64 on fresh random q, K, V: one to several
+/// chunks, a chunk of one position, grouped-query heads, head sizes whose vec4 count does
+/// not divide the workgroup (80: 20 vec4s) and the largest (256). The output is poisoned
+/// with NaN first, so an unwritten element fails.
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "SKIP gpu parity: no wgpu backend compiled in (build with --features gpu)")]
+fn wgpu_decode_attention_matches_an_exact_softmax() {
+    #[cfg(feature = "gpu")]
+    {
+        let be = match cortiq_engine::gpu::wgpu::WgpuBackend::new() {
+            Ok(b) => b,
+            Err(e) => return missing("wgpu_decode_attention_matches_an_exact_softmax", "no GPU adapter", e),
+        };
+        // (n_head, n_head_kv, head_dim, positions)
+        let cases = [(4, 4, 64, 1), (8, 2, 64, 63), (8, 2, 64, 65), (32, 8, 128, 200), (6, 3, 80, 130), (2, 1, 256, 64), (3, 1, 16, 300)];
+        let mut rng = SplitMix64::new(0xA77E);
+        for (seed, (n_head, n_head_kv, hd, n)) in cases.into_iter().enumerate() {
+            let kvd = n_head_kv * hd;
+            let (q, k, v) = (rng.normals(n_head * hd, 1.0), rng.normals(n * kvd, 1.0), rng.normals(n * kvd, 1.0));
+            let scale = 1.0 / (hd as f32).sqrt();
+            let got = be.decode_attention(&q, &k, &v, n_head, n_head_kv, hd, scale).unwrap();
+            let mut want = vec![0f32; n_head * hd];
+            for h in 0..n_head {
+                let kh = h / (n_head / n_head_kv);
+                let qh = &q[h * hd..(h + 1) * hd];
+                let scores: Vec<f64> = (0..n).map(|t| qh.iter().zip(&k[t * kvd + kh * hd..]).map(|(a, b)| *a as f64 * *b as f64).sum::<f64>() * scale as f64).collect();
+                let m = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                let e: Vec<f64> = scores.iter().map(|s| (s - m).exp()).collect();
+                let total: f64 = e.iter().sum();
+                for d in 0..hd {
+                    want[h * hd + d] = ((0..n).map(|t| e[t] * v[t * kvd + kh * hd + d] as f64).sum::<f64>() / total) as f32;
+                }
+            }
+            let name = format!("decode attention {n_head}/{n_head_kv} heads x {hd}, {n} positions");
+            // Each output is a convex combination of V values (|v| <~ 4): f32 sums over at
+            // most 300 terms stay well inside 1e-5 of that.
+            check(&name, &got, &want, &vec![1.0; want.len()], 1e-5, seed as u64);
+            eprintln!("{name}: relative L2 {:.2e}", rel_l2(&want, &got));
         }
     }
 }

@@ -70,8 +70,8 @@ impl std::fmt::Display for PipelineCacheState {
 pub struct WgpuContext {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
-    /// Matvec pipelines by (codec, tall, variant), built on first use.
-    matvec: std::sync::Mutex<HashMap<(Codec, bool, Variant), (wgpu::ComputePipeline, MatvecShape)>>,
+    /// Matvec pipelines by (codec, matrix class, variant), built on first use.
+    matvec: std::sync::Mutex<HashMap<(Codec, MatrixClass, Variant), (wgpu::ComputePipeline, MatvecShape)>>,
     matvec_layout: wgpu::BindGroupLayout,
     /// GEMM pipelines by codec, built on first use (same bindings as the matvec).
     gemm: std::sync::Mutex<HashMap<Codec, wgpu::ComputePipeline>>,
@@ -199,8 +199,8 @@ impl WgpuContext {
         let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, gemm: Default::default(), subgroups, pipeline_cache: cache, act, norm, rope_store, attn_split, attn_combine, attn_rows, argmax, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
         // The per-op kernels up front (a job's first call should not pay a compile).
         for (codec, _, _) in MATVEC_CODECS {
-            for rows in [1, TALL_ROWS] {
-                ctx.matvec_pipeline(codec, rows, Variant::PLAIN)?;
+            for (rows, cols) in [(1, 1), (TALL_ROWS, 1), (WIDE_ROWS, WIDE_COLS)] {
+                ctx.matvec_pipeline(codec, rows, cols, Variant::PLAIN)?;
             }
         }
         if let (Some(c), Some((path, loaded))) = (&ctx.pipeline_cache, cache_path) {
@@ -210,18 +210,18 @@ impl WgpuContext {
     }
 
     /// The matvec pipeline (built on first use) and workgroup shape for a matrix of `rows`
-    /// rows of this codec, in this variant.
-    pub fn matvec_pipeline(&self, codec: Codec, rows: u32, variant: Variant) -> Result<(wgpu::ComputePipeline, MatvecShape), String> {
-        let tall = rows >= TALL_ROWS;
+    /// rows and `cols` columns of this codec, in this variant.
+    pub fn matvec_pipeline(&self, codec: Codec, rows: u32, cols: u32, variant: Variant) -> Result<(wgpu::ComputePipeline, MatvecShape), String> {
+        let class = MatrixClass::of(rows, cols);
         let mut map = self.matvec.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(found) = map.get(&(codec, tall, variant)) {
+        if let Some(found) = map.get(&(codec, class, variant)) {
             return Ok(found.clone());
         }
         let (_, suffix, vec4s) = MATVEC_CODECS.into_iter().find(|(c, _, _)| *c == codec).ok_or_else(|| format!("no matvec kernel for {codec}"))?;
-        let shape = MatvecShape::from_env(tall);
+        let shape = MatvecShape::from_env(class);
         let src = matvec_source(suffix, vec4s, self.subgroups, shape, variant);
         let built = (build(&self.device, &src, &self.matvec_layout, self.pipeline_cache.as_ref(), &format!("matvec {suffix}"))?, shape);
-        map.insert((codec, tall, variant), built.clone());
+        map.insert((codec, class, variant), built.clone());
         Ok(built)
     }
 
@@ -310,24 +310,51 @@ pub struct MatvecShape {
 
 /// From this many rows a matrix takes the tall shape (bench/NOTES.md, wgpu variants).
 pub const TALL_ROWS: u32 = 8192;
+/// From this many columns and WIDE_ROWS rows, the wide shape.
+pub const WIDE_COLS: u32 = 4096;
+pub const WIDE_ROWS: u32 = 4096;
+
+/// The classes of matrix the matvec kernel has a measured shape for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MatrixClass {
+    /// Fewer than TALL_ROWS rows of fewer than WIDE_COLS columns, or few rows.
+    Short,
+    /// At least TALL_ROWS rows of fewer than WIDE_COLS columns (a 1B model's FFN, a head).
+    Tall,
+    /// At least WIDE_ROWS rows of at least WIDE_COLS columns (an 8B model's matrices).
+    Wide,
+}
+
+impl MatrixClass {
+    pub fn of(rows: u32, cols: u32) -> MatrixClass {
+        if cols >= WIDE_COLS && rows >= WIDE_ROWS {
+            MatrixClass::Wide
+        } else if rows >= TALL_ROWS {
+            MatrixClass::Tall
+        } else {
+            MatrixClass::Short
+        }
+    }
+}
 
 impl MatvecShape {
-    /// The measured defaults: tall matrices (rows >= TALL_ROWS) one 32-wide workgroup per 8
-    /// rows (x reused over 8 rows, enough workgroups to fill the card); shorter, wider ones
-    /// (an FFN down projection) 128 invocations per 4 rows, or too few threads would stream
-    /// the matrix.
-    pub fn default_for(tall: bool) -> MatvecShape {
-        if tall {
-            MatvecShape { invocations: 32, rows: 8, unroll: 1 }
-        } else {
-            MatvecShape { invocations: 128, rows: 4, unroll: 1 }
+    /// The measured defaults (bench/NOTES.md): tall matrices one 32-wide workgroup per 8
+    /// rows (x reused over 8 rows, enough workgroups to fill the card); wide ones 128
+    /// invocations per 8 rows (one unit each per iteration, so a row's loads are in flight
+    /// at once); short ones 128 invocations per 4 rows, or too few threads would stream the
+    /// matrix.
+    pub fn default_for(class: MatrixClass) -> MatvecShape {
+        match class {
+            MatrixClass::Tall => MatvecShape { invocations: 32, rows: 8, unroll: 1 },
+            MatrixClass::Wide => MatvecShape { invocations: 128, rows: 8, unroll: 1 },
+            MatrixClass::Short => MatvecShape { invocations: 128, rows: 4, unroll: 1 },
         }
     }
 
     /// `CMF_WGPU_MATVEC=WGxROWS[xUNROLL]` (e.g. `128x8`, `32x8x2`) for every matrix, to
     /// measure another shape; otherwise the default.
-    pub fn from_env(tall: bool) -> MatvecShape {
-        let default = MatvecShape::default_for(tall);
+    pub fn from_env(class: MatrixClass) -> MatvecShape {
+        let default = MatvecShape::default_for(class);
         let Ok(v) = std::env::var("CMF_WGPU_MATVEC") else { return default };
         let parts: Vec<Option<u32>> = v.split('x').map(|p| p.trim().parse().ok()).collect();
         let parsed = match parts[..] {
@@ -345,9 +372,6 @@ impl MatvecShape {
     }
 }
 
-/// Loads in flight per invocation while a norm-fused matvec sums the squares of its input.
-const NORM_LOADS: u32 = 8;
-
 /// The matvec shader for one codec and variant: constants, generated lines, codec
 /// functions, reduction.
 fn matvec_source(suffix: &str, vec4s: u32, subgroups: bool, shape: MatvecShape, variant: Variant) -> String {
@@ -358,39 +382,40 @@ fn matvec_source(suffix: &str, vec4s: u32, subgroups: bool, shape: MatvecShape, 
     let rows = (1..shape.rows).map(|j| format!("let r{j} = min(r0 + {j}u, last);")).collect::<Vec<_>>().join(" ");
     let accs: String = (0..groups).map(|g| format!("var acc{g} = vec4<f32>(0.0); ")).collect();
     // The unit's x as a value (a struct of vec4s), never an indexed array: an array passed
-    // around by pointer may be placed in local memory.
-    let load = |k: u32| match variant.x {
-        XMode::Plain => format!("x[xv + {k}u]"),
-        XMode::Norm => format!("(x[xv + {k}u] * xscale * x2[xv - xrow + {k}u])"),
-        XMode::Glu => format!("(silu4(x[xv + {k}u]) * x2[xv + {k}u])"),
-    };
-    let loads = (0..8).map(|k| if k < vec4s { load(k) } else { "vec4<f32>(0.0)".into() }).collect::<Vec<_>>().join(", ");
-    // x-mode norm: the workgroup's rms over the whole input row first, NORM_LOADS vec4s per
-    // invocation and iteration, all loaded before any is summed (indices clamped, the extra
-    // ones weighted 0), so their latencies overlap instead of queueing one after another.
-    let prologue = match variant.x {
-        XMode::Norm => {
-            let loads: String = (0..NORM_LOADS).map(|k| format!("let v{k} = x[xrow + min(i + {k}u * WG, p.x_stride - 1u)]; ")).collect();
-            let sums = (0..NORM_LOADS).map(|k| format!("select(0.0, dot(v{k}, v{k}), i + {k}u * WG < p.x_stride)")).collect::<Vec<_>>().join(" + ");
-            format!("var ss = 0.0; for (var i = lid; i < p.x_stride; i += WG * {NORM_LOADS}u) {{ {loads}ss += {sums}; }} let xscale = inverseSqrt(reduce(vec4<f32>(ss, 0.0, 0.0, 0.0), lid{pass}).x / f32(p.x_stride * 4u) + p.eps);")
-        }
-        _ => String::new(),
-    };
-    let store = |o: u32, g: u32| if variant.add { format!("y[yrow + r0 + {o}u + lid] += t{g}[lid];") } else { format!("y[yrow + r0 + {o}u + lid] = t{g}[lid];") };
-    let sum = (0..vec4s).map(|k| format!("xs.v{k}")).collect::<Vec<_>>().join(" + ");
+    // around by pointer may be placed in local memory. Unused slots hold zeros.
+    let x8 = |f: &dyn Fn(u32) -> String| (0..8).map(|j| if j < vec4s { f(j) } else { "vec4<f32>(0.0)".into() }).collect::<Vec<_>>().join(", ");
+    // x-mode norm: RMSNorm is a scale per input row, so the dots run over x * w (the norm
+    // weights) and the sums are scaled by 1 / rms(x) when stored. The workgroup's units
+    // cover the whole row once, so the sum of squares is gathered in the same loop.
+    let prologue = if variant.x == XMode::Norm { "var ssq = 0.0;" } else { "" };
+    let sum = (0..vec4s).map(|j| format!("xs.v{j}")).collect::<Vec<_>>().join(" + ");
     // Unit k of an iteration: clamped index (its loads are unconditional, so they can all
     // be issued first) and a 0/1 weight for a unit past the row's end.
     let units: String = (0..shape.unroll)
         .map(|k| {
+            let xload = match variant.x {
+                XMode::Plain => format!("let xs{k} = X8({});", x8(&|j| format!("x[xv{k} + {j}u]"))),
+                XMode::Norm => format!(
+                    "let xr{k} = X8({}); let xs{k} = X8({}); ssq += ok{k} * ({});",
+                    x8(&|j| format!("x[xv{k} + {j}u]")),
+                    x8(&|j| format!("xr{k}.v{j} * x2[xv{k} - xrow + {j}u]")),
+                    (0..vec4s).map(|j| format!("dot(xr{k}.v{j}, xr{k}.v{j})")).collect::<Vec<_>>().join(" + ")
+                ),
+                XMode::Glu => format!("let xs{k} = X8({});", x8(&|j| format!("(silu4(x[xv{k} + {j}u]) * x2[xv{k} + {j}u])"))),
+            };
             let dot = |j: u32| format!("unit_dot(r{j} * p.units + u{k}, r{j}, xs{k}, s{k})");
             let dots: String = (0..groups).map(|g| format!("acc{g} += ok{k} * vec4<f32>({}, {}, {}, {}); ", dot(4 * g), dot(4 * g + 1), dot(4 * g + 2), dot(4 * g + 3))).collect();
             format!(
-                "let u{k} = min(u0 + {k}u * WG, p.units - 1u); let ok{k} = select(0.0, 1.0, u0 + {k}u * WG < p.units); let xv{k} = xrow + u{k} * UNIT_VEC4; let xs{k} = X8({}); let s{k} = dot({}, vec4<f32>(1.0)); {dots}",
-                loads.replace("xv", &format!("xv{k}")),
+                "let u{k} = min(u0 + {k}u * WG, p.units - 1u); let ok{k} = select(0.0, 1.0, u0 + {k}u * WG < p.units); let xv{k} = xrow + u{k} * UNIT_VEC4; {xload} let s{k} = dot({}, vec4<f32>(1.0)); {dots}",
                 sum.replace("xs.", &format!("xs{k}."))
             )
         })
         .collect();
+    let (scale, scaled) = match variant.x {
+        XMode::Norm => (format!("let xscale = inverseSqrt(reduce(vec4<f32>(ssq, 0.0, 0.0, 0.0), lid{pass}).x / f32(p.x_stride * 4u) + p.eps); "), " * xscale"),
+        _ => (String::new(), ""),
+    };
+    let store = |o: u32, g: u32| format!("y[yrow + r0 + {o}u + lid] {}= t{g}[lid]{scaled};", if variant.add { "+" } else { "" });
     let stores: String = (0..groups)
         .map(|g| format!("let t{g} = reduce(acc{g}, lid{pass}); if (lid < 4u && r0 + {o}u + lid < p.rows) {{ {} }} ", store(4 * g, g), o = 4 * g))
         .collect();
@@ -398,12 +423,12 @@ fn matvec_source(suffix: &str, vec4s: u32, subgroups: bool, shape: MatvecShape, 
         .replace("WG_SIZE", &shape.invocations.to_string())
         .replace("ROWS_PER_WG", &shape.rows.to_string())
         .replace("REDUCE_ARGS", &directive("REDUCE_ARGS="))
-        .replace("PROLOGUE", &prologue)
+        .replace("PROLOGUE", prologue)
         .replace("ROW_INDICES", &rows)
         .replace("ACCUMULATORS", &accs)
         .replace("UNROLL", &format!("{}u", shape.unroll))
         .replace("UNITS", &units)
-        .replace("STORES", &stores);
+        .replace("STORES", &format!("{scale}{stores}"));
     format!("const UNIT_VEC4: u32 = {vec4s}u;\n{WEIGHTS_IO}\n{body}\n{CODECS}\nfn unit_dot(n: u32, r: u32, xs: X8, xsum: f32) -> f32 {{ return unit_dot_{suffix}(n, r, xs, xsum); }}\nfn silu4(a: vec4<f32>) -> vec4<f32> {{ return a / (1.0 + exp(-a)); }}\n{reduce}")
 }
 
@@ -489,6 +514,23 @@ mod tests {
         naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
             .validate(&module)
             .unwrap_or_else(|e| panic!("{label}: {}", e.emit_to_string(src)));
+    }
+
+    /// The matrix classes behind the measured shapes, on the models' own matrices.
+    #[test]
+    fn matrices_take_the_class_their_shape_was_measured_for() {
+        for (rows, cols, class) in [
+            (14_336, 4096, MatrixClass::Wide), // 8b gate / up
+            (4096, 14_336, MatrixClass::Wide), // 8b down
+            (4096, 4096, MatrixClass::Wide),   // 8b q / o
+            (1024, 4096, MatrixClass::Short),  // 8b k / v
+            (8192, 2048, MatrixClass::Tall),   // 1b gate / up
+            (128_256, 2048, MatrixClass::Tall), // 1b head
+            (2048, 8192, MatrixClass::Short),  // 1b down
+            (1536, 576, MatrixClass::Short),   // smollm2 FFN
+        ] {
+            assert_eq!(MatrixClass::of(rows, cols), class, "{rows} x {cols}");
+        }
     }
 
     /// The kernels are compiled by the driver only where an adapter exists; this checks every

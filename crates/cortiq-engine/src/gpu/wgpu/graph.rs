@@ -151,7 +151,7 @@ fn unsupported(m: &Llama, capacity: usize) -> Option<&'static str> {
     if c.act != crate::gpu::backend::Activation::Silu {
         return Some("cannot build a graph: only the SiLU FFN is in the wgpu graph");
     }
-    if c.head_dim > MAX_HEAD_DIM || c.rope_dims % 2 != 0 || c.n_head % c.n_head_kv.max(1) != 0 {
+    if c.head_dim > MAX_HEAD_DIM || c.head_dim % 4 != 0 || c.rope_dims % 2 != 0 || c.n_head % c.n_head_kv.max(1) != 0 {
         return Some("cannot build a graph: head geometry beyond the attention kernels");
     }
     if capacity.checked_mul(c.kv_dim()).is_none_or(|n| n >= u32::MAX as usize / 4) || c.n_ff % 4 != 0 || c.n_embd % 4 != 0 || c.q_dim() % 4 != 0 {
@@ -494,6 +494,45 @@ impl WgpuBackend {
             *into.entry(label).or_default() += std::time::Duration::from_nanos((w[1].saturating_sub(w[0]) as f64 * period) as u64);
         }
         Ok(())
+    }
+
+    /// Decode attention alone, for the parity harness: one query (n_head * head_dim, after
+    /// RoPE) over `k` / `v` rows (positions, n_head_kv * head_dim) through the split and
+    /// combine kernels the token graph runs; the output (n_head * head_dim) is poisoned with
+    /// NaN before they run.
+    #[allow(clippy::too_many_arguments)]
+    pub fn decode_attention(&self, q: &[f32], k: &[f32], v: &[f32], n_head: usize, n_head_kv: usize, head_dim: usize, scale: f32) -> Result<Vec<f32>, String> {
+        let kvd = n_head_kv * head_dim;
+        let n = if kvd == 0 { 0 } else { k.len() / kvd };
+        if n == 0 || head_dim % 4 != 0 || head_dim > MAX_HEAD_DIM || n_head % n_head_kv != 0 || q.len() != n_head * head_dim || k.len() != n * kvd || v.len() != k.len() {
+            return Err("attention shapes outside the kernels' range".into());
+        }
+        let chunks = n.div_ceil(ATT_CHUNK) as u32;
+        let step = StepBlock { pos: (n - 1) as u32, n_head: n_head as u32, n_head_kv: n_head_kv as u32, head_dim: head_dim as u32, rot: 0, neox: 0, chunks, pad: 0, base: 0.0, scale, pad2: [0; 2] };
+        let dev = &self.ctx.device;
+        let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
+        let (qb, kb, vb) = (self.const_buf("q", q), self.const_buf("k", k), self.const_buf("v", v));
+        let part = self.storage_buf("part", n_head * chunks as usize * (head_dim + 2));
+        let att = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("att"), contents: bytemuck::cast_slice(&vec![f32::NAN; q.len()]), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
+        let stepb = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("step"), contents: bytemuck::bytes_of(&step), usage: wgpu::BufferUsages::UNIFORM });
+        let read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("att-read"), size: att.size(), usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
+        let plan = vec![
+            Planned { label: "attention split", pipe: self.ctx.attn_split.clone(), bufs: vec![&qb, &kb, &vb, &part], uniform: Uniform::Whole(&stepb), grid: Grid::HeadsByChunks(n_head as u32) },
+            Planned { label: "attention combine", pipe: self.ctx.attn_combine.clone(), bufs: vec![&part, &att], uniform: Uniform::Whole(&stepb), grid: Grid::Fixed(n_head as u32, 1, 1) },
+        ];
+        let groups = plan::bind(dev, &plan, &stepb);
+        let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("attention") });
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("attention"), timestamp_writes: None });
+            plan::encode(&mut pass, plan.iter().zip(&groups).map(|(p, g)| (&p.pipe, g, p.grid)), chunks, None);
+        }
+        enc.copy_buffer_to_buffer(&att, 0, &read, 0, att.size());
+        self.ctx.queue.submit([enc.finish()]);
+        let out = self.ctx.read_back::<f32>(&read, q.len() as u64);
+        match pollster::block_on(scope.pop()) {
+            Some(e) => Err(format!("wgpu: {e}")),
+            None => out,
+        }
     }
 
     /// Mirror rows from..to of `seq` into the host cache layout.

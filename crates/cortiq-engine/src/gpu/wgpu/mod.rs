@@ -115,9 +115,10 @@ impl WgpuBackend {
         Ok(WgpuBackend { ctx, weights: Mutex::new(HashMap::new()), scratch: Mutex::new(Scratch::default()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), info })
     }
 
-    /// The matvec kernel's workgroup shape for a matrix of this codec and height.
-    pub fn matvec_shape(&self, codec: cortiq_core::Codec, rows: usize) -> Option<MatvecShape> {
-        self.ctx.matvec_pipeline(codec, rows.min(u32::MAX as usize) as u32, Variant::PLAIN).ok().map(|(_, s)| s)
+    /// The matvec kernel's workgroup shape for a matrix of this codec and shape.
+    pub fn matvec_shape(&self, codec: cortiq_core::Codec, rows: usize, cols: usize) -> Option<MatvecShape> {
+        let clamp = |n: usize| n.min(u32::MAX as usize) as u32;
+        self.ctx.matvec_pipeline(codec, clamp(rows), clamp(cols), Variant::PLAIN).ok().map(|(_, s)| s)
     }
 
     /// The pipeline cache's state, for `cortiq gpu`.
@@ -293,17 +294,51 @@ impl WgpuBackend {
         let (y, _) = self.storage(&mut scratch, "y", w.view.rows);
         let n = n.max(2);
         let ys: Vec<wgpu::Buffer> = (0..n).map(|_| self.ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some("y"), size: w.view.rows as u64 * 4, usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC, mapped_at_creation: false })).collect();
+        let steps = |k: u32| -> Vec<Step> { (0..k as usize).map(|i| Step::Matvec { w: &map[&copies[i % copies.len()].key], x: &x, y: if chained { &y } else { &ys[i] }, y_base: 0, cols: w.view.cols as u32, batch: 1 }).collect() };
+        self.per_dispatch(&mut scratch, &y, n, steps)
+    }
+
+    /// GPU seconds per dispatch of the smallest kernel there is (one workgroup of the
+    /// activation step over 256 floats), `n` back to back as `time_matvec` times them: what
+    /// a dispatch costs in a pass before its kernel does any work. `chained`: each waits for
+    /// the one before (a barrier).
+    pub fn time_dispatch_floor(&self, n: u32, chained: bool) -> Result<f64, String> {
+        if !self.ctx.device.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
+            return Err("the adapter has no timestamp queries".into());
+        }
+        const FLOATS: usize = 256;
+        let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        let (u, _) = self.upload_x(&mut scratch, "x", &[0.5; FLOATS]);
+        let (g, _) = self.storage(&mut scratch, "y", FLOATS);
+        let n = n.max(2);
+        let gs: Vec<wgpu::Buffer> = (0..n).map(|_| self.storage_buf("g", FLOATS)).collect();
+        let steps = |k: u32| -> Vec<Step> { (0..k as usize).map(|i| Step::Act { g: if chained { &g } else { &gs[i] }, u: &u, n: FLOATS as u32, act: 0 }).collect() };
+        self.per_dispatch(&mut scratch, &g, n, steps)
+    }
+
+    /// How long a timing keeps the GPU busy before it measures.
+    const CLOCK_WARMUP: std::time::Duration = std::time::Duration::from_millis(300);
+
+    /// The pass time of `steps(n)` minus that of `steps(1)`, over n - 1, from timestamp
+    /// queries; the best of 3 each (`y`: a buffer the steps write, read back after each).
+    fn per_dispatch<'a>(&self, scratch: &mut Scratch, y: &wgpu::Buffer, n: u32, steps: impl Fn(u32) -> Vec<Step<'a>>) -> Result<f64, String> {
         let q = self.ctx.device.create_query_set(&wgpu::QuerySetDescriptor { label: Some("timer"), ty: wgpu::QueryType::Timestamp, count: 2 });
         let mut pass_time = |k: u32| -> Result<f64, String> {
-            let steps: Vec<Step> = (0..k as usize).map(|i| Step::Matvec { w: &map[&copies[i % copies.len()].key], x: &x, y: if chained { &y } else { &ys[i] }, y_base: 0, cols: w.view.cols as u32, batch: 1 }).collect();
+            let steps = steps(k);
             let mut best = f64::INFINITY;
             for _ in 0..3 {
                 let mut secs = 0.0;
-                self.submit_timed(&steps, &y, 1, &mut scratch, Some((&q, &mut secs)))?;
+                self.submit_timed(&steps, y, 1, scratch, Some((&q, &mut secs)))?;
                 best = best.min(secs);
             }
             Ok(best)
         };
+        // The SM clock idles at a fraction of its boost and rises only under sustained load
+        // (H200: 345 vs 1980 MHz, bench/NOTES.md): keep the GPU busy first.
+        let warm = std::time::Instant::now();
+        while warm.elapsed() < Self::CLOCK_WARMUP {
+            pass_time(n)?;
+        }
         let one = pass_time(1)?;
         let many = pass_time(n)?;
         Ok((many - one) / (n - 1) as f64)

@@ -105,7 +105,7 @@ impl<'a> MatvecIo<'a> {
 /// A matvec over a resident weight: one dispatch per row chunk.
 pub(super) fn matvec<'a>(ctx: &WgpuContext, w: &'a Resident, io: MatvecIo<'a>, cols: u32, batch: u32, params: &mut Params, out: &mut Vec<Planned<'a>>) -> Result<(), String> {
     let total_rows: u32 = w.chunks.iter().map(|c| c.rows).sum();
-    let (pipe, shape) = ctx.matvec_pipeline(w.codec, total_rows, io.variant)?;
+    let (pipe, shape) = ctx.matvec_pipeline(w.codec, total_rows, cols, io.variant)?;
     for c in &w.chunks {
         let (gx, gy) = grid(c.rows.div_ceil(shape.rows));
         let p = MatvecParams { rows: c.rows, units: c.units, a: c.regions[0], b: c.regions[1], c: c.regions[2], x_stride: cols / 4, y_base: io.y_base, y_stride: total_rows, y_off: c.row0, grid_x: gx, eps: io.eps, batch };

@@ -2,12 +2,12 @@
 // workgroup (h, y) takes query row y of head h, at position `pos + y`, over mirror positions
 // 0 ..= pos + y in chunks of 64 with a running max and sum (online softmax), so no partials
 // leave the workgroup. Each invocation scores one position of a chunk, then owns output
-// dimensions lid, lid + 64, ... (head_dim <= 256).
-// `Step` (first row's position, head geometry, scale) comes from step.wgsl, `score` /
+// dimensions lid, lid + 64, ... (head_dim % 4 == 0, head_dim <= 256).
+// `Step` (first row's position, head geometry, scale) comes from step.wgsl, `score_part` /
 // `chunk_max` / `chunk_sum` from attn_chunk.wgsl (both prepended by the host).
 
-@group(0) @binding(0) var<storage, read> q: array<f32>;         // (rows, n_head * head_dim), after RoPE
-@group(0) @binding(1) var<storage, read> kc: array<f32>;        // (capacity, kv_dim)
+@group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;   // (rows, n_head * head_dim / 4), after RoPE
+@group(0) @binding(1) var<storage, read> kc: array<vec4<f32>>;  // (capacity, kv_dim / 4)
 @group(0) @binding(2) var<storage, read> vc: array<f32>;        // (capacity, kv_dim)
 @group(0) @binding(3) var<storage, read_write> att: array<f32>; // (rows, n_head * head_dim)
 @group(0) @binding(4) var<uniform> st: Step;
@@ -21,8 +21,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let kvh = h / (st.n_head / st.n_head_kv);
     let qrow = (y * st.n_head + h) * hd;
     let n = st.pos + y + 1u;
-    for (var d = lid; d < hd; d += CHUNK) {
-        qh[d] = q[qrow + d];
+    let hd4 = hd / 4u;
+    if (lid < hd4) {
+        qh[lid] = q[qrow / 4u + lid];
     }
     // The value dimensions this invocation sums (clamped into the head; the extra ones are
     // not stored).
@@ -35,7 +36,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         let cnt = min(CHUNK, n - t0);
         var s = -3.0e38;
         if (lid < cnt) {
-            s = score((t0 + lid) * kvd + kvh * hd, hd);
+            s = score_part(((t0 + lid) * kvd + kvh * hd) / 4u, hd4, 0u, 1u) * st.scale;
         }
         let mn = max(m, chunk_max(s, lid));
         var e = 0.0;

@@ -1,51 +1,85 @@
 // Split attention (flash-decoding), part 1: workgroup (h, c) takes positions
 // [64 c, 64 c + 64) of head h up to `pos` and writes its partial to `part`
 // (n_head, chunks, head_dim + 2): the exp-weighted V sum, the max score, the sum of exps.
-// head_dim <= 256.
-// `Step`, the per-token block, comes from step.wgsl, `score` / `chunk_max` / `chunk_sum`
+// 256 invocations: LANES of them score each position (every LANES-th vec4 of the row each,
+// so a row's loads are all in flight at once); then invocation (i, g) sums V's vec4 i over
+// every `groups`-th position from g, and the groups' sums are added in workgroup memory.
+// head_dim % 4 == 0, head_dim <= 256.
+// `Step`, the per-token block, comes from step.wgsl, `score_part` / `chunk_max` / `chunk_sum`
 // from attn_chunk.wgsl (both prepended by the host).
 
-@group(0) @binding(0) var<storage, read> q: array<f32>;          // (n_head * head_dim)
-@group(0) @binding(1) var<storage, read> kc: array<f32>;         // (capacity, kv_dim)
-@group(0) @binding(2) var<storage, read> vc: array<f32>;         // (capacity, kv_dim)
+@group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;    // (n_head * head_dim / 4)
+@group(0) @binding(1) var<storage, read> kc: array<vec4<f32>>;   // (capacity, kv_dim / 4)
+@group(0) @binding(2) var<storage, read> vc: array<vec4<f32>>;   // (capacity, kv_dim / 4)
 @group(0) @binding(3) var<storage, read_write> part: array<f32>; // (n_head, chunks, head_dim + 2)
 @group(0) @binding(4) var<uniform> st: Step;
 
-@compute @workgroup_size(64)
+const WG: u32 = 256u;
+const LANES: u32 = WG / CHUNK;
+var<workgroup> lanes: array<f32, WG>;      // per-lane partial scores, position-major
+var<workgroup> vsum: array<vec4<f32>, WG>; // per-group V sums, group-major
+
+@compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let h = wg.x;
     let c = wg.y;
-    let hd = st.head_dim;
-    let kvd = st.n_head_kv * hd;
+    let hd4 = st.head_dim / 4u;
+    let kvd4 = st.n_head_kv * hd4;
     let kvh = h / (st.n_head / st.n_head_kv);
     let t0 = c * CHUNK;
-    let n = st.pos + 1u;
-    let cnt = min(CHUNK, n - t0);
-    for (var d = lid; d < hd; d += CHUNK) {
-        qh[d] = q[h * hd + d];
+    let cnt = min(CHUNK, st.pos + 1u - t0);
+    if (lid < hd4) {
+        qh[lid] = q[h * hd4 + lid];
     }
     workgroupBarrier();
-    var s = -3.0e38;
-    if (lid < cnt) {
-        s = score((t0 + lid) * kvd + kvh * hd, hd);
+    let j = lid / LANES;
+    var s = 0.0;
+    if (j < cnt) {
+        s = score_part((t0 + j) * kvd4 + kvh * hd4, hd4, lid % LANES, LANES);
     }
-    let m = chunk_max(s, lid);
+    lanes[lid] = s;
+    workgroupBarrier();
+    // Invocation p < CHUNK holds position p's score.
+    var score = -3.0e38;
+    if (lid < cnt) {
+        var t = 0.0;
+        for (var l = 0u; l < LANES; l++) {
+            t += lanes[lid * LANES + l];
+        }
+        score = t * st.scale;
+    }
+    let m = chunk_max(score, lid);
     var e = 0.0;
     if (lid < cnt) {
-        e = exp(s - m);
+        e = exp(score - m);
     }
-    sc[lid] = e;
-    let total = chunk_sum(e, lid);
-    let out = (h * st.chunks + c) * (hd + 2u);
-    for (var d = lid; d < hd; d += CHUNK) {
-        var a = 0.0;
-        for (var j = 0u; j < cnt; j++) {
-            a += sc[j] * vc[(t0 + j) * kvd + kvh * hd + d];
+    if (lid < CHUNK) {
+        sc[lid] = e;
+    }
+    let total = chunk_sum(e, lid); // its barriers also publish `sc`
+    let groups = WG / hd4;
+    let i = lid % hd4;
+    let g = lid / hd4;
+    var a = vec4<f32>(0.0);
+    if (g < groups) {
+        for (var p = g; p < cnt; p += groups) {
+            a += sc[p] * vc[(t0 + p) * kvd4 + kvh * hd4 + i];
         }
-        part[out + d] = a;
+    }
+    vsum[lid] = a;
+    workgroupBarrier();
+    let out = (h * st.chunks + c) * (st.head_dim + 2u);
+    if (lid < hd4) {
+        var t = vec4<f32>(0.0);
+        for (var k = 0u; k < groups; k++) {
+            t += vsum[k * hd4 + lid];
+        }
+        for (var k = 0u; k < 4u; k++) {
+            part[out + 4u * lid + k] = t[k];
+        }
     }
     if (lid == 0u) {
-        part[out + hd] = m;
-        part[out + hd + 1u] = total;
+        part[out + st.head_dim] = m;
+        part[out + st.head_dim + 1u] = total;
     }
 }
