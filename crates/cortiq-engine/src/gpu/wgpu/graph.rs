@@ -142,6 +142,12 @@ fn graph_weights(m: &Llama) -> Vec<Weight> {
     ws
 }
 
+/// Whether the token graph normalizes in dispatches of their own for a model this wide
+/// (rather than in the matvecs that read the normed vector).
+fn separate_norm(n_embd: u32) -> bool {
+    n_embd >= super::context::WIDE_COLS
+}
+
 /// Why this model cannot run as a graph, if it cannot.
 fn unsupported(m: &Llama, capacity: usize) -> Option<&'static str> {
     let c = &m.cfg;
@@ -273,9 +279,20 @@ impl WgpuBackend {
         let mut p: Vec<Planned> = Vec::new();
         let (d, ff, qd) = (c.n_embd as u32, c.n_ff as u32, c.q_dim() as u32);
         let eps = c.eps;
-        fn normed<'b>(g: &'b ModelGraph, w: &'b wgpu::Buffer, y: &'b wgpu::Buffer, eps: f32) -> MatvecIo<'b> {
-            MatvecIo { x: &g.x, x2: Some(w), y, y_base: 0, variant: Variant { x: XMode::Norm, add: false }, eps }
+        // Each normed stage either normalizes x in its matvecs' loads or, for wide models, in a
+        // norm dispatch of its own into `xn` that plain matvecs then read: measured on the
+        // H200 (bench/NOTES.md, s8), the in-loop norm costs ~5 us per stage at 576-2048
+        // columns but ~12 at 4096, more than a dispatch and its barrier.
+        let own_norm = separate_norm(d);
+        let (qkv_label, ffn_label) = if own_norm { ("qkv", "gate, up") } else { ("qkv (norm fused)", "gate, up (norm fused)") };
+        fn normed<'b>(g: &'b ModelGraph, w: &'b wgpu::Buffer, y: &'b wgpu::Buffer, eps: f32, own_norm: bool) -> MatvecIo<'b> {
+            match own_norm {
+                true => MatvecIo::plain(&g.xn, y, 0),
+                false => MatvecIo { x: &g.x, x2: Some(w), y, y_base: 0, variant: Variant { x: XMode::Norm, add: false }, eps },
+            }
         }
+        let norm_at = params.slot(bytemuck::bytes_of(&NormBlock { n: d, add: 0, eps: c.eps, row0: 0 }));
+        let norm = |w| Planned { label: "norm", pipe: ctx.norm.clone(), bufs: vec![&g.x, &g.zero, w, &g.xn], uniform: Uniform::Slot(norm_at), grid: Grid::Fixed(1, 1, 1) };
         fn added<'b>(g: &'b ModelGraph, x: &'b wgpu::Buffer, x2: Option<&'b wgpu::Buffer>, mode: XMode) -> MatvecIo<'b> {
             MatvecIo { x, x2, y: &g.x, y_base: 0, variant: Variant { x: mode, add: true }, eps: 0.0 }
         }
@@ -287,21 +304,27 @@ impl WgpuBackend {
         };
         for (li, w) in args[..args.len() - 1].chunks_exact(7).enumerate() {
             let (attn_norm, ffn_norm) = &g.norms[li];
+            if own_norm {
+                p.push(norm(attn_norm));
+            }
             let at = p.len();
-            plan::matvec(ctx, res(&w[0])?, normed(g, attn_norm, &g.q, eps), d, 1, &mut params, &mut p)?;
-            plan::matvec(ctx, res(&w[1])?, normed(g, attn_norm, &g.k, eps), d, 1, &mut params, &mut p)?;
-            plan::matvec(ctx, res(&w[2])?, normed(g, attn_norm, &g.v, eps), d, 1, &mut params, &mut p)?;
-            stage(&mut p, at, "qkv (norm fused)", &w[0..3]);
+            plan::matvec(ctx, res(&w[0])?, normed(g, attn_norm, &g.q, eps, own_norm), d, 1, &mut params, &mut p)?;
+            plan::matvec(ctx, res(&w[1])?, normed(g, attn_norm, &g.k, eps, own_norm), d, 1, &mut params, &mut p)?;
+            plan::matvec(ctx, res(&w[2])?, normed(g, attn_norm, &g.v, eps, own_norm), d, 1, &mut params, &mut p)?;
+            stage(&mut p, at, qkv_label, &w[0..3]);
             p.push(Planned { label: "rope+kv append", pipe: ctx.rope_store.clone(), bufs: vec![&g.q, &g.k, &g.v, &mirror.k[li], &mirror.v[li]], uniform: Uniform::Whole(&g.step), grid: Grid::Fixed(rope_threads.div_ceil(64), 1, 1) });
             p.push(Planned { label: "attention split", pipe: ctx.attn_split.clone(), bufs: vec![&g.q, &mirror.k[li], &mirror.v[li], &g.part], uniform: Uniform::Whole(&g.step), grid: Grid::HeadsByChunks(c.n_head as u32) });
             p.push(Planned { label: "attention combine", pipe: ctx.attn_combine.clone(), bufs: vec![&g.part, &g.att], uniform: Uniform::Whole(&g.step), grid: Grid::Fixed(c.n_head as u32, 1, 1) });
             let at = p.len();
             plan::matvec(ctx, res(&w[3])?, added(g, &g.att, None, XMode::Plain), qd, 1, &mut params, &mut p)?;
             stage(&mut p, at, "o proj (+residual)", &w[3..4]);
+            if own_norm {
+                p.push(norm(ffn_norm));
+            }
             let at = p.len();
-            plan::matvec(ctx, res(&w[4])?, normed(g, ffn_norm, &g.g, eps), d, 1, &mut params, &mut p)?;
-            plan::matvec(ctx, res(&w[5])?, normed(g, ffn_norm, &g.u, eps), d, 1, &mut params, &mut p)?;
-            stage(&mut p, at, "gate, up (norm fused)", &w[4..6]);
+            plan::matvec(ctx, res(&w[4])?, normed(g, ffn_norm, &g.g, eps, own_norm), d, 1, &mut params, &mut p)?;
+            plan::matvec(ctx, res(&w[5])?, normed(g, ffn_norm, &g.u, eps, own_norm), d, 1, &mut params, &mut p)?;
+            stage(&mut p, at, ffn_label, &w[4..6]);
             let at = p.len();
             plan::matvec(ctx, res(&w[6])?, added(g, &g.g, Some(&g.u), XMode::Glu), ff, 1, &mut params, &mut p)?;
             stage(&mut p, at, "down (silu*up fused, +residual)", &w[6..7]);
