@@ -372,6 +372,9 @@ impl MatvecShape {
     }
 }
 
+/// Loads in flight per invocation while a norm-fused matvec sums the squares of its input.
+const NORM_LOADS: u32 = 8;
+
 /// The matvec shader for one codec and variant: constants, generated lines, codec
 /// functions, reduction.
 fn matvec_source(suffix: &str, vec4s: u32, subgroups: bool, shape: MatvecShape, variant: Variant) -> String {
@@ -382,40 +385,39 @@ fn matvec_source(suffix: &str, vec4s: u32, subgroups: bool, shape: MatvecShape, 
     let rows = (1..shape.rows).map(|j| format!("let r{j} = min(r0 + {j}u, last);")).collect::<Vec<_>>().join(" ");
     let accs: String = (0..groups).map(|g| format!("var acc{g} = vec4<f32>(0.0); ")).collect();
     // The unit's x as a value (a struct of vec4s), never an indexed array: an array passed
-    // around by pointer may be placed in local memory. Unused slots hold zeros.
-    let x8 = |f: &dyn Fn(u32) -> String| (0..8).map(|j| if j < vec4s { f(j) } else { "vec4<f32>(0.0)".into() }).collect::<Vec<_>>().join(", ");
-    // x-mode norm: RMSNorm is a scale per input row, so the dots run over x * w (the norm
-    // weights) and the sums are scaled by 1 / rms(x) when stored. The workgroup's units
-    // cover the whole row once, so the sum of squares is gathered in the same loop.
-    let prologue = if variant.x == XMode::Norm { "var ssq = 0.0;" } else { "" };
-    let sum = (0..vec4s).map(|j| format!("xs.v{j}")).collect::<Vec<_>>().join(" + ");
+    // around by pointer may be placed in local memory.
+    let load = |k: u32| match variant.x {
+        XMode::Plain => format!("x[xv + {k}u]"),
+        XMode::Norm => format!("(x[xv + {k}u] * xscale * x2[xv - xrow + {k}u])"),
+        XMode::Glu => format!("(silu4(x[xv + {k}u]) * x2[xv + {k}u])"),
+    };
+    let loads = (0..8).map(|k| if k < vec4s { load(k) } else { "vec4<f32>(0.0)".into() }).collect::<Vec<_>>().join(", ");
+    // x-mode norm: the workgroup's rms over the whole input row first, NORM_LOADS vec4s per
+    // invocation and iteration, all loaded before any is summed (indices clamped, the extra
+    // ones weighted 0), so their latencies overlap instead of queueing one after another.
+    let prologue = match variant.x {
+        XMode::Norm => {
+            let loads: String = (0..NORM_LOADS).map(|k| format!("let v{k} = x[xrow + min(i + {k}u * WG, p.x_stride - 1u)]; ")).collect();
+            let sums = (0..NORM_LOADS).map(|k| format!("select(0.0, dot(v{k}, v{k}), i + {k}u * WG < p.x_stride)")).collect::<Vec<_>>().join(" + ");
+            format!("var ss = 0.0; for (var i = lid; i < p.x_stride; i += WG * {NORM_LOADS}u) {{ {loads}ss += {sums}; }} let xscale = inverseSqrt(reduce(vec4<f32>(ss, 0.0, 0.0, 0.0), lid{pass}).x / f32(p.x_stride * 4u) + p.eps);")
+        }
+        _ => String::new(),
+    };
+    let store = |o: u32, g: u32| if variant.add { format!("y[yrow + r0 + {o}u + lid] += t{g}[lid];") } else { format!("y[yrow + r0 + {o}u + lid] = t{g}[lid];") };
+    let sum = (0..vec4s).map(|k| format!("xs.v{k}")).collect::<Vec<_>>().join(" + ");
     // Unit k of an iteration: clamped index (its loads are unconditional, so they can all
     // be issued first) and a 0/1 weight for a unit past the row's end.
     let units: String = (0..shape.unroll)
         .map(|k| {
-            let xload = match variant.x {
-                XMode::Plain => format!("let xs{k} = X8({});", x8(&|j| format!("x[xv{k} + {j}u]"))),
-                XMode::Norm => format!(
-                    "let xr{k} = X8({}); let xs{k} = X8({}); ssq += ok{k} * ({});",
-                    x8(&|j| format!("x[xv{k} + {j}u]")),
-                    x8(&|j| format!("xr{k}.v{j} * x2[xv{k} - xrow + {j}u]")),
-                    (0..vec4s).map(|j| format!("dot(xr{k}.v{j}, xr{k}.v{j})")).collect::<Vec<_>>().join(" + ")
-                ),
-                XMode::Glu => format!("let xs{k} = X8({});", x8(&|j| format!("(silu4(x[xv{k} + {j}u]) * x2[xv{k} + {j}u])"))),
-            };
             let dot = |j: u32| format!("unit_dot(r{j} * p.units + u{k}, r{j}, xs{k}, s{k})");
             let dots: String = (0..groups).map(|g| format!("acc{g} += ok{k} * vec4<f32>({}, {}, {}, {}); ", dot(4 * g), dot(4 * g + 1), dot(4 * g + 2), dot(4 * g + 3))).collect();
             format!(
-                "let u{k} = min(u0 + {k}u * WG, p.units - 1u); let ok{k} = select(0.0, 1.0, u0 + {k}u * WG < p.units); let xv{k} = xrow + u{k} * UNIT_VEC4; {xload} let s{k} = dot({}, vec4<f32>(1.0)); {dots}",
+                "let u{k} = min(u0 + {k}u * WG, p.units - 1u); let ok{k} = select(0.0, 1.0, u0 + {k}u * WG < p.units); let xv{k} = xrow + u{k} * UNIT_VEC4; let xs{k} = X8({}); let s{k} = dot({}, vec4<f32>(1.0)); {dots}",
+                loads.replace("xv", &format!("xv{k}")),
                 sum.replace("xs.", &format!("xs{k}."))
             )
         })
         .collect();
-    let (scale, scaled) = match variant.x {
-        XMode::Norm => (format!("let xscale = inverseSqrt(reduce(vec4<f32>(ssq, 0.0, 0.0, 0.0), lid{pass}).x / f32(p.x_stride * 4u) + p.eps); "), " * xscale"),
-        _ => (String::new(), ""),
-    };
-    let store = |o: u32, g: u32| format!("y[yrow + r0 + {o}u + lid] {}= t{g}[lid]{scaled};", if variant.add { "+" } else { "" });
     let stores: String = (0..groups)
         .map(|g| format!("let t{g} = reduce(acc{g}, lid{pass}); if (lid < 4u && r0 + {o}u + lid < p.rows) {{ {} }} ", store(4 * g, g), o = 4 * g))
         .collect();
@@ -423,12 +425,12 @@ fn matvec_source(suffix: &str, vec4s: u32, subgroups: bool, shape: MatvecShape, 
         .replace("WG_SIZE", &shape.invocations.to_string())
         .replace("ROWS_PER_WG", &shape.rows.to_string())
         .replace("REDUCE_ARGS", &directive("REDUCE_ARGS="))
-        .replace("PROLOGUE", prologue)
+        .replace("PROLOGUE", &prologue)
         .replace("ROW_INDICES", &rows)
         .replace("ACCUMULATORS", &accs)
         .replace("UNROLL", &format!("{}u", shape.unroll))
         .replace("UNITS", &units)
-        .replace("STORES", &format!("{scale}{stores}"));
+        .replace("STORES", &stores);
     format!("const UNIT_VEC4: u32 = {vec4s}u;\n{WEIGHTS_IO}\n{body}\n{CODECS}\nfn unit_dot(n: u32, r: u32, xs: X8, xsum: f32) -> f32 {{ return unit_dot_{suffix}(n, r, xs, xsum); }}\nfn silu4(a: vec4<f32>) -> vec4<f32> {{ return a / (1.0 + exp(-a)); }}\n{reduce}")
 }
 

@@ -1,9 +1,9 @@
 //! The whole-token decode graph on wgpu (SPEC section 8): every layer of a llama-family
 //! model for one token in ONE command buffer with ONE compute pass (QKV with the RMSNorm
-//! fused into its loads, RoPE with the KV-mirror append, split attention over the mirror,
-//! the output projection added into the residual, gate/up with the norm fused, down with
-//! SiLU(gate) * up fused into its loads and added into the residual), the final norm and the
-//! head; one readback of the logits. The dispatch list and its bind groups are built once per (model, sequence)
+//! fused into its loads, or on wide models after a norm dispatch of its own, RoPE with the
+//! KV-mirror append, split attention over the mirror, the output projection added into the
+//! residual, gate/up normed the same way, down with SiLU(gate) * up fused into its loads and
+//! added into the residual), the final norm and the head; one readback of the logits. The dispatch list and its bind groups are built once per (model, sequence)
 //! and only re-encoded per token; token-dependent values (position, attention chunks) travel
 //! in a small uniform block written before the submission. The embedding row is decoded on
 //! the host (n_embd floats written with the step block). The batched prefill graph
@@ -269,8 +269,9 @@ impl WgpuBackend {
     /// Plan and bind one token's dispatches against the graph buffers and this mirror.
     /// Per layer 7 barrier-separated stages: QKV (RMSNorm on load), RoPE + mirror append,
     /// attention split, combine, O projection (added to the residual), gate and up (RMSNorm
-    /// on load), down (SiLU(gate) * up on load, added to the residual); then the final norm
-    /// and the head.
+    /// on load), down (SiLU(gate) * up on load, added to the residual); on wide models
+    /// (`separate_norm`) each RMSNorm is a stage of its own before QKV and gate/up (9
+    /// stages); then the final norm and the head.
     fn record(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &ModelGraph, mirror: &Mirror) -> Result<Recorded, String> {
         let c = &m.cfg;
         let ctx = &self.ctx;
@@ -281,8 +282,8 @@ impl WgpuBackend {
         let eps = c.eps;
         // Each normed stage either normalizes x in its matvecs' loads or, for wide models, in a
         // norm dispatch of its own into `xn` that plain matvecs then read: measured on the
-        // H200 (bench/NOTES.md, s8), the in-loop norm costs ~5 us per stage at 576-2048
-        // columns but ~12 at 4096, more than a dispatch and its barrier.
+        // H200 (bench/NOTES.md, eighth session), the in-loop norm costs 3-6 us per stage at
+        // 576-2048 columns but ~14 at 4096, more than a dispatch and its barrier.
         let own_norm = separate_norm(d);
         let (qkv_label, ffn_label) = if own_norm { ("qkv", "gate, up") } else { ("qkv (norm fused)", "gate, up (norm fused)") };
         fn normed<'b>(g: &'b ModelGraph, w: &'b wgpu::Buffer, y: &'b wgpu::Buffer, eps: f32, own_norm: bool) -> MatvecIo<'b> {

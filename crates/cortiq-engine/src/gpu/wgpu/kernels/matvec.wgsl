@@ -1,13 +1,12 @@
 // y (batch, rows) = x (batch, cols) . W^T for one row chunk of a planar weight (planar.rs).
-// Variants (host-generated): x taken as is, RMS-normed (the dots run over x * x2, the norm
-// weights, while the loop also sums x's squares; the sums are scaled by 1 / rms(x) when
-// stored), or as silu(x) * x2 (the gated FFN's hidden state); y stored, or added to what y
-// holds (a residual add).
+// Variants (host-generated): x taken as is, RMS-normed on load (x / rms(x) * x2: the
+// workgroup computes rms(x) first), or as silu(x) * x2 (the gated FFN's hidden state); y
+// stored, or added to what y holds (a residual add).
 // One workgroup of WG_SIZE invocations per (ROWS_PER_WG rows, batch element): invocations
 // stride over the units, UNROLL units per iteration (loads first: more bytes in flight); each loads a unit's x once into registers and applies it to every
 // row of the workgroup (x traffic per weight byte falls with the row count), then the sums
 // are reduced four rows at a time. The host fills in the sizes and the generated lines
-// (PROLOGUE, ROW_INDICES, ACCUMULATORS, UNITS, STORES: values and constant indices only, so
+// (ROW_INDICES, ACCUMULATORS, UNITS, STORES: values and constant indices only, so
 // the unit's x and the accumulators stay in registers), prepends `const UNIT_VEC4` (x vec4s per unit) and
 // appends `fn unit_dot(n, r, xs, xsum)` (codecs.wgsl) and the reduction
 // (reduce_shared.wgsl or reduce_subgroup.wgsl, which define REDUCE_ARGS/REDUCE_PASS).
