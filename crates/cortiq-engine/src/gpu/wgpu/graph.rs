@@ -3,8 +3,9 @@
 //! fused into its loads, or on wide models after a norm dispatch of its own, RoPE with the
 //! KV-mirror append, split attention over the mirror, the output projection added into the
 //! residual, gate/up normed the same way, down with SiLU(gate) * up fused into its loads and
-//! added into the residual), the final norm and the head; one readback of the logits. The dispatch list and its bind groups are built once per (model, sequence)
-//! and only re-encoded per token; token-dependent values (position, attention chunks) travel
+//! added into the residual), the final norm and the head; one readback of the logits. The
+//! dispatch list and its bind groups are built once per (model, sequence) and only
+//! re-encoded per token; token-dependent values (position, attention chunks) travel
 //! in a small uniform block written before the submission. The embedding row is decoded on
 //! the host (n_embd floats written with the step block). The batched prefill graph
 //! (`graph/prefill.rs`) shares the model's buffers, the sequence's mirror and the frame
@@ -23,7 +24,7 @@ use wgpu::util::DeviceExt;
 
 mod prefill;
 
-/// Positions per split-attention workgroup (`CHUNK` in attn_split.wgsl).
+/// Positions per split-attention workgroup (`CHUNK` in attn_chunk.wgsl).
 const ATT_CHUNK: usize = 64;
 /// Largest head size the attention kernels hold in workgroup memory.
 const MAX_HEAD_DIM: usize = 256;
@@ -528,7 +529,7 @@ impl WgpuBackend {
     pub fn decode_attention(&self, q: &[f32], k: &[f32], v: &[f32], n_head: usize, n_head_kv: usize, head_dim: usize, scale: f32) -> Result<Vec<f32>, String> {
         let kvd = n_head_kv * head_dim;
         let n = if kvd == 0 { 0 } else { k.len() / kvd };
-        if n == 0 || head_dim % 4 != 0 || head_dim > MAX_HEAD_DIM || n_head % n_head_kv != 0 || q.len() != n_head * head_dim || k.len() != n * kvd || v.len() != k.len() {
+        if n == 0 || n_head == 0 || head_dim % 4 != 0 || head_dim > MAX_HEAD_DIM || n_head % n_head_kv != 0 || q.len() != n_head * head_dim || k.len() != n * kvd || v.len() != k.len() {
             return Err("attention shapes outside the kernels' range".into());
         }
         let chunks = n.div_ceil(ATT_CHUNK) as u32;
