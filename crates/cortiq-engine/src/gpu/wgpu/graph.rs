@@ -521,19 +521,21 @@ impl WgpuBackend {
         Ok(())
     }
 
-    /// Decode attention alone, for the parity harness: one query (n_head * head_dim, after
-    /// RoPE) over `k` / `v` rows (positions, n_head_kv * head_dim) through the split and
-    /// combine kernels the token graph runs; the output (n_head * head_dim) is poisoned with
-    /// NaN before they run.
+    /// Attention alone, for the parity harness: `rows` query rows (rows, n_head * head_dim,
+    /// after RoPE) at positions `k.len() / kv_dim - rows ..`, each over the `k` / `v` rows
+    /// (positions, n_head_kv * head_dim) up to its own, through the kernels the graphs run:
+    /// one row is a decode token (split + combine), more a prompt chunk (`attn_rows`). The
+    /// output (rows, n_head * head_dim) is poisoned with NaN before they run.
     #[allow(clippy::too_many_arguments)]
-    pub fn decode_attention(&self, q: &[f32], k: &[f32], v: &[f32], n_head: usize, n_head_kv: usize, head_dim: usize, scale: f32) -> Result<Vec<f32>, String> {
+    pub fn attention(&self, q: &[f32], k: &[f32], v: &[f32], rows: usize, n_head: usize, n_head_kv: usize, head_dim: usize, scale: f32) -> Result<Vec<f32>, String> {
         let kvd = n_head_kv * head_dim;
         let n = if kvd == 0 { 0 } else { k.len() / kvd };
-        if n == 0 || n_head == 0 || head_dim % 4 != 0 || head_dim > MAX_HEAD_DIM || n_head % n_head_kv != 0 || q.len() != n_head * head_dim || k.len() != n * kvd || v.len() != k.len() {
+        if rows == 0 || n < rows || n_head == 0 || head_dim % 4 != 0 || head_dim > MAX_HEAD_DIM || n_head % n_head_kv != 0 || q.len() != rows * n_head * head_dim || k.len() != n * kvd || v.len() != k.len() {
             return Err("attention shapes outside the kernels' range".into());
         }
+        let pos = n - rows;
         let chunks = n.div_ceil(ATT_CHUNK) as u32;
-        let step = StepBlock { pos: (n - 1) as u32, n_head: n_head as u32, n_head_kv: n_head_kv as u32, head_dim: head_dim as u32, rot: 0, neox: 0, chunks, pad: 0, base: 0.0, scale, pad2: [0; 2] };
+        let step = StepBlock { pos: pos as u32, n_head: n_head as u32, n_head_kv: n_head_kv as u32, head_dim: head_dim as u32, rot: 0, neox: 0, chunks, pad: 0, base: 0.0, scale, pad2: [0; 2] };
         let dev = &self.ctx.device;
         let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
         let (qb, kb, vb) = (self.const_buf("q", q), self.const_buf("k", k), self.const_buf("v", v));
@@ -541,10 +543,13 @@ impl WgpuBackend {
         let att = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("att"), contents: bytemuck::cast_slice(&vec![f32::NAN; q.len()]), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
         let stepb = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("step"), contents: bytemuck::bytes_of(&step), usage: wgpu::BufferUsages::UNIFORM });
         let read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("att-read"), size: att.size(), usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
-        let plan = vec![
-            Planned { label: "attention split", pipe: self.ctx.attn_split.clone(), bufs: vec![&qb, &kb, &vb, &part], uniform: Uniform::Whole(&stepb), grid: Grid::HeadsByChunks(n_head as u32) },
-            Planned { label: "attention combine", pipe: self.ctx.attn_combine.clone(), bufs: vec![&part, &att], uniform: Uniform::Whole(&stepb), grid: Grid::Fixed(n_head as u32, 1, 1) },
-        ];
+        let plan = match rows {
+            1 => vec![
+                Planned { label: "attention split", pipe: self.ctx.attn_split.clone(), bufs: vec![&qb, &kb, &vb, &part], uniform: Uniform::Whole(&stepb), grid: Grid::HeadsByChunks(n_head as u32) },
+                Planned { label: "attention combine", pipe: self.ctx.attn_combine.clone(), bufs: vec![&part, &att], uniform: Uniform::Whole(&stepb), grid: Grid::Fixed(n_head as u32, 1, 1) },
+            ],
+            _ => vec![Planned { label: "attention", pipe: self.ctx.attn_rows.clone(), bufs: vec![&qb, &kb, &vb, &att], uniform: Uniform::Whole(&stepb), grid: Grid::Fixed(n_head as u32, rows as u32, 1) }],
+        };
         let groups = plan::bind(dev, &plan, &stepb);
         let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("attention") });
         {
