@@ -59,6 +59,19 @@ pub struct Session {
     arm: GraphArm,
     /// The graph refused this model once: no per-token retry.
     graph_refused: bool,
+    /// Leading layers the token graph runs for this model (`Gpu::graph_layers`), asked on
+    /// the first graph step: all of them, or a device prefix with the rest on the host.
+    graph_layers: Option<usize>,
+}
+
+/// How a decode token ran through the graph.
+enum Graphed {
+    /// Not through the graph: the caller runs the per-op path.
+    No,
+    /// The whole token: the readback asked for holds the result.
+    Whole,
+    /// A device prefix, the rest of the layers on the host: the final-normed hidden state.
+    Prefix(Vec<f32>),
 }
 
 /// A dropped session's device state (its KV mirror) goes with it.
@@ -79,7 +92,7 @@ impl Session {
     pub fn with_gpu(model: Arc<Llama>, n_ctx: usize, gpu: Arc<Gpu>) -> Self {
         let cfg = &model.cfg;
         let kv = KvCache::new(cfg.n_layer, cfg.kv_dim(), n_ctx.min(cfg.n_ctx_train).max(1));
-        Session { model, kv, gpu, seq: NEXT_SEQ.fetch_add(1, Ordering::Relaxed), pos: 0, arm: GraphArm::PerOp, graph_refused: false }
+        Session { model, kv, gpu, seq: NEXT_SEQ.fetch_add(1, Ordering::Relaxed), pos: 0, arm: GraphArm::PerOp, graph_refused: false, graph_layers: None }
     }
 
     pub fn n_ctx(&self) -> usize {
@@ -129,23 +142,64 @@ impl Session {
         self.sync_host_kv()?;
         let m = Arc::clone(&self.model);
         let cfg = &m.cfg;
-        let (b, d) = (tokens.len(), cfg.n_embd);
+        let b = tokens.len();
         let pos0 = self.pos;
         if pos0 + b > self.kv.capacity() {
             return Err(EngineError::PromptTooLong { tokens: pos0 + b, ctx: self.kv.capacity(), reserve: 0 });
         }
-        // x: (b, n_embd) residual stream
-        let mut x = vec![0f32; b * d];
-        let embed = m.view(&m.embed);
-        for (i, &t) in tokens.iter().enumerate() {
+        let mut x = self.embed(tokens)?;
+        self.run_layers(&mut x, b, pos0, 0..cfg.n_layer);
+        self.pos = pos0 + b;
+        self.kv.set_len(self.pos);
+        Ok(self.final_norm(&x))
+    }
+
+    /// The residual stream's first rows (tokens.len(), n_embd): the tokens' embeddings.
+    fn embed(&self, tokens: &[u32]) -> Result<Vec<f32>, EngineError> {
+        let cfg = &self.model.cfg;
+        let d = cfg.n_embd;
+        let mut x = vec![0f32; tokens.len() * d];
+        let embed = self.model.view(&self.model.embed);
+        for (row, &t) in x.chunks_exact_mut(d).zip(tokens) {
             if t as usize >= cfg.vocab {
                 return Err(EngineError::BadToken { id: t, vocab: cfg.vocab });
             }
-            embed.decode_row(t as usize, &mut x[i * d..(i + 1) * d]);
+            embed.decode_row(t as usize, row);
         }
         if cfg.embed_scale != 1.0 {
             x.iter_mut().for_each(|v| *v *= cfg.embed_scale);
         }
+        Ok(x)
+    }
+
+    /// The scripted device's device prefix: `token`'s residual stream after the first
+    /// `layers` layers at the end of the sequence (their K/V rows written here only).
+    #[cfg(test)]
+    pub(crate) fn prefix_for_tests(&mut self, token: u32, layers: usize) -> Vec<f32> {
+        let mut x = self.embed(&[token]).expect("a token of the vocabulary");
+        let pos = self.pos;
+        self.run_layers(&mut x, 1, pos, 0..layers);
+        self.pos += 1;
+        x
+    }
+
+    /// The final norm of residual rows x (rows, n_embd): the hidden states the head reads.
+    fn final_norm(&self, x: &[f32]) -> Vec<f32> {
+        let m = &self.model;
+        let d = m.cfg.n_embd;
+        let mut xn = vec![0f32; x.len()];
+        for (o, r) in xn.chunks_exact_mut(d).zip(x.chunks_exact(d)) {
+            rmsnorm(o, r, &m.output_norm, m.cfg.eps);
+        }
+        xn
+    }
+
+    /// Layers `layers` of the residual rows x (b, n_embd) at positions pos0.., in place, each
+    /// writing its K and V rows into the host cache (whose length the caller sets).
+    fn run_layers(&mut self, x: &mut [f32], b: usize, pos0: usize, layers: std::ops::Range<usize>) {
+        let m = Arc::clone(&self.model);
+        let cfg = &m.cfg;
+        let d = cfg.n_embd;
         let (qd, kvd, hd) = (cfg.q_dim(), cfg.kv_dim(), cfg.head_dim);
         let mut xn = vec![0f32; b * d]; // (b, n_embd) normed input
         let mut q = vec![0f32; b * qd]; // (b, n_head * head_dim)
@@ -157,7 +211,7 @@ impl Session {
         let tables_for = |base: f32| -> Vec<_> { (0..b).map(|i| rope_table(pos0 + i, cfg.rope_dims, base)).collect() };
         let global_tables = tables_for(cfg.rope_base);
         let local_tables = cfg.sliding.map(|s| tables_for(s.rope_base));
-        for (li, layer) in m.layers.iter().enumerate() {
+        for (li, layer) in m.layers.iter().enumerate().take(layers.end).skip(layers.start) {
             let rope_tables = if cfg.is_local(li) { local_tables.as_ref().unwrap_or(&global_tables) } else { &global_tables };
             let _layer = scope::in_layer(Some(li as u32));
             for i in 0..b {
@@ -188,7 +242,7 @@ impl Session {
             if let Some(pn) = &layer.post_attn_norm {
                 norm_rows(&mut proj, pn, cfg.eps);
             }
-            add_in_place(&mut x, &proj);
+            add_in_place(x, &proj);
             for i in 0..b {
                 rmsnorm(&mut xn[i * d..(i + 1) * d], &x[i * d..(i + 1) * d], &layer.ffn_norm, cfg.eps);
             }
@@ -196,14 +250,8 @@ impl Session {
             if let Some(pn) = &layer.post_ffn_norm {
                 norm_rows(&mut proj, pn, cfg.eps);
             }
-            add_in_place(&mut x, &proj);
+            add_in_place(x, &proj);
         }
-        self.pos = pos0 + b;
-        self.kv.set_len(self.pos);
-        for i in 0..b {
-            rmsnorm(&mut xn[i * d..(i + 1) * d], &x[i * d..(i + 1) * d], &m.output_norm, cfg.eps);
-        }
-        Ok(xn)
     }
 
     /// Logits (rows, vocab) of final hidden states (rows, n_embd).
@@ -294,11 +342,13 @@ impl Session {
     pub fn step(&mut self, token: u32) -> Result<Vec<f32>, EngineError> {
         let mut logits = Vec::new();
         let vocab = self.model.cfg.vocab;
-        if self.graph_step(token, |gpu, job| {
+        match self.graph_step(token, |gpu, job| {
             logits.resize(vocab, 0.0);
             gpu.token_graph(job, GraphReadback::Logits(&mut logits))
         })? {
-            return Ok(logits);
+            Graphed::Whole => return Ok(logits),
+            Graphed::Prefix(h) => return Ok(self.logits(&h)),
+            Graphed::No => {}
         }
         let h = self.forward(&[token])?;
         Ok(self.logits(&h))
@@ -309,19 +359,22 @@ impl Session {
     /// back from the device; otherwise as `step`.
     pub fn step_greedy(&mut self, token: u32) -> Result<u32, EngineError> {
         let mut best = 0;
-        if self.graph_step(token, |gpu, job| gpu.token_graph(job, GraphReadback::Argmax(&mut best)))? {
-            return Ok(best);
+        match self.graph_step(token, |gpu, job| gpu.token_graph(job, GraphReadback::Argmax(&mut best)))? {
+            Graphed::Whole => return Ok(best),
+            Graphed::Prefix(h) => return Ok(crate::sample::argmax(&self.logits(&h))),
+            Graphed::No => {}
         }
         let h = self.forward(&[token])?;
         Ok(crate::sample::argmax(&self.logits(&h)))
     }
 
-    /// Try `token` through the token graph with `run`: true when it completed (the sequence
-    /// moved on), false when the graph is not this generation's arm or declined (the caller
-    /// runs the per-op path); a device failure resets the sequence.
-    fn graph_step(&mut self, token: u32, run: impl FnOnce(&Gpu, &TokenGraphJob) -> GraphOutcome) -> Result<bool, EngineError> {
+    /// Try `token` through the token graph: the whole token with `run`, or where only a
+    /// device prefix fits, the prefix on the device and the remaining layers on the host.
+    /// `No` when the graph is not this generation's arm or declined (the caller runs the
+    /// per-op path); a device failure resets the sequence.
+    fn graph_step(&mut self, token: u32, run: impl FnOnce(&Gpu, &TokenGraphJob) -> GraphOutcome) -> Result<Graphed, EngineError> {
         if self.arm != GraphArm::Graph || self.graph_refused {
-            return Ok(false);
+            return Ok(Graphed::No);
         }
         if self.pos >= self.kv.capacity() {
             return Err(EngineError::PromptTooLong { tokens: self.pos + 1, ctx: self.kv.capacity(), reserve: 0 });
@@ -329,9 +382,25 @@ impl Session {
         if token as usize >= self.model.cfg.vocab {
             return Err(EngineError::BadToken { id: token, vocab: self.model.cfg.vocab });
         }
-        let job = TokenGraphJob { model: &self.model, seq: self.seq, token, pos: self.pos, host_kv: &self.kv };
-        let outcome = run(&self.gpu, &job);
-        self.after_graph(outcome, 1)
+        let n_layer = self.model.cfg.n_layer;
+        let layers = *self.graph_layers.get_or_insert_with(|| self.gpu.graph_layers(&self.model));
+        if layers == 0 {
+            return Ok(Graphed::No);
+        }
+        let pos = self.pos;
+        let mut x = vec![0f32; self.model.cfg.n_embd]; // (n_embd) the residual after a prefix
+        let job = TokenGraphJob { model: &self.model, seq: self.seq, token, pos, host_kv: &self.kv, layers };
+        let outcome = if layers == n_layer { run(&self.gpu, &job) } else { self.gpu.token_graph(&job, GraphReadback::Hidden(&mut x)) };
+        if !self.after_graph(outcome, 1)? {
+            return Ok(Graphed::No);
+        }
+        if layers == n_layer {
+            return Ok(Graphed::Whole);
+        }
+        // The host cache holds every position of the host's layers (their rows are written
+        // here, token by token); the prefix's rows stay in the device mirror until pulled.
+        self.run_layers(&mut x, 1, pos, layers..n_layer);
+        Ok(Graphed::Prefix(self.final_norm(&x)))
     }
 
     /// Bring the host cache up to the logical length (rows the device mirror computed).

@@ -411,6 +411,96 @@ fn token_graph_matches_the_cpu_path() {
     }
 }
 
+/// A device prefix (issue #7): under a weight budget that holds only the leading layers, the
+/// wgpu token graph runs those and the host the rest, and greedy decode follows the CPU
+/// path: logits within 5 % relative L2 at every step (the whole-token graph's bound), the
+/// argmax equal but for near-ties the measured path difference can flip. Then the per-op
+/// path takes over the same sequence (the prefix's K/V rows pulled from the mirror, the
+/// host's own layers already in the host cache) and must agree as well. The prompt runs per
+/// op on the device first, after an unrelated matrix took most of the budget: the graph's
+/// weights must push that out. On a discrete adapter smollm2-135m, elsewhere `tiny`.
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "SKIP gpu parity: no wgpu backend compiled in (build with --features gpu)")]
+fn wgpu_device_prefix_decodes_as_the_cpu_path() {
+    #[cfg(feature = "gpu")]
+    {
+        use cortiq_engine::gpu::backend::Backend;
+        use cortiq_engine::gpu::race::GraphArm;
+        use cortiq_engine::gpu::wgpu::WgpuBackend;
+        use cortiq_engine::gpu::{Gpu, GpuConfig};
+        use cortiq_engine::pipeline::Session;
+        use std::sync::Arc;
+        let test = "wgpu_device_prefix_decodes_as_the_cpu_path";
+        let discrete = match WgpuBackend::new() {
+            Ok(b) => b.info().discrete,
+            Err(e) => return missing(test, "no GPU adapter", e),
+        };
+        let shape = if discrete { "smollm2-135m" } else { "tiny" };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(format!("{shape}-q4_0.gguf"));
+        cortiq_engine::synth::synth(shape, "q4_0", &path, 9).unwrap();
+        let engine = cortiq_engine::generate::Engine::load(&path).unwrap();
+        let m = &engine.model;
+        let n = m.cfg.n_layer;
+        // Device bytes of the first half of the layers, as residency counts them.
+        let bytes = |w: &cortiq_engine::model::llama::Weight| {
+            let v = m.weight_arg(w).view;
+            (cortiq_engine::gpu::planar::bytes_per_row(v.codec, v.cols) as u64 + 64) * v.rows as u64
+        };
+        let half: u64 = m.layers[..n / 2].iter().flat_map(|l| [l.wq, l.wk, l.wv, l.wo, l.gate, l.up, l.down]).map(|w| bytes(&w)).sum();
+        let pin = std::env::var("CMF_GPU_ADAPTER").ok();
+        let be = WgpuBackend::open(pin.as_deref(), Some(&half.to_string()), None).unwrap();
+        let layers = be.graph_layers(m);
+        assert_eq!(layers, n / 2, "a budget of the first {} layers' bytes", n / 2);
+        let gpu = Arc::new(Gpu::new(Some(Box::new(be)), GpuConfig { min_rows: Some(0), probe: false, ..GpuConfig::for_tests() }));
+        if !discrete {
+            // Untrusted adapters race the arms a generation at a time, the per-op arm first.
+            gpu.record_generation(GraphArm::PerOp, &[]);
+        }
+        let mut rng = SplitMix64::new(77);
+        let cols = 4096; // wide rows: the budget's per-row allowance is a small part of them
+        let other = Packed::random(&mut rng, Codec::Q4_0, (half * 9 / 10) as usize / (cols / 32 * 18 + 64), cols);
+        let mut y = vec![0f32; other.rows];
+        gpu.matmul(&MatmulJob { w: other.arg(), x: &vec![0.5; cols], batch: 1 }, &mut y, |_| panic!("the unrelated matrix runs on the device"));
+        let prompt = engine.tokenize(&"hello world 12 34 ".repeat(10)).unwrap();
+        let steps = 32;
+        let ctx = prompt.len() + steps + 8;
+        let mut cpu = Session::with_gpu(Arc::clone(&engine.model), ctx, Arc::new(Gpu::new(None, GpuConfig::for_tests())));
+        let mut dev = Session::with_gpu(Arc::clone(&engine.model), ctx, Arc::clone(&gpu));
+        let (mut a, mut b) = (cpu.prefill(&prompt).unwrap(), dev.prefill(&prompt).unwrap());
+        assert!(gpu.upload_bytes() > 0, "the prompt ran per op on the device:\n{}", gpu.explain_table());
+        assert_eq!(dev.begin_generation(), GraphArm::Graph, "the graph arm");
+        let (mut worst, mut same) = (0f32, 0);
+        for i in 0..steps {
+            let t = cortiq_engine::sample::argmax(&a);
+            a = cpu.step(t).unwrap();
+            b = dev.step(t).unwrap();
+            assert!(b.iter().all(|v| v.is_finite()), "step {i}: non-finite logits");
+            let rel = rel_l2(&a, &b);
+            worst = worst.max(rel);
+            assert!(rel < 5e-2, "step {i}: device prefix logits differ from the CPU's by {rel:.2e}");
+            let (x, y) = (cortiq_engine::sample::argmax(&a), cortiq_engine::sample::argmax(&b));
+            if x == y {
+                same += 1;
+            } else {
+                let noise = a.iter().zip(&b).map(|(p, q)| (p - q).abs()).fold(0f32, f32::max);
+                assert!(a[x as usize] - a[y as usize] <= noise, "step {i}: the argmax differs beyond a near-tie");
+            }
+        }
+        let table = gpu.explain_table();
+        assert!(table.contains(&format!("layers 0..{layers} of {n} in one submission")), "the prefix ran as the token graph:\n{table}");
+        assert!(dev.kv.len() < dev.len(), "the prefix's rows stayed on the device until pulled");
+        // The per-op path continues the same sequence: the mirror's rows come back first.
+        let t = cortiq_engine::sample::argmax(&a);
+        let h = dev.forward(&[t]).unwrap();
+        let h_cpu = cpu.forward(&[t]).unwrap();
+        assert_eq!(dev.kv.len(), dev.len(), "every layer's rows on the host after the pull");
+        let rel = rel_l2(&h_cpu, &h);
+        assert!(rel < 5e-2, "per-op after the device prefix differs by {rel:.2e}");
+        eprintln!("wgpu {shape}: device prefix of {layers}/{n} layers vs CPU logits, worst relative L2 {worst:.2e}, argmax agreement {same}/{steps}; per-op after it {rel:.2e}");
+    }
+}
+
 /// The batched prefill graph called chunk by chunk on every backend against the CPU's prefill
 /// of the same prompt on synthesized models: chunks of 256 rows and the rest (the tiled GEMMs,
 /// attention over rows already in the mirror), of 5, 250 and the rest (a chunk below the GEMM

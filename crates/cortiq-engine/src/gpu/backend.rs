@@ -124,6 +124,10 @@ pub struct TokenGraphJob<'a> {
     /// `host_kv` when it does not: a zero state is never assumed).
     pub pos: usize,
     pub host_kv: &'a KvCache,
+    /// How many leading layers run: all of them (the whole token, through the head), or a
+    /// device prefix (`Backend::graph_layers`) whose residual stream comes back
+    /// (`GraphReadback::Hidden`) for the host to run the rest.
+    pub layers: usize,
 }
 
 /// Prompt positions `pos..pos + tokens.len()` of one sequence through the whole stack in one
@@ -139,21 +143,25 @@ pub struct PrefillGraphJob<'a> {
     pub host_kv: &'a KvCache,
 }
 
-/// What a token graph reads back: the logits (vocab), or only their argmax (greedy
-/// sampling, `sample::argmax`'s rule). Written only when the token completes.
+/// What a token graph reads back: the logits (vocab), only their argmax (greedy
+/// sampling, `sample::argmax`'s rule), or after a device prefix the residual stream
+/// (n_embd). Written only when the token completes.
 pub enum GraphReadback<'a> {
     Logits(&'a mut [f32]),
     Argmax(&'a mut u32),
+    Hidden(&'a mut [f32]),
 }
 
 /// A token graph's readback as it arrives from the device.
 pub(crate) enum GraphRead {
     Logits(Vec<f32>),
     Argmax(u32),
+    Hidden(Vec<f32>),
 }
 
 impl GraphReadback<'_> {
     /// Whether the logits themselves must come back.
+    #[cfg(any(test, feature = "cuda"))]
     pub(crate) fn wants_logits(&self) -> bool {
         matches!(self, GraphReadback::Logits(_))
     }
@@ -163,6 +171,7 @@ impl GraphReadback<'_> {
         match (self, read) {
             (GraphReadback::Logits(l), GraphRead::Logits(v)) => l.copy_from_slice(&v),
             (GraphReadback::Argmax(b), GraphRead::Argmax(i)) => *b = i,
+            (GraphReadback::Hidden(h), GraphRead::Hidden(v)) => h.copy_from_slice(&v),
             _ => unreachable!("a backend reads back what was asked for"),
         }
     }
@@ -280,9 +289,17 @@ pub trait Backend: Send + Sync {
     }
 
     /// One decode token through the whole-token graph; `out`: the logits (vocab), or only
-    /// their argmax (`sample::argmax`'s rule: largest, first on ties, NaN never chosen).
+    /// their argmax (`sample::argmax`'s rule: largest, first on ties, NaN never chosen); for
+    /// a device prefix (`job.layers` below the model's), the residual stream after it.
     fn token_graph(&self, _job: &TokenGraphJob, _out: GraphReadback) -> DeviceOutcome {
         DeviceOutcome::Declined("token graph not implemented")
+    }
+
+    /// How many leading layers of `model` the token graph runs: all of them when the model
+    /// fits (the default: a backend without a device prefix tries the whole token), fewer
+    /// where only a prefix fits the weight budget, 0 where not even one layer does.
+    fn graph_layers(&self, model: &Llama) -> usize {
+        model.layers.len()
     }
 
     /// A prompt chunk through the batched prefill graph; `out` is the last position's.

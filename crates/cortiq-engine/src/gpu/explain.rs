@@ -63,6 +63,8 @@ pub struct Explain {
     /// Decode tokens that ran as one whole-token graph, and their time.
     pub graph_tokens: u64,
     pub graph_time: Duration,
+    /// Where the token graph ran a device prefix: (its layers, the model's).
+    pub graph_prefix: Option<(usize, usize)>,
     /// Prompt chunks that ran as one batched prefill graph, their rows, and their time.
     pub prefill_chunks: u64,
     pub prefill_rows: u64,
@@ -101,7 +103,11 @@ impl Explain {
             ));
         }
         if self.graph_tokens > 0 {
-            out.push_str(&format!("| token graph | {} | {} | 0 | whole token in one submission | {:.1} ms | 0.0 ms |\n", self.graph_tokens, self.graph_tokens, self.graph_time.as_secs_f64() * 1e3));
+            let what = match self.graph_prefix {
+                Some((run, all)) => format!("layers 0..{run} of {all} in one submission (device prefix: the weight budget holds no more), the rest on the host"),
+                None => "whole token in one submission".to_string(),
+            };
+            out.push_str(&format!("| token graph | {} | {} | 0 | {what} | {:.1} ms | 0.0 ms |\n", self.graph_tokens, self.graph_tokens, self.graph_time.as_secs_f64() * 1e3));
         }
         if self.prefill_chunks > 0 {
             out.push_str(&format!("| prefill graph | {} | {} | 0 | {} prompt rows in one submission each | {:.1} ms | 0.0 ms |\n", self.prefill_chunks, self.prefill_chunks, self.prefill_rows, self.prefill_time.as_secs_f64() * 1e3));

@@ -338,7 +338,14 @@ impl Gpu {
     /// One decode token through the whole stack on the device; `out`: the logits, or only
     /// their argmax.
     pub fn token_graph(&self, job: &TokenGraphJob, out: GraphReadback) -> GraphOutcome {
-        self.graph_call(0, |b| b.token_graph(job, out))
+        let all = job.model.layers.len();
+        self.graph_call(0, (job.layers < all).then_some((job.layers, all)), |b| b.token_graph(job, out))
+    }
+
+    /// How many leading layers of `model` the backend's token graph runs (`Backend::graph_layers`;
+    /// 0 without a backend).
+    pub fn graph_layers(&self, model: &crate::model::llama::Llama) -> usize {
+        self.backend.as_ref().map_or(0, |b| b.graph_layers(model))
     }
 
     /// Whether prompts go through the batched prefill graph: a backend, graphs on (or on for
@@ -350,12 +357,13 @@ impl Gpu {
     /// A prompt chunk through the backend's batched prefill graph; `out` is the last
     /// position's logits or their argmax.
     pub fn prefill_graph(&self, job: &PrefillGraphJob, out: GraphReadback) -> GraphOutcome {
-        self.graph_call(job.tokens.len() as u64, |b| b.prefill_graph(job, out))
+        self.graph_call(job.tokens.len() as u64, None, |b| b.prefill_graph(job, out))
     }
 
-    /// A graph call (a decode token, or a prefill chunk of `prompt_rows` rows), counted for
-    /// `--explain` when it completes.
-    fn graph_call(&self, prompt_rows: u64, call: impl FnOnce(&dyn Backend) -> DeviceOutcome) -> GraphOutcome {
+    /// A graph call (a decode token, or a prefill chunk of `prompt_rows` rows; `prefix`: a
+    /// token's device prefix, its layers of the model's), counted for `--explain` when it
+    /// completes.
+    fn graph_call(&self, prompt_rows: u64, prefix: Option<(usize, usize)>, call: impl FnOnce(&dyn Backend) -> DeviceOutcome) -> GraphOutcome {
         let Some(b) = &self.backend else { return GraphOutcome::Declined("no GPU backend") };
         let t = Instant::now();
         match call(b.as_ref()) {
@@ -368,6 +376,7 @@ impl Gpu {
                 } else {
                     e.graph_tokens += 1;
                     e.graph_time += t.elapsed();
+                    e.graph_prefix = prefix;
                 }
                 GraphOutcome::Completed
             }

@@ -23,6 +23,8 @@ pub struct Scripted {
     pub graph: bool,
     /// Whether the batched prefill graph is offered.
     pub prefill: bool,
+    /// A device prefix: the token graph runs this many leading layers (`graph_layers`).
+    pub prefix_layers: Option<usize>,
     /// Fail the n-th graph call (token or prefill, 1-based) after admitting state.
     pub fail_graph_call: Option<usize>,
     pub graph_calls: AtomicUsize,
@@ -125,8 +127,15 @@ impl Backend for Scripted {
         if !self.graph {
             return DeviceOutcome::Declined("cannot build a graph for this model (scripted)");
         }
+        if job.layers < job.model.layers.len() {
+            return self.on_mirror(job.model, job.seq, job.pos, job.host_kv, |m| GraphRead::Hidden(m.prefix_for_tests(job.token, job.layers)), out);
+        }
         let wants_logits = out.wants_logits();
         self.on_mirror(job.model, job.seq, job.pos, job.host_kv, |m| read_back(m.step(job.token).expect("mirror step"), wants_logits), out)
+    }
+
+    fn graph_layers(&self, model: &crate::model::Llama) -> usize {
+        self.prefix_layers.unwrap_or(model.layers.len())
     }
 
     fn prefill_graph(&self, job: &PrefillGraphJob, out: GraphReadback) -> DeviceOutcome {
@@ -151,7 +160,8 @@ impl Backend for Scripted {
         let mirrors = self.mirrors.lock().unwrap();
         let m = mirrors.get(&seq).ok_or("no mirror for this sequence")?;
         let d = host.kv_dim();
-        for l in 0..host.n_layer() {
+        // A device prefix's mirror holds its own layers' rows; the host wrote the others.
+        for l in 0..self.prefix_layers.unwrap_or(host.n_layer()) {
             host.write_f16(l, from, &m.kv.keys(l, to)[from * d..], &m.kv.values(l, to)[from * d..]);
         }
         host.set_len(to);

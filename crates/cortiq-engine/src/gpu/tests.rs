@@ -131,6 +131,36 @@ fn the_prefill_graph_takes_a_long_prompt_in_chunks_and_decode_continues_from_its
 }
 
 #[test]
+fn a_device_prefix_runs_the_leading_layers_on_the_device_and_the_rest_on_the_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::load(&tiny_model(&dir)).unwrap();
+    let n = engine.model.cfg.n_layer;
+    assert!(n >= 2, "the tiny model has layers on both sides of the split");
+    let reference = generate_on(&engine, Arc::new(Gpu::new(None, GpuConfig::for_tests())), 24).unwrap();
+    let prefix = || facade(Scripted { discrete: true, graph: true, prefix_layers: Some(n - 1), ..Default::default() });
+    // Greedy generation through the prefix (argmax on the host after the host's layers).
+    let gpu = prefix();
+    assert_eq!(generate_on(&engine, Arc::clone(&gpu), 24).unwrap(), reference);
+    assert!(gpu.explain_table().contains(&format!("layers 0..{} of {n} in one submission", n - 1)), "{}", gpu.explain_table());
+    // Step by step with logits, then the per-op path takes the sequence over.
+    let gpu = prefix();
+    let prompt = engine.tokenize("hello world 42").unwrap();
+    let mut cpu = Session::with_gpu(Arc::clone(&engine.model), 64, Arc::new(Gpu::new(None, GpuConfig::for_tests())));
+    let mut dev = Session::with_gpu(Arc::clone(&engine.model), 64, Arc::clone(&gpu));
+    let mut a = cpu.prefill(&prompt).unwrap();
+    assert_eq!(dev.prefill(&prompt).unwrap(), a);
+    assert_eq!(dev.begin_generation(), GraphArm::Graph);
+    for _ in 0..6 {
+        let t = crate::sample::argmax(&a);
+        a = cpu.step(t).unwrap();
+        assert_eq!(dev.step(t).unwrap(), a, "the device prefix and the host's layers give the CPU path's logits");
+    }
+    assert!(dev.kv.len() < dev.len(), "the prefix's rows stay in the mirror until pulled");
+    assert_eq!(cpu.forward(&[5, 6]).unwrap(), dev.forward(&[5, 6]).unwrap());
+    assert_eq!(dev.kv.len(), dev.len(), "every layer's rows on the host after the pull");
+}
+
+#[test]
 fn a_failing_prefill_graph_resets_the_sequence_and_a_declined_one_runs_per_op() {
     let dir = tempfile::tempdir().unwrap();
     let engine = Engine::load(&tiny_model(&dir)).unwrap();

@@ -255,6 +255,9 @@ impl CudaBackend {
     /// Run one token through the graph; `out` is written only on success.
     pub(super) fn run_graph(&self, job: &TokenGraphJob, out: GraphReadback) -> DeviceOutcome {
         let m = job.model;
+        if job.layers != m.layers.len() {
+            return DeviceOutcome::Declined("the CUDA token graph runs whole tokens only (no device prefix)");
+        }
         let at = At { model: m, seq: job.seq, pos: job.pos, host_kv: job.host_kv };
         self.on_graph(&at, 1, out, true, |g, mirror, map| {
             self.stream.memcpy_htod(&[job.token as i32, job.pos as i32], &mut g.params).map_err(err)?;

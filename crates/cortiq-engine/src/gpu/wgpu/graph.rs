@@ -65,10 +65,32 @@ pub(super) struct ArgmaxBlock {
     pub pad: [u32; 3],
 }
 
+/// What a graph call copies out for the host: the logits (vocab), their argmax, or the
+/// residual stream after a device prefix (n_embd).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Readback {
+    Logits(usize),
+    Argmax,
+    Hidden(usize),
+}
+
+impl Readback {
+    /// The kind `out` asks for, for a model with `vocab` logits and `n_embd` features.
+    pub(super) fn of(out: &GraphReadback, vocab: usize, n_embd: usize) -> Readback {
+        match out {
+            GraphReadback::Logits(_) => Readback::Logits(vocab),
+            GraphReadback::Argmax(_) => Readback::Argmax,
+            GraphReadback::Hidden(_) => Readback::Hidden(n_embd),
+        }
+    }
+}
+
 /// Device buffers of one model's graph.
 pub(super) struct ModelGraph {
     /// Identifies the model the buffers were built for.
     model_key: u64,
+    /// Leading layers the token graph runs (all of them, or a device prefix).
+    layers: usize,
     x: wgpu::Buffer,      // (n_embd) residual stream
     xn: wgpu::Buffer,     // (n_embd) normed, for the head
     zero: wgpu::Buffer,   // (n_embd) the residual of the head's norm (which adds nothing)
@@ -90,6 +112,8 @@ pub(super) struct ModelGraph {
     staging: wgpu::Buffer,
     /// Where the argmax is read back from (4 bytes).
     best_staging: wgpu::Buffer,
+    /// Where a device prefix's residual stream is read back from (n_embd floats).
+    hidden_staging: wgpu::Buffer,
     /// The prefill graph's buffers, made on its first chunk.
     prefill: Option<prefill::PrefillBuffers>,
     /// Under `CMF_GRAPH_HOSTPROF=1` with timestamp queries: the token pass's begin/end
@@ -110,7 +134,7 @@ pub(super) struct Mirror {
     /// The next token's command buffer, encoded while the GPU ran the previous token (it
     /// depends only on the position and whether the logits or only their argmax are read
     /// back; the token enters through the buffers written first).
-    prepared: Option<(usize, bool, wgpu::CommandBuffer)>,
+    prepared: Option<(usize, Readback, wgpu::CommandBuffer)>,
     /// The prefill graph's dispatches for chunks of this many rows, bound to this mirror
     /// (recorded on the first such chunk, re-encoded for the next).
     prefill: Option<(usize, Recorded)>,
@@ -136,10 +160,13 @@ impl Recorded {
     }
 }
 
-/// The matrices the graph streams: per layer wq, wk, wv, wo, gate, up, down; then the head.
-fn graph_weights(m: &Llama) -> Vec<Weight> {
-    let mut ws: Vec<Weight> = m.layers.iter().flat_map(|l| [l.wq, l.wk, l.wv, l.wo, l.gate, l.up, l.down]).collect();
-    ws.push(m.output);
+/// The matrices a graph of the first `layers` layers streams: per layer wq, wk, wv, wo,
+/// gate, up, down; then, when it runs them all, the head.
+fn graph_weights(m: &Llama, layers: usize) -> Vec<Weight> {
+    let mut ws: Vec<Weight> = m.layers[..layers].iter().flat_map(|l| [l.wq, l.wk, l.wv, l.wo, l.gate, l.up, l.down]).collect();
+    if layers == m.layers.len() {
+        ws.push(m.output);
+    }
     ws
 }
 
@@ -164,7 +191,7 @@ fn unsupported(m: &Llama, capacity: usize) -> Option<&'static str> {
     if capacity.checked_mul(c.kv_dim()).is_none_or(|n| n >= u32::MAX as usize / 4) || c.n_ff % 4 != 0 || c.n_embd % 4 != 0 || c.q_dim() % 4 != 0 {
         return Some("cannot build a graph: context or widths beyond 32-bit indexing");
     }
-    if graph_weights(m).iter().any(|w| !crate::gpu::planar::supports(w.codec, w.cols)) {
+    if graph_weights(m, m.layers.len()).iter().any(|w| !crate::gpu::planar::supports(w.codec, w.cols)) {
         return Some("cannot build a graph: a weight codec has no wgpu kernel");
     }
     None
@@ -177,6 +204,8 @@ pub(super) struct At<'a> {
     pub seq: u64,
     pub pos: usize,
     pub host_kv: &'a KvCache,
+    /// Leading layers the call runs (the model's count, or a device prefix's).
+    pub layers: usize,
 }
 
 /// Name the dispatches planned since `from`.
@@ -200,12 +229,13 @@ impl WgpuBackend {
         self.ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: bytemuck::cast_slice(data), usage: wgpu::BufferUsages::STORAGE })
     }
 
-    fn build_graph(&self, m: &Llama, capacity: usize, model_key: u64) -> ModelGraph {
+    fn build_graph(&self, m: &Llama, capacity: usize, model_key: u64, layers: usize) -> ModelGraph {
         let c = &m.cfg;
         let chunks = capacity.div_ceil(ATT_CHUNK);
         let dev = &self.ctx.device;
         ModelGraph {
             model_key,
+            layers,
             x: self.storage_buf("x", c.n_embd),
             xn: self.storage_buf("xn", c.n_embd),
             zero: self.storage_buf("zero", c.n_embd),
@@ -225,6 +255,7 @@ impl WgpuBackend {
             step: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("step"), size: std::mem::size_of::<StepBlock>() as u64, usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
             staging: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("logits-read"), size: (c.vocab * 4) as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
             best_staging: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("argmax-read"), size: 4, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
+            hidden_staging: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("hidden-read"), size: (c.n_embd * 4) as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
             stamps: (std::env::var("CMF_GRAPH_HOSTPROF").is_ok_and(|v| v == "2") && dev.features().contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)).then(|| {
                 // Dispatches per token: at most 16 per layer, with row-split chunks; 2 spare.
                 let n = (m.layers.len() * 16 + 8).min(4095) as u32 + 1;
@@ -242,13 +273,18 @@ impl WgpuBackend {
         }
     }
 
-    /// A mirror for `seq` holding exactly `pos` rows, seeded from the host cache if needed.
+    /// A mirror for `seq` of the call's layers holding exactly `pos` rows, seeded from the
+    /// host cache if needed.
     fn mirror_at(&self, mirrors: &mut HashMap<u64, Mirror>, at: &At) {
         let c = &at.model.cfg;
         let (kvd, cap) = (c.kv_dim(), at.host_kv.capacity());
+        if mirrors.get(&at.seq).is_some_and(|mi| mi.k.len() != at.layers) {
+            // Another layer count for this sequence (another model): start over from the host.
+            mirrors.remove(&at.seq);
+        }
         let mirror = mirrors.entry(at.seq).or_insert_with(|| Mirror {
-            k: (0..c.n_layer).map(|_| self.storage_buf("kv-mirror-k", cap * kvd)).collect(),
-            v: (0..c.n_layer).map(|_| self.storage_buf("kv-mirror-v", cap * kvd)).collect(),
+            k: (0..at.layers).map(|_| self.storage_buf("kv-mirror-k", cap * kvd)).collect(),
+            v: (0..at.layers).map(|_| self.storage_buf("kv-mirror-v", cap * kvd)).collect(),
             len: 0,
             recorded: None,
             prepared: None,
@@ -257,7 +293,7 @@ impl WgpuBackend {
         if mirror.len != at.pos {
             // Seed from the host cache: a zero state is never assumed.
             let mut buf = vec![0f32; at.pos * kvd];
-            for l in 0..c.n_layer {
+            for l in 0..at.layers {
                 at.host_kv.keys(l, at.pos).convert_to_f32_slice(&mut buf);
                 self.ctx.queue.write_buffer(&mirror.k[l], 0, bytemuck::cast_slice(&buf));
                 at.host_kv.values(l, at.pos).convert_to_f32_slice(&mut buf);
@@ -304,7 +340,7 @@ impl WgpuBackend {
             relabel(p, at, label);
             *stage_bytes.entry(label).or_default() += ws.iter().map(|w| w.view.bytes.len() as u64).sum::<u64>();
         };
-        for (li, w) in args[..args.len() - 1].chunks_exact(7).enumerate() {
+        for (li, w) in args[..7 * g.layers].chunks_exact(7).enumerate() {
             let (attn_norm, ffn_norm) = &g.norms[li];
             if own_norm {
                 p.push(norm(attn_norm));
@@ -331,6 +367,10 @@ impl WgpuBackend {
             plan::matvec(ctx, res(&w[6])?, added(g, &g.g, Some(&g.u), XMode::Glu), ff, 1, &mut params, &mut p)?;
             stage(&mut p, at, "down (silu*up fused, +residual)", &w[6..7]);
         }
+        if g.layers < m.layers.len() {
+            // A device prefix: the residual stream after it is what comes back.
+            return Ok(Recorded::bind(&ctx.device, p, &params, stage_bytes));
+        }
         // The head reads every element of the normed state in each of its many workgroups:
         // one norm dispatch first instead of a norm per workgroup.
         let at = params.slot(bytemuck::bytes_of(&NormBlock { n: d, add: 0, eps: c.eps, row0: 0 }));
@@ -346,14 +386,19 @@ impl WgpuBackend {
 
     /// Run one token through the graph; `out` is written only on success.
     pub(super) fn run_graph(&self, job: &TokenGraphJob, out: GraphReadback) -> DeviceOutcome {
-        let want_logits = out.wants_logits();
         let m = job.model;
+        let full = m.layers.len();
+        let kind = Readback::of(&out, m.cfg.vocab, m.cfg.n_embd);
+        // The whole token reads back logits or their argmax, a prefix its residual stream.
+        if job.layers == 0 || job.layers > full || (job.layers < full) != matches!(kind, Readback::Hidden(_)) {
+            return DeviceOutcome::Declined("token graph: the layers asked for do not match the readback");
+        }
         let capacity = job.host_kv.capacity();
-        let at = At { model: m, seq: job.seq, pos: job.pos, host_kv: job.host_kv };
+        let at = At { model: m, seq: job.seq, pos: job.pos, host_kv: job.host_kv, layers: job.layers };
         self.on_graph(&at, 1, out, |g, mirror, map| {
             if mirror.recorded.is_none() {
                 // The weight list is only needed to record a sequence's dispatches, not per token.
-                let args: Vec<WeightArg> = graph_weights(m).iter().map(|w| m.weight_arg(w)).collect();
+                let args: Vec<WeightArg> = graph_weights(m, g.layers).iter().map(|w| m.weight_arg(w)).collect();
                 mirror.recorded = Some(self.record(m, &args, map, g, mirror)?);
                 // The graph's kernel variants were just compiled: keep them for the next process.
                 self.ctx.save_pipeline_cache();
@@ -370,16 +415,16 @@ impl WgpuBackend {
             self.ctx.queue.write_buffer(&g.step, 0, bytemuck::bytes_of(&step));
             let rec = mirror.recorded.as_ref().expect("recorded above");
             let cmd = match mirror.prepared.take() {
-                Some((pos, logits, cmd)) if pos == job.pos && logits == want_logits => cmd,
-                _ => self.encode_token(rec, g, job.pos, want_logits.then_some(c.vocab)),
+                Some((pos, k, cmd)) if pos == job.pos && k == kind => cmd,
+                _ => self.encode_token(rec, g, job.pos, kind),
             };
             self.ctx.queue.submit([cmd]);
             let t1 = std::time::Instant::now();
             // While the GPU runs this token, encode the next one.
             if job.pos + 1 < capacity {
-                mirror.prepared = Some((job.pos + 1, want_logits, self.encode_token(rec, g, job.pos + 1, want_logits.then_some(c.vocab))));
+                mirror.prepared = Some((job.pos + 1, kind, self.encode_token(rec, g, job.pos + 1, kind)));
             }
-            let back = self.read_result(g, want_logits.then_some(c.vocab))?;
+            let back = self.read_result(g, kind)?;
             let mut prof = self.profile.lock().unwrap_or_else(|e| e.into_inner());
             prof.tokens += 1;
             prof.host += t1 - t0;
@@ -397,18 +442,18 @@ impl WgpuBackend {
         })
     }
 
-    /// The logits (`Some(vocab)`) or their argmax, from the staging buffers the graph's
-    /// command buffer copied them into.
-    pub(super) fn read_result(&self, g: &ModelGraph, logits: Option<usize>) -> Result<GraphRead, String> {
-        Ok(match logits {
-            Some(vocab) => GraphRead::Logits(self.ctx.read_back::<f32>(&g.staging, vocab as u64)?),
-            None => GraphRead::Argmax(self.ctx.read_back::<u32>(&g.best_staging, 1)?[0]),
+    /// What `kind` names, from the staging buffer the graph's command buffer copied it into.
+    pub(super) fn read_result(&self, g: &ModelGraph, kind: Readback) -> Result<GraphRead, String> {
+        Ok(match kind {
+            Readback::Logits(vocab) => GraphRead::Logits(self.ctx.read_back::<f32>(&g.staging, vocab as u64)?),
+            Readback::Argmax => GraphRead::Argmax(self.ctx.read_back::<u32>(&g.best_staging, 1)?[0]),
+            Readback::Hidden(n) => GraphRead::Hidden(self.ctx.read_back::<f32>(&g.hidden_staging, n as u64)?),
         })
     }
 
-    /// The frame of every graph call: the model's buffers (built, and every weight made
-    /// resident, when the model or the context size changes), the sequence's mirror holding
-    /// exactly `at.pos` rows, then `body` (which submits the work and reads its result back)
+    /// The frame of every graph call: the model's buffers (built, and the weights of the
+    /// call's layers made resident, when the model, the context size or the layer count
+    /// changes), the sequence's mirror of those layers holding exactly `at.pos` rows, then `body` (which submits the work and reads its result back)
     /// under device error scopes; on success `out` is filled and the mirror is `rows` longer,
     /// on any error the sequence's mirror is dropped.
     pub(super) fn on_graph(&self, at: &At, rows: usize, out: GraphReadback, body: impl FnOnce(&mut ModelGraph, &mut Mirror, &HashMap<u64, Resident>) -> Result<GraphRead, String>) -> DeviceOutcome {
@@ -419,16 +464,23 @@ impl WgpuBackend {
         let mut mirrors = self.mirrors.lock().unwrap_or_else(|e| e.into_inner());
         let key = model_key(m);
         let mut cold = false;
-        if graph.as_ref().is_none_or(|g| g.model_key != key || g.capacity < capacity) {
+        if graph.as_ref().is_none_or(|g| g.model_key != key || g.capacity < capacity || g.layers != at.layers) {
             // Whether the model fits the kernels depends only on the model and the context
             // size: checked when they change, not per call.
             if let Some(why) = unsupported(m, capacity) {
                 return DeviceOutcome::Declined(why);
             }
             // Every weight resident and proven by its fingerprint, once per graph build.
-            let args: Vec<WeightArg> = graph_weights(m).iter().map(|w| m.weight_arg(w)).collect();
+            let args: Vec<WeightArg> = graph_weights(m, at.layers).iter().map(|w| m.weight_arg(w)).collect();
             let refs: Vec<&WeightArg> = args.iter().collect();
-            match self.ensure(&mut map, &refs) {
+            let mut fitted = self.ensure(&mut map, &refs);
+            if matches!(fitted, Err(Unfit::Budget)) {
+                // Weights the per-op path made resident (a prompt run per op, say) give way
+                // to the graph's, which `graph_layers` sized to the whole budget.
+                self.evict_all_but(&mut map, &refs);
+                fitted = self.ensure(&mut map, &refs);
+            }
+            match fitted {
                 Ok(_) => {}
                 Err(Unfit::Budget) => return DeviceOutcome::Declined("cannot build a graph: weights exceed the budget"),
                 Err(Unfit::Limits) => return DeviceOutcome::Declined("cannot build a graph: a matrix exceeds the adapter's limits"),
@@ -439,7 +491,7 @@ impl WgpuBackend {
                 mi.prepared = None;
                 mi.prefill = None;
             });
-            *graph = Some(self.build_graph(m, capacity, key));
+            *graph = Some(self.build_graph(m, capacity, key, at.layers));
             // New buffers (and maybe uploads): this call is not steady state.
             cold = true;
         }
@@ -472,17 +524,16 @@ impl WgpuBackend {
     }
 
     /// One token's command buffer at position `pos`: the recorded dispatches in one compute
-    /// pass (the attention grid sized for `pos`), then the logits (`Some(vocab)`) or only
-    /// their argmax copied for readback.
-    fn encode_token(&self, rec: &Recorded, g: &ModelGraph, pos: usize, logits: Option<usize>) -> wgpu::CommandBuffer {
-        self.encode_recorded("token", rec, g, (pos + 1).div_ceil(ATT_CHUNK) as u32, logits, true)
+    /// pass (the attention grid sized for `pos`), then what `kind` names copied for readback.
+    fn encode_token(&self, rec: &Recorded, g: &ModelGraph, pos: usize, kind: Readback) -> wgpu::CommandBuffer {
+        self.encode_recorded("token", rec, g, (pos + 1).div_ceil(ATT_CHUNK) as u32, kind, true)
     }
 
     /// A recorded dispatch list in one compute pass (`chunks`: the attention grid where one
     /// is sized per call), with the per-dispatch timestamps under `CMF_GRAPH_HOSTPROF=2`
-    /// (and, with `pass_timer`, the pass's own under `=1`), then the logits (`Some(vocab)`)
-    /// or only their argmax copied for readback.
-    fn encode_recorded(&self, label: &str, rec: &Recorded, g: &ModelGraph, chunks: u32, logits: Option<usize>, pass_timer: bool) -> wgpu::CommandBuffer {
+    /// (and, with `pass_timer`, the pass's own under `=1`), then what `kind` names copied
+    /// for readback.
+    fn encode_recorded(&self, label: &str, rec: &Recorded, g: &ModelGraph, chunks: u32, kind: Readback, pass_timer: bool) -> wgpu::CommandBuffer {
         let mut enc = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
         let timer = g.timer.as_ref().filter(|_| pass_timer);
         let stamps = g.stamps.as_ref().filter(|s| rec.dispatches.len() < s.3 as usize);
@@ -496,9 +547,10 @@ impl WgpuBackend {
             enc.resolve_query_set(q, 0..used, resolve, 0);
             enc.copy_buffer_to_buffer(resolve, 0, read, 0, 8 * used as u64);
         }
-        match logits {
-            Some(vocab) => enc.copy_buffer_to_buffer(&g.logits, 0, &g.staging, 0, (vocab * 4) as u64),
-            None => enc.copy_buffer_to_buffer(&g.best, 0, &g.best_staging, 0, 4),
+        match kind {
+            Readback::Logits(vocab) => enc.copy_buffer_to_buffer(&g.logits, 0, &g.staging, 0, (vocab * 4) as u64),
+            Readback::Argmax => enc.copy_buffer_to_buffer(&g.best, 0, &g.best_staging, 0, 4),
+            Readback::Hidden(n) => enc.copy_buffer_to_buffer(&g.x, 0, &g.hidden_staging, 0, (n * 4) as u64),
         }
         if let Some((q, resolve, read)) = timer {
             enc.resolve_query_set(q, 0..2, resolve, 0);
@@ -580,7 +632,8 @@ impl WgpuBackend {
         }
         let dev = &self.ctx.device;
         let read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("kv-read"), size: 2 * bytes, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
-        for l in 0..host.n_layer() {
+        // A device prefix mirrors its leading layers only; the host wrote the others itself.
+        for l in 0..mirror.k.len() {
             let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("kv-pull") });
             let at = (from * d * 4) as u64;
             enc.copy_buffer_to_buffer(&mirror.k[l], at, &read, 0, bytes);

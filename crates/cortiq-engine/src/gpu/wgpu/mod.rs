@@ -99,6 +99,12 @@ pub struct WgpuBackend {
     info: DeviceInfo,
 }
 
+/// Device bytes a weight's row takes once repacked (the planar layout, with room for a
+/// chunk's alignment), as residency counts them against the budget.
+fn planar_row_bytes(v: &crate::cpu::matmul::WeightView) -> u64 {
+    planar::bytes_per_row(v.codec, v.cols) as u64 + 64
+}
+
 impl WgpuBackend {
     /// Bring up the adapter `CMF_GPU_ADAPTER` names (or the best one), with pipelines built.
     pub fn new() -> Result<WgpuBackend, String> {
@@ -141,7 +147,7 @@ impl WgpuBackend {
                 continue;
             }
             let v = &w.view;
-            let per_row = planar::bytes_per_row(v.codec, v.cols) as u64 + 64;
+            let per_row = planar_row_bytes(v);
             if per_row > self.ctx.max_binding {
                 return Err(Unfit::Limits);
             }
@@ -169,6 +175,18 @@ impl WgpuBackend {
             cold = true;
         }
         Ok(cold)
+    }
+
+    /// Drop every resident weight but `keep` (their budget freed for them).
+    fn evict_all_but(&self, map: &mut HashMap<u64, Resident>, keep: &[&WeightArg]) {
+        let keep: std::collections::HashSet<u64> = keep.iter().map(|w| w.key).collect();
+        map.retain(|key, r| {
+            let stays = keep.contains(key);
+            if !stays {
+                self.resident.fetch_sub(r.bytes, Ordering::SeqCst);
+            }
+            stays
+        });
     }
 
     fn supported(ws: &[&WeightArg], batch: usize) -> Result<(), &'static str> {
@@ -422,6 +440,31 @@ impl Backend for WgpuBackend {
 
     fn pull_kv(&self, seq: u64, from: usize, to: usize, host: &mut KvCache) -> Result<(), String> {
         self.pull_rows(seq, from, to, host)
+    }
+
+    /// The leading layers whose weights fit the weight budget together (the head counted
+    /// only when every layer fits: the whole token then runs, head included); a model that
+    /// fits whole runs whole. Depends on the model and the budget only, so a model's graph
+    /// keeps its layer count.
+    fn graph_layers(&self, model: &crate::model::llama::Llama) -> usize {
+        let bytes = |w: &crate::model::llama::Weight| {
+            let v = model.weight_arg(w).view;
+            planar_row_bytes(&v) * v.rows as u64
+        };
+        let budget = self.ctx.budget;
+        let mut used = 0u64;
+        for (i, l) in model.layers.iter().enumerate() {
+            used += [l.wq, l.wk, l.wv, l.wo, l.gate, l.up, l.down].iter().map(bytes).sum::<u64>();
+            if used > budget {
+                return i;
+            }
+        }
+        let n = model.layers.len();
+        if used + bytes(&model.output) <= budget {
+            n
+        } else {
+            n - 1
+        }
     }
 
     fn reset_sequence(&self, seq: u64) {

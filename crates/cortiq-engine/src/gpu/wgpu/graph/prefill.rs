@@ -12,7 +12,7 @@
 
 use super::super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform};
 use super::super::{Resident, WgpuBackend};
-use super::{graph_weights, relabel, step_block, ArgmaxBlock, At, ModelGraph, NormBlock, Recorded};
+use super::{graph_weights, relabel, step_block, ArgmaxBlock, At, ModelGraph, NormBlock, Readback, Recorded};
 use crate::gpu::backend::{DeviceOutcome, GraphReadback, PrefillGraphJob, WeightArg};
 use std::collections::HashMap;
 
@@ -74,8 +74,11 @@ impl WgpuBackend {
         if widest > self.ctx.max_binding {
             return DeviceOutcome::Declined("prefill graph: a chunk's activations exceed the adapter's largest binding");
         }
-        let want_logits = out.wants_logits().then_some(c.vocab);
-        let at = At { model: m, seq: job.seq, pos: job.pos, host_kv: job.host_kv };
+        if matches!(out, GraphReadback::Hidden(_)) || crate::gpu::backend::Backend::graph_layers(self, m) < m.layers.len() {
+            return DeviceOutcome::Declined("prefill graph: only a device prefix of the model fits the budget; prompts run per op");
+        }
+        let kind = Readback::of(&out, c.vocab, c.n_embd);
+        let at = At { model: m, seq: job.seq, pos: job.pos, host_kv: job.host_kv, layers: m.layers.len() };
         self.on_graph(&at, rows, out, |g, mirror, map| {
             let ts = std::time::Instant::now();
             if g.prefill.is_none() {
@@ -95,17 +98,17 @@ impl WgpuBackend {
             self.ctx.queue.write_buffer(&pb.x, 0, bytemuck::cast_slice(&x));
             self.ctx.queue.write_buffer(&pb.step, 0, bytemuck::bytes_of(&step_block(m, job.pos, 0)));
             if mirror.prefill.as_ref().is_none_or(|(r, _)| *r != rows) {
-                let args: Vec<WeightArg> = graph_weights(m).iter().map(|w| m.weight_arg(w)).collect();
+                let args: Vec<WeightArg> = graph_weights(m, m.layers.len()).iter().map(|w| m.weight_arg(w)).collect();
                 let mut params = Params::default();
                 let plan = self.plan_prefill(m, &args, map, g, pb, &mirror.k, &mirror.v, rows, &mut params)?;
                 mirror.prefill = Some((rows, Recorded::bind(&self.ctx.device, plan, &params, Default::default())));
             }
             let (_, rec) = mirror.prefill.as_ref().expect("recorded above");
             let t0 = std::time::Instant::now();
-            let cmd = self.encode_recorded("prefill", rec, g, 0, want_logits, false);
+            let cmd = self.encode_recorded("prefill", rec, g, 0, kind, false);
             self.ctx.queue.submit([cmd]);
             let t1 = std::time::Instant::now();
-            let back = self.read_result(g, want_logits)?;
+            let back = self.read_result(g, kind)?;
             let mut prof = self.profile.lock().unwrap_or_else(|e| e.into_inner());
             self.add_dispatch_times(g, rec, &mut prof.prefill_kernels)?;
             prof.prefill_chunks += 1;
