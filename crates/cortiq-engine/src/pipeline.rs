@@ -59,8 +59,8 @@ pub struct Session {
     arm: GraphArm,
     /// The graph refused this model once: no per-token retry.
     graph_refused: bool,
-    /// Leading layers the token graph runs for this model (`Gpu::graph_layers`), asked on
-    /// the first graph step: all of them, or a device prefix with the rest on the host.
+    /// Leading layers the graphs run for this model (`Gpu::graph_layers`), asked on the first
+    /// graph call: all of them, or a device prefix with the rest on the host.
     graph_layers: Option<usize>,
 }
 
@@ -172,14 +172,15 @@ impl Session {
         Ok(x)
     }
 
-    /// The scripted device's device prefix: `token`'s residual stream after the first
-    /// `layers` layers at the end of the sequence (their K/V rows written here only).
+    /// The scripted device's device prefix: the residual stream of `tokens` (rows, n_embd)
+    /// after the first `layers` layers at the end of the sequence (their K/V rows written
+    /// here only).
     #[cfg(test)]
-    pub(crate) fn prefix_for_tests(&mut self, token: u32, layers: usize) -> Vec<f32> {
-        let mut x = self.embed(&[token]).expect("a token of the vocabulary");
+    pub(crate) fn prefix_for_tests(&mut self, tokens: &[u32], layers: usize) -> Vec<f32> {
+        let mut x = self.embed(tokens).expect("tokens of the vocabulary");
         let pos = self.pos;
-        self.run_layers(&mut x, 1, pos, 0..layers);
-        self.pos += 1;
+        self.run_layers(&mut x, tokens.len(), pos, 0..layers);
+        self.pos += tokens.len();
         x
     }
 
@@ -289,19 +290,38 @@ impl Session {
     /// Try one prompt chunk through the batched prefill graph: true when it completed (the
     /// sequence moved on; `logits`, when given, holds the last position's), false when the
     /// facade does not run prompts that way or the graph declined (the caller runs the chunk
-    /// per op); a device failure resets the sequence.
+    /// per op); a device failure resets the sequence. Where only a device prefix fits, the
+    /// chunk's rows run its layers on the device and the rest on the host.
     fn graph_prefill(&mut self, chunk: &[u32], logits: Option<&mut Vec<f32>>) -> Result<bool, EngineError> {
         if self.graph_refused || !self.gpu.prefill_graph_enabled() {
             return Ok(false);
         }
-        let cfg = &self.model.cfg;
+        let layers = self.device_layers();
+        let model = Arc::clone(&self.model);
+        let cfg = &model.cfg;
+        if layers == 0 {
+            return Ok(false);
+        }
         if self.pos + chunk.len() > self.kv.capacity() {
             return Err(EngineError::PromptTooLong { tokens: self.pos + chunk.len(), ctx: self.kv.capacity(), reserve: 0 });
         }
         if let Some(&t) = chunk.iter().find(|&&t| t as usize >= cfg.vocab) {
             return Err(EngineError::BadToken { id: t, vocab: cfg.vocab });
         }
-        let job = PrefillGraphJob { model: &self.model, seq: self.seq, tokens: chunk, pos: self.pos, host_kv: &self.kv };
+        let pos0 = self.pos;
+        let job = PrefillGraphJob { model: &model, seq: self.seq, tokens: chunk, pos: pos0, host_kv: &self.kv, layers };
+        if layers < cfg.n_layer {
+            let mut x = vec![0f32; chunk.len() * cfg.n_embd]; // (rows, n_embd) the residual after the prefix
+            let outcome = self.gpu.prefill_graph(&job, GraphReadback::Hidden(&mut x));
+            if !self.after_graph(outcome, chunk.len())? {
+                return Ok(false);
+            }
+            self.run_layers(&mut x, chunk.len(), pos0, layers..cfg.n_layer);
+            if let Some(l) = logits {
+                *l = self.logits(&self.final_norm(&x[x.len() - cfg.n_embd..]));
+            }
+            return Ok(true);
+        }
         let mut pick = 0;
         let out = match logits {
             Some(l) => {
@@ -312,6 +332,11 @@ impl Session {
         };
         let outcome = self.gpu.prefill_graph(&job, out);
         self.after_graph(outcome, chunk.len())
+    }
+
+    /// Leading layers the graphs run for this model (`Gpu::graph_layers`), asked once.
+    fn device_layers(&mut self) -> usize {
+        *self.graph_layers.get_or_insert_with(|| self.gpu.graph_layers(&self.model))
     }
 
     /// Apply a graph call's outcome: completed, the sequence moved `rows` on (true); declined,
@@ -383,7 +408,7 @@ impl Session {
             return Err(EngineError::BadToken { id: token, vocab: self.model.cfg.vocab });
         }
         let n_layer = self.model.cfg.n_layer;
-        let layers = *self.graph_layers.get_or_insert_with(|| self.gpu.graph_layers(&self.model));
+        let layers = self.device_layers();
         if layers == 0 {
             return Ok(Graphed::No);
         }

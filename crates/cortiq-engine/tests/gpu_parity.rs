@@ -498,6 +498,28 @@ fn wgpu_device_prefix_decodes_as_the_cpu_path() {
         let rel = rel_l2(&h_cpu, &h);
         assert!(rel < 5e-2, "per-op after the device prefix differs by {rel:.2e}");
         eprintln!("wgpu {shape}: device prefix of {layers}/{n} layers vs CPU logits, worst relative L2 {worst:.2e}, argmax agreement {same}/{steps}; per-op after it {rel:.2e}");
+        // The prefill graph's prefix (tiled GEMMs, prompt attention, batched norms) against
+        // the token graph's (matvecs, split attention), row by row on fresh sequences: both
+        // f32, so they agree to summation order. (A software adapter is not trusted with
+        // prompts through the facade, so the backend is called directly.)
+        use cortiq_engine::gpu::backend::{DeviceOutcome, GraphReadback, PrefillGraphJob, TokenGraphJob};
+        let be = WgpuBackend::open(pin.as_deref(), Some(&half.to_string()), None).unwrap();
+        let host = cortiq_engine::kv::KvCache::new(n, m.cfg.kv_dim(), ctx);
+        let d = m.cfg.n_embd;
+        for (seq, chunk) in [(9001u64, &prompt[..5]), (9002, &prompt[..prompt.len().min(40)])] {
+            let mut rows = vec![f32::NAN; chunk.len() * d];
+            let job = PrefillGraphJob { model: m, seq, tokens: chunk, pos: 0, host_kv: &host, layers };
+            assert!(matches!(be.prefill_graph(&job, GraphReadback::Hidden(&mut rows)), DeviceOutcome::Completed { .. }), "the prefill graph's prefix runs");
+            let mut worst = 0f32;
+            for (i, &token) in chunk.iter().enumerate() {
+                let mut x = vec![f32::NAN; d];
+                let job = TokenGraphJob { model: m, seq: seq + 100, token, pos: i, host_kv: &host, layers };
+                assert!(matches!(be.token_graph(&job, GraphReadback::Hidden(&mut x)), DeviceOutcome::Completed { .. }), "the token graph's prefix runs");
+                worst = worst.max(rel_l2(&x, &rows[i * d..(i + 1) * d]));
+            }
+            assert!(rows.iter().all(|v| v.is_finite()) && worst < 1e-4, "{} rows: the prefill and token prefixes differ by {worst:.2e}", chunk.len());
+            eprintln!("wgpu {shape}: prefill-graph prefix of {} rows vs the token graph's, worst relative L2 {worst:.2e}", chunk.len());
+        }
     }
 }
 
@@ -543,7 +565,7 @@ fn prefill_graph_chunks_match_the_cpu_prefill() {
                 let mut logits = vec![f32::NAN; vocab];
                 let mut pos = start;
                 for &end in cuts {
-                    let job = PrefillGraphJob { model: &engine.model, seq, tokens: &prompt[pos..end], pos, host_kv: host };
+                    let job = PrefillGraphJob { model: &engine.model, seq, tokens: &prompt[pos..end], pos, host_kv: host, layers: engine.model.cfg.n_layer };
                     match be.prefill_graph(&job, GraphReadback::Logits(&mut logits)) {
                         DeviceOutcome::Completed { .. } => {}
                         other => panic!("{name} {shape} {codec}: prefill chunk {pos}..{end}: {other:?}"),
@@ -577,7 +599,7 @@ fn prefill_graph_chunks_match_the_cpu_prefill() {
             }
             let too_long: Vec<u32> = prompt.iter().cycle().take(257).copied().collect();
             let mut untouched = vec![f32::NAN; vocab];
-            let job = PrefillGraphJob { model: &engine.model, seq: 104, tokens: &too_long, pos: 0, host_kv: &empty };
+            let job = PrefillGraphJob { model: &engine.model, seq: 104, tokens: &too_long, pos: 0, host_kv: &empty, layers: engine.model.cfg.n_layer };
             assert!(matches!(be.prefill_graph(&job, GraphReadback::Logits(&mut untouched)), DeviceOutcome::Declined(_)), "{name}: a 257-row chunk declines");
             assert!(untouched.iter().all(|v| v.is_nan()), "{name}: a declined chunk writes nothing");
             for seq in 101..=105 {

@@ -141,11 +141,14 @@ pub struct PrefillGraphJob<'a> {
     /// `host_kv` when it does not).
     pub pos: usize,
     pub host_kv: &'a KvCache,
+    /// Leading layers that run, as for `TokenGraphJob`: a device prefix reads back every
+    /// row's residual stream (tokens.len(), n_embd).
+    pub layers: usize,
 }
 
-/// What a token graph reads back: the logits (vocab), only their argmax (greedy
-/// sampling, `sample::argmax`'s rule), or after a device prefix the residual stream
-/// (n_embd). Written only when the token completes.
+/// What a graph reads back: the logits (vocab), only their argmax (greedy sampling,
+/// `sample::argmax`'s rule), or after a device prefix the residual stream (rows, n_embd).
+/// Written only when the call completes.
 pub enum GraphReadback<'a> {
     Logits(&'a mut [f32]),
     Argmax(&'a mut u32),
@@ -302,7 +305,9 @@ pub trait Backend: Send + Sync {
         model.layers.len()
     }
 
-    /// A prompt chunk through the batched prefill graph; `out` is the last position's.
+    /// A prompt chunk through the batched prefill graph; `out` is the last position's
+    /// logits or argmax, or for a device prefix (`job.layers` below the model's) every
+    /// row's residual stream after it.
     fn prefill_graph(&self, _job: &PrefillGraphJob, _out: GraphReadback) -> DeviceOutcome {
         DeviceOutcome::Declined("prefill graph not implemented")
     }

@@ -128,7 +128,7 @@ impl Backend for Scripted {
             return DeviceOutcome::Declined("cannot build a graph for this model (scripted)");
         }
         if job.layers < job.model.layers.len() {
-            return self.on_mirror(job.model, job.seq, job.pos, job.host_kv, |m| GraphRead::Hidden(m.prefix_for_tests(job.token, job.layers)), out);
+            return self.on_mirror(job.model, job.seq, job.pos, job.host_kv, |m| GraphRead::Hidden(m.prefix_for_tests(&[job.token], job.layers)), out);
         }
         let wants_logits = out.wants_logits();
         self.on_mirror(job.model, job.seq, job.pos, job.host_kv, |m| read_back(m.step(job.token).expect("mirror step"), wants_logits), out)
@@ -141,6 +141,9 @@ impl Backend for Scripted {
     fn prefill_graph(&self, job: &PrefillGraphJob, out: GraphReadback) -> DeviceOutcome {
         if !self.prefill {
             return DeviceOutcome::Declined("prefill graph not offered (scripted)");
+        }
+        if job.layers < job.model.layers.len() {
+            return self.on_mirror(job.model, job.seq, job.pos, job.host_kv, |m| GraphRead::Hidden(m.prefix_for_tests(job.tokens, job.layers)), out);
         }
         let wants_logits = out.wants_logits();
         self.on_mirror(

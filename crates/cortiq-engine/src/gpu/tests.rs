@@ -158,6 +158,23 @@ fn a_device_prefix_runs_the_leading_layers_on_the_device_and_the_rest_on_the_hos
     assert!(dev.kv.len() < dev.len(), "the prefix's rows stay in the mirror until pulled");
     assert_eq!(cpu.forward(&[5, 6]).unwrap(), dev.forward(&[5, 6]).unwrap());
     assert_eq!(dev.kv.len(), dev.len(), "every layer's rows on the host after the pull");
+    // Prompts through the prefill graph's prefix: two chunks (256 rows, then 44), each row's
+    // residual after the prefix back to the host for the rest; decode continues.
+    let gpu = facade(Scripted { discrete: true, graph: true, prefill: true, prefix_layers: Some(n - 1), ..Default::default() });
+    let long: Vec<u32> = (0..300u32).map(|i| i * 7 % 2048).collect();
+    let mut cpu = Session::with_gpu(Arc::clone(&engine.model), 400, Arc::new(Gpu::new(None, GpuConfig::for_tests())));
+    let mut dev = Session::with_gpu(Arc::clone(&engine.model), 400, Arc::clone(&gpu));
+    let mut a = cpu.prefill(&long).unwrap();
+    assert_eq!(dev.prefill(&long).unwrap(), a, "the last position's logits through the prefix");
+    assert_eq!(gpu.explain.lock().unwrap().prefill_chunks, 2, "both chunks ran as prefill graphs");
+    assert_eq!((dev.len(), dev.kv.len()), (300, 0), "the prefix's rows live in the mirror only");
+    assert_eq!(dev.begin_generation(), GraphArm::Graph);
+    for _ in 0..3 {
+        let t = crate::sample::argmax(&a);
+        a = cpu.step(t).unwrap();
+        assert_eq!(dev.step(t).unwrap(), a);
+    }
+    assert_eq!(cpu.forward(&[5]).unwrap(), dev.forward(&[5]).unwrap());
 }
 
 #[test]

@@ -278,6 +278,9 @@ impl CudaBackend {
     pub(super) fn run_prefill(&self, job: &PrefillGraphJob, out: GraphReadback) -> DeviceOutcome {
         let m = job.model;
         let rows = job.tokens.len();
+        if job.layers != m.layers.len() {
+            return DeviceOutcome::Declined("the CUDA prefill graph runs whole chunks only (no device prefix)");
+        }
         if rows == 0 || rows > PREFILL_ROWS {
             return DeviceOutcome::Declined("prompt chunk outside the prefill graph's 1..=256 rows");
         }

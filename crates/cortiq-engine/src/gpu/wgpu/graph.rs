@@ -66,7 +66,7 @@ pub(super) struct ArgmaxBlock {
 }
 
 /// What a graph call copies out for the host: the logits (vocab), their argmax, or the
-/// residual stream after a device prefix (n_embd).
+/// residual stream after a device prefix (its floats: rows x n_embd).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Readback {
     Logits(usize),
@@ -75,12 +75,12 @@ pub(super) enum Readback {
 }
 
 impl Readback {
-    /// The kind `out` asks for, for a model with `vocab` logits and `n_embd` features.
-    pub(super) fn of(out: &GraphReadback, vocab: usize, n_embd: usize) -> Readback {
+    /// The kind `out` asks for, for a model with `vocab` logits.
+    pub(super) fn of(out: &GraphReadback, vocab: usize) -> Readback {
         match out {
             GraphReadback::Logits(_) => Readback::Logits(vocab),
             GraphReadback::Argmax(_) => Readback::Argmax,
-            GraphReadback::Hidden(_) => Readback::Hidden(n_embd),
+            GraphReadback::Hidden(h) => Readback::Hidden(h.len()),
         }
     }
 }
@@ -112,7 +112,8 @@ pub(super) struct ModelGraph {
     staging: wgpu::Buffer,
     /// Where the argmax is read back from (4 bytes).
     best_staging: wgpu::Buffer,
-    /// Where a device prefix's residual stream is read back from (n_embd floats).
+    /// Where a device prefix's residual stream is read back from (up to a prefill chunk's
+    /// rows of n_embd floats).
     hidden_staging: wgpu::Buffer,
     /// The prefill graph's buffers, made on its first chunk.
     prefill: Option<prefill::PrefillBuffers>,
@@ -255,7 +256,7 @@ impl WgpuBackend {
             step: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("step"), size: std::mem::size_of::<StepBlock>() as u64, usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
             staging: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("logits-read"), size: (c.vocab * 4) as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
             best_staging: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("argmax-read"), size: 4, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
-            hidden_staging: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("hidden-read"), size: (c.n_embd * 4) as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
+            hidden_staging: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("hidden-read"), size: (prefill::PREFILL_ROWS * c.n_embd * 4) as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
             stamps: (std::env::var("CMF_GRAPH_HOSTPROF").is_ok_and(|v| v == "2") && dev.features().contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)).then(|| {
                 // Dispatches per token: at most 16 per layer, with row-split chunks; 2 spare.
                 let n = (m.layers.len() * 16 + 8).min(4095) as u32 + 1;
@@ -388,9 +389,9 @@ impl WgpuBackend {
     pub(super) fn run_graph(&self, job: &TokenGraphJob, out: GraphReadback) -> DeviceOutcome {
         let m = job.model;
         let full = m.layers.len();
-        let kind = Readback::of(&out, m.cfg.vocab, m.cfg.n_embd);
+        let kind = Readback::of(&out, m.cfg.vocab);
         // The whole token reads back logits or their argmax, a prefix its residual stream.
-        if job.layers == 0 || job.layers > full || (job.layers < full) != matches!(kind, Readback::Hidden(_)) {
+        if job.layers == 0 || job.layers > full || (job.layers < full) != matches!(kind, Readback::Hidden(_)) || matches!(kind, Readback::Hidden(n) if n != m.cfg.n_embd) {
             return DeviceOutcome::Declined("token graph: the layers asked for do not match the readback");
         }
         let capacity = job.host_kv.capacity();
@@ -526,14 +527,15 @@ impl WgpuBackend {
     /// One token's command buffer at position `pos`: the recorded dispatches in one compute
     /// pass (the attention grid sized for `pos`), then what `kind` names copied for readback.
     fn encode_token(&self, rec: &Recorded, g: &ModelGraph, pos: usize, kind: Readback) -> wgpu::CommandBuffer {
-        self.encode_recorded("token", rec, g, (pos + 1).div_ceil(ATT_CHUNK) as u32, kind, true)
+        self.encode_recorded("token", rec, g, (pos + 1).div_ceil(ATT_CHUNK) as u32, kind, &g.x, true)
     }
 
     /// A recorded dispatch list in one compute pass (`chunks`: the attention grid where one
     /// is sized per call), with the per-dispatch timestamps under `CMF_GRAPH_HOSTPROF=2`
     /// (and, with `pass_timer`, the pass's own under `=1`), then what `kind` names copied
-    /// for readback.
-    fn encode_recorded(&self, label: &str, rec: &Recorded, g: &ModelGraph, chunks: u32, kind: Readback, pass_timer: bool) -> wgpu::CommandBuffer {
+    /// for readback (a prefix's residual stream from `hidden`).
+    #[allow(clippy::too_many_arguments)]
+    fn encode_recorded(&self, label: &str, rec: &Recorded, g: &ModelGraph, chunks: u32, kind: Readback, hidden: &wgpu::Buffer, pass_timer: bool) -> wgpu::CommandBuffer {
         let mut enc = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
         let timer = g.timer.as_ref().filter(|_| pass_timer);
         let stamps = g.stamps.as_ref().filter(|s| rec.dispatches.len() < s.3 as usize);
@@ -550,7 +552,7 @@ impl WgpuBackend {
         match kind {
             Readback::Logits(vocab) => enc.copy_buffer_to_buffer(&g.logits, 0, &g.staging, 0, (vocab * 4) as u64),
             Readback::Argmax => enc.copy_buffer_to_buffer(&g.best, 0, &g.best_staging, 0, 4),
-            Readback::Hidden(n) => enc.copy_buffer_to_buffer(&g.x, 0, &g.hidden_staging, 0, (n * 4) as u64),
+            Readback::Hidden(n) => enc.copy_buffer_to_buffer(hidden, 0, &g.hidden_staging, 0, (n * 4) as u64),
         }
         if let Some((q, resolve, read)) = timer {
             enc.resolve_query_set(q, 0..2, resolve, 0);

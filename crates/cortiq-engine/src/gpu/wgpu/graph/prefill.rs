@@ -5,7 +5,8 @@
 //! `GEMM_MIN_BATCH` rows), RoPE with the KV-mirror append at each row's position, causal
 //! attention of every row over the mirror (`attn_rows.wgsl`), the O projection, the norm with
 //! the residual add, gate and up, SiLU(gate) * up, down. Then the last row alone: the final
-//! norm (its residual added), the head and the argmax. The embedding rows are decoded on the
+//! norm (its residual added), the head and the argmax; or, for a device prefix of the
+//! leading layers, every row's residual stream (its last down projection added) for the host. The embedding rows are decoded on the
 //! host and written with the chunk. The dispatches and their bind groups are recorded once per
 //! (sequence, chunk rows) and re-encoded for the next chunk of that many rows (the position
 //! travels in the chunk's uniform block).
@@ -17,7 +18,7 @@ use crate::gpu::backend::{DeviceOutcome, GraphReadback, PrefillGraphJob, WeightA
 use std::collections::HashMap;
 
 /// Prompt rows one prefill submission takes at most (the session's prefill chunk).
-const PREFILL_ROWS: usize = crate::pipeline::PREFILL_CHUNK;
+pub(super) const PREFILL_ROWS: usize = crate::pipeline::PREFILL_CHUNK;
 
 /// Device buffers of the batched prefill graph, for up to `PREFILL_ROWS` prompt rows.
 pub(in crate::gpu::wgpu) struct PrefillBuffers {
@@ -74,11 +75,14 @@ impl WgpuBackend {
         if widest > self.ctx.max_binding {
             return DeviceOutcome::Declined("prefill graph: a chunk's activations exceed the adapter's largest binding");
         }
-        if matches!(out, GraphReadback::Hidden(_)) || crate::gpu::backend::Backend::graph_layers(self, m) < m.layers.len() {
-            return DeviceOutcome::Declined("prefill graph: only a device prefix of the model fits the budget; prompts run per op");
+        let full = m.layers.len();
+        let kind = Readback::of(&out, c.vocab);
+        // A whole chunk reads back its last row's logits or argmax, a prefix every row's
+        // residual stream.
+        if job.layers == 0 || job.layers > full || (job.layers < full) != matches!(kind, Readback::Hidden(_)) || matches!(kind, Readback::Hidden(n) if n != rows * c.n_embd) {
+            return DeviceOutcome::Declined("prefill graph: the layers asked for do not match the readback");
         }
-        let kind = Readback::of(&out, c.vocab, c.n_embd);
-        let at = At { model: m, seq: job.seq, pos: job.pos, host_kv: job.host_kv, layers: m.layers.len() };
+        let at = At { model: m, seq: job.seq, pos: job.pos, host_kv: job.host_kv, layers: job.layers };
         self.on_graph(&at, rows, out, |g, mirror, map| {
             let ts = std::time::Instant::now();
             if g.prefill.is_none() {
@@ -98,14 +102,14 @@ impl WgpuBackend {
             self.ctx.queue.write_buffer(&pb.x, 0, bytemuck::cast_slice(&x));
             self.ctx.queue.write_buffer(&pb.step, 0, bytemuck::bytes_of(&step_block(m, job.pos, 0)));
             if mirror.prefill.as_ref().is_none_or(|(r, _)| *r != rows) {
-                let args: Vec<WeightArg> = graph_weights(m, m.layers.len()).iter().map(|w| m.weight_arg(w)).collect();
+                let args: Vec<WeightArg> = graph_weights(m, g.layers).iter().map(|w| m.weight_arg(w)).collect();
                 let mut params = Params::default();
                 let plan = self.plan_prefill(m, &args, map, g, pb, &mirror.k, &mirror.v, rows, &mut params)?;
                 mirror.prefill = Some((rows, Recorded::bind(&self.ctx.device, plan, &params, Default::default())));
             }
             let (_, rec) = mirror.prefill.as_ref().expect("recorded above");
             let t0 = std::time::Instant::now();
-            let cmd = self.encode_recorded("prefill", rec, g, 0, kind, false);
+            let cmd = self.encode_recorded("prefill", rec, g, 0, kind, &pb.x, false);
             self.ctx.queue.submit([cmd]);
             let t1 = std::time::Instant::now();
             let back = self.read_result(g, kind)?;
@@ -133,7 +137,7 @@ impl WgpuBackend {
         let proj = |w: &'a Resident, x: &'a wgpu::Buffer, y: &'a wgpu::Buffer, cols: u32, params: &mut Params, p: &mut Vec<Planned<'a>>| plan::matmul(ctx, w, MatvecIo::plain(x, y, 0), cols, n, params, p);
         let norm = |params: &mut Params, add: bool, row0: u32| params.slot(bytemuck::bytes_of(&NormBlock { n: d, add: u32::from(add), eps: c.eps, row0 }));
         let rope_threads = ((c.n_head + c.n_head_kv) * c.rope_dims / 2 + c.kv_dim()) as u32;
-        for (li, w) in args[..args.len() - 1].chunks_exact(7).enumerate() {
+        for (li, w) in args[..7 * g.layers].chunks_exact(7).enumerate() {
             let (attn_norm, ffn_norm) = &g.norms[li];
             let at = norm(params, li > 0, 0);
             p.push(Planned { label: "norm", pipe: ctx.norm.clone(), bufs: vec![&pb.x, &pb.o, attn_norm, &pb.xn], uniform: Uniform::Slot(at), grid: Grid::Fixed(n, 1, 1) });
@@ -157,6 +161,13 @@ impl WgpuBackend {
             let at = p.len();
             proj(res(&w[6])?, &pb.g, &pb.o, ff, params, &mut p)?;
             relabel(&mut p, at, "down");
+        }
+        if g.layers < m.layers.len() {
+            // A device prefix: the last down projection added into every row's residual
+            // stream (a norm with the add; its normed rows are not read), which comes back.
+            let at = norm(params, true, 0);
+            p.push(Planned { label: "residual add", pipe: ctx.norm.clone(), bufs: vec![&pb.x, &pb.o, &g.out_norm, &pb.xn], uniform: Uniform::Slot(at), grid: Grid::Fixed(n, 1, 1) });
+            return Ok(p);
         }
         // The last row only: its residual added, normed, through the head, argmax.
         let at = norm(params, true, n - 1);
