@@ -468,6 +468,7 @@ fn wgpu_device_prefix_decodes_as_the_cpu_path() {
         let mut cpu = Session::with_gpu(Arc::clone(&engine.model), ctx, Arc::new(Gpu::new(None, GpuConfig::for_tests())));
         let mut dev = Session::with_gpu(Arc::clone(&engine.model), ctx, Arc::clone(&gpu));
         let (mut a, mut b) = (cpu.prefill(&prompt).unwrap(), dev.prefill(&prompt).unwrap());
+        assert!(rel_l2(&a, &b) < 5e-2, "the prompt's logits differ by {:.2e}", rel_l2(&a, &b));
         assert!(gpu.upload_bytes() > 0, "the prompt ran per op on the device:\n{}", gpu.explain_table());
         assert_eq!(dev.begin_generation(), GraphArm::Graph, "the graph arm");
         let (mut worst, mut same) = (0f32, 0);
