@@ -89,7 +89,7 @@ impl Readback {
 pub(super) struct ModelGraph {
     /// Identifies the model the buffers were built for.
     model_key: u64,
-    /// Leading layers the token graph runs (all of them, or a device prefix).
+    /// Leading layers the graphs run (all of them, or a device prefix).
     layers: usize,
     x: wgpu::Buffer,      // (n_embd) residual stream
     xn: wgpu::Buffer,     // (n_embd) normed, for the head
@@ -454,7 +454,8 @@ impl WgpuBackend {
 
     /// The frame of every graph call: the model's buffers (built, and the weights of the
     /// call's layers made resident, when the model, the context size or the layer count
-    /// changes), the sequence's mirror of those layers holding exactly `at.pos` rows, then `body` (which submits the work and reads its result back)
+    /// changes), the sequence's mirror of those layers holding exactly `at.pos` rows, then
+    /// `body` (which submits the work and reads its result back)
     /// under device error scopes; on success `out` is filled and the mirror is `rows` longer,
     /// on any error the sequence's mirror is dropped.
     pub(super) fn on_graph(&self, at: &At, rows: usize, out: GraphReadback, body: impl FnOnce(&mut ModelGraph, &mut Mirror, &HashMap<u64, Resident>) -> Result<GraphRead, String>) -> DeviceOutcome {
