@@ -157,18 +157,11 @@ impl Session {
     /// The residual stream's first rows (tokens.len(), n_embd): the tokens' embeddings.
     fn embed(&self, tokens: &[u32]) -> Result<Vec<f32>, EngineError> {
         let cfg = &self.model.cfg;
-        let d = cfg.n_embd;
-        let mut x = vec![0f32; tokens.len() * d];
-        let embed = self.model.view(&self.model.embed);
-        for (row, &t) in x.chunks_exact_mut(d).zip(tokens) {
-            if t as usize >= cfg.vocab {
-                return Err(EngineError::BadToken { id: t, vocab: cfg.vocab });
-            }
-            embed.decode_row(t as usize, row);
+        if let Some(&t) = tokens.iter().find(|&&t| t as usize >= cfg.vocab) {
+            return Err(EngineError::BadToken { id: t, vocab: cfg.vocab });
         }
-        if cfg.embed_scale != 1.0 {
-            x.iter_mut().for_each(|v| *v *= cfg.embed_scale);
-        }
+        let mut x = vec![0f32; tokens.len() * cfg.n_embd];
+        self.model.embed_rows(tokens, &mut x);
         Ok(x)
     }
 

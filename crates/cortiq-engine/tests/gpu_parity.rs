@@ -447,7 +447,7 @@ fn wgpu_device_prefix_decodes_as_the_cpu_path() {
             let v = m.weight_arg(w).view;
             (cortiq_engine::gpu::planar::bytes_per_row(v.codec, v.cols) as u64 + 64) * v.rows as u64
         };
-        let half: u64 = m.layers[..n / 2].iter().flat_map(|l| [l.wq, l.wk, l.wv, l.wo, l.gate, l.up, l.down]).map(|w| bytes(&w)).sum();
+        let half: u64 = m.layers[..n / 2].iter().flat_map(|l| l.matrices()).map(|w| bytes(&w)).sum();
         let pin = std::env::var("CMF_GPU_ADAPTER").ok();
         let be = WgpuBackend::open(pin.as_deref(), Some(&half.to_string()), None).unwrap();
         let layers = be.graph_layers(m);

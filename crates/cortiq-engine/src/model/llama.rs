@@ -162,6 +162,14 @@ pub struct LayerWeights {
     pub down: Weight,
 }
 
+impl LayerWeights {
+    /// The block's matrices in the order the graphs stream them: wq, wk, wv, wo, gate, up,
+    /// down.
+    pub fn matrices(&self) -> [Weight; 7] {
+        [self.wq, self.wk, self.wv, self.wo, self.gate, self.up, self.down]
+    }
+}
+
 /// A loaded llama-family model: the mapped file, its geometry and checked weight handles.
 pub struct Llama {
     pub file: Arc<ModelFile>,
@@ -233,12 +241,25 @@ impl Llama {
         crate::gpu::backend::WeightArg { key: view.bytes.as_ptr() as u64 ^ ((view.bytes.len() as u64) << 48), view }
     }
 
+    /// The first rows of the residual stream: `tokens`' embedding rows into x
+    /// (tokens.len(), n_embd), scaled as the family scales them. Every token must be in
+    /// the vocabulary.
+    pub fn embed_rows(&self, tokens: &[u32], x: &mut [f32]) {
+        let embed = self.view(&self.embed);
+        for (row, &t) in x.chunks_exact_mut(self.cfg.n_embd).zip(tokens) {
+            embed.decode_row(t as usize, row);
+        }
+        if self.cfg.embed_scale != 1.0 {
+            x.iter_mut().for_each(|v| *v *= self.cfg.embed_scale);
+        }
+    }
+
     /// Weight bytes one decode token reads (every matrix once, plus one embedding row).
     pub fn weight_bytes_per_token(&self) -> u64 {
         let mut total = 0u64;
         for l in &self.layers {
-            for w in [&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down] {
-                total += self.view(w).bytes.len() as u64;
+            for w in l.matrices() {
+                total += self.view(&w).bytes.len() as u64;
             }
         }
         total + self.view(&self.output).bytes.len() as u64 + self.view(&self.embed).row_bytes() as u64

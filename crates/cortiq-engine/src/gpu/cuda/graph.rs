@@ -125,7 +125,7 @@ pub(super) struct Mirror {
 }
 
 fn all_weights(m: &Llama) -> Vec<Weight> {
-    let mut ws: Vec<Weight> = m.layers.iter().flat_map(|l| [l.wq, l.wk, l.wv, l.wo, l.gate, l.up, l.down]).collect();
+    let mut ws: Vec<Weight> = m.layers.iter().flat_map(|l| l.matrices()).collect();
     ws.push(m.output);
     ws.push(m.embed);
     ws

@@ -164,7 +164,7 @@ impl Recorded {
 /// The matrices a graph of the first `layers` layers streams: per layer wq, wk, wv, wo,
 /// gate, up, down; then, when it runs them all, the head.
 fn graph_weights(m: &Llama, layers: usize) -> Vec<Weight> {
-    let mut ws: Vec<Weight> = m.layers[..layers].iter().flat_map(|l| [l.wq, l.wk, l.wv, l.wo, l.gate, l.up, l.down]).collect();
+    let mut ws: Vec<Weight> = m.layers[..layers].iter().flat_map(|l| l.matrices()).collect();
     if layers == m.layers.len() {
         ws.push(m.output);
     }
@@ -407,10 +407,7 @@ impl WgpuBackend {
             let t0 = std::time::Instant::now();
             let c = &m.cfg;
             let mut x = vec![0f32; c.n_embd];
-            m.view(&m.embed).decode_row(job.token as usize, &mut x);
-            if c.embed_scale != 1.0 {
-                x.iter_mut().for_each(|v| *v *= c.embed_scale);
-            }
+            m.embed_rows(&[job.token], &mut x);
             let step = step_block(m, job.pos, (job.pos + 1).div_ceil(ATT_CHUNK) as u32);
             self.ctx.queue.write_buffer(&g.x, 0, bytemuck::cast_slice(&x));
             self.ctx.queue.write_buffer(&g.step, 0, bytemuck::bytes_of(&step));

@@ -454,7 +454,7 @@ impl Backend for WgpuBackend {
         let budget = self.ctx.budget;
         let mut used = 0u64;
         for (i, l) in model.layers.iter().enumerate() {
-            used += [l.wq, l.wk, l.wv, l.wo, l.gate, l.up, l.down].iter().map(bytes).sum::<u64>();
+            used += l.matrices().iter().map(bytes).sum::<u64>();
             if used > budget {
                 return i;
             }

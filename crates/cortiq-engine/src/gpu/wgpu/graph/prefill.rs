@@ -90,15 +90,8 @@ impl WgpuBackend {
             }
             let g: &ModelGraph = g;
             let pb = g.prefill.as_ref().expect("made above");
-            let d = c.n_embd;
-            let mut x = vec![0f32; rows * d];
-            let embed = m.view(&m.embed);
-            for (row, &t) in x.chunks_exact_mut(d).zip(job.tokens) {
-                embed.decode_row(t as usize, row);
-            }
-            if c.embed_scale != 1.0 {
-                x.iter_mut().for_each(|v| *v *= c.embed_scale);
-            }
+            let mut x = vec![0f32; rows * c.n_embd];
+            m.embed_rows(job.tokens, &mut x);
             self.ctx.queue.write_buffer(&pb.x, 0, bytemuck::cast_slice(&x));
             self.ctx.queue.write_buffer(&pb.step, 0, bytemuck::bytes_of(&step_block(m, job.pos, 0)));
             if mirror.prefill.as_ref().is_none_or(|(r, _)| *r != rows) {
