@@ -113,7 +113,7 @@ pub(super) struct ModelGraph {
     /// Where the argmax is read back from (4 bytes).
     best_staging: wgpu::Buffer,
     /// Where a device prefix's residual stream is read back from (up to a prefill chunk's
-    /// rows of n_embd floats).
+    /// rows of n_embd floats; a stub in a whole model's graph, which never reads it).
     hidden_staging: wgpu::Buffer,
     /// The prefill graph's buffers, made on its first chunk.
     prefill: Option<prefill::PrefillBuffers>,
@@ -256,7 +256,7 @@ impl WgpuBackend {
             step: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("step"), size: std::mem::size_of::<StepBlock>() as u64, usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
             staging: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("logits-read"), size: (c.vocab * 4) as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
             best_staging: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("argmax-read"), size: 4, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
-            hidden_staging: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("hidden-read"), size: (prefill::PREFILL_ROWS * c.n_embd * 4) as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
+            hidden_staging: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("hidden-read"), size: if layers < m.layers.len() { (prefill::PREFILL_ROWS * c.n_embd * 4) as u64 } else { 16 }, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
             stamps: (std::env::var("CMF_GRAPH_HOSTPROF").is_ok_and(|v| v == "2") && dev.features().contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)).then(|| {
                 // Dispatches per token: at most 16 per layer, with row-split chunks; 2 spare.
                 let n = (m.layers.len() * 16 + 8).min(4095) as u32 + 1;
@@ -388,12 +388,7 @@ impl WgpuBackend {
     /// Run one token through the graph; `out` is written only on success.
     pub(super) fn run_graph(&self, job: &TokenGraphJob, out: GraphReadback) -> DeviceOutcome {
         let m = job.model;
-        let full = m.layers.len();
         let kind = Readback::of(&out, m.cfg.vocab);
-        // The whole token reads back logits or their argmax, a prefix its residual stream.
-        if job.layers == 0 || job.layers > full || (job.layers < full) != matches!(kind, Readback::Hidden(_)) || matches!(kind, Readback::Hidden(n) if n != m.cfg.n_embd) {
-            return DeviceOutcome::Declined("token graph: the layers asked for do not match the readback");
-        }
         let capacity = job.host_kv.capacity();
         let at = At { model: m, seq: job.seq, pos: job.pos, host_kv: job.host_kv, layers: job.layers };
         self.on_graph(&at, 1, out, |g, mirror, map| {
@@ -454,9 +449,18 @@ impl WgpuBackend {
     /// changes), the sequence's mirror of those layers holding exactly `at.pos` rows, then
     /// `body` (which submits the work and reads its result back)
     /// under device error scopes; on success `out` is filled and the mirror is `rows` longer,
-    /// on any error the sequence's mirror is dropped.
+    /// on any error the sequence's mirror is dropped. A call whose readback does not fit its
+    /// layers (the whole model: logits or argmax; a prefix: `rows` residual rows) declines.
     pub(super) fn on_graph(&self, at: &At, rows: usize, out: GraphReadback, body: impl FnOnce(&mut ModelGraph, &mut Mirror, &HashMap<u64, Resident>) -> Result<GraphRead, String>) -> DeviceOutcome {
         let m = at.model;
+        let full = m.layers.len();
+        let hidden = match &out {
+            GraphReadback::Hidden(h) => Some(h.len()),
+            _ => None,
+        };
+        if at.layers == 0 || at.layers > full || (at.layers < full) != hidden.is_some() || hidden.is_some_and(|n| n != rows * m.cfg.n_embd) {
+            return DeviceOutcome::Declined("graph: the layers asked for do not match the readback");
+        }
         let capacity = at.host_kv.capacity();
         let mut map = self.weights.lock().unwrap_or_else(|e| e.into_inner());
         let mut graph = self.graph.lock().unwrap_or_else(|e| e.into_inner());
