@@ -63,7 +63,7 @@ pub struct Explain {
     /// Decode tokens that ran as one whole-token graph, and their time.
     pub graph_tokens: u64,
     pub graph_time: Duration,
-    /// Where the token graph ran a device prefix: (its layers, the model's).
+    /// Where the graphs ran a device prefix: (its layers, the model's).
     pub graph_prefix: Option<(usize, usize)>,
     /// Prompt chunks that ran as one batched prefill graph, their rows, and their time.
     pub prefill_chunks: u64,
@@ -102,15 +102,18 @@ impl Explain {
                 s.cpu_time.as_secs_f64() * 1e3
             ));
         }
+        // Under a device prefix a submission covers the leading layers only.
+        const HOST: &str = "(device prefix: the weight budget holds no more), the rest on the host";
         if self.graph_tokens > 0 {
             let what = match self.graph_prefix {
-                Some((run, all)) => format!("layers 0..{run} of {all} in one submission (device prefix: the weight budget holds no more), the rest on the host"),
+                Some((run, all)) => format!("layers 0..{run} of {all} in one submission {HOST}"),
                 None => "whole token in one submission".to_string(),
             };
             out.push_str(&format!("| token graph | {} | {} | 0 | {what} | {:.1} ms | 0.0 ms |\n", self.graph_tokens, self.graph_tokens, self.graph_time.as_secs_f64() * 1e3));
         }
         if self.prefill_chunks > 0 {
-            out.push_str(&format!("| prefill graph | {} | {} | 0 | {} prompt rows in one submission each | {:.1} ms | 0.0 ms |\n", self.prefill_chunks, self.prefill_chunks, self.prefill_rows, self.prefill_time.as_secs_f64() * 1e3));
+            let layers = self.graph_prefix.map(|(run, all)| format!(", layers 0..{run} of {all} {HOST}")).unwrap_or_default();
+            out.push_str(&format!("| prefill graph | {} | {} | 0 | {} prompt rows in one submission each{layers} | {:.1} ms | 0.0 ms |\n", self.prefill_chunks, self.prefill_chunks, self.prefill_rows, self.prefill_time.as_secs_f64() * 1e3));
         }
         if self.classes.is_empty() && self.graph_tokens == 0 && self.prefill_chunks == 0 {
             out.push_str("| (no heavy ops ran) | | | | | | |\n");

@@ -119,6 +119,12 @@ pub enum GraphOutcome {
     Failed(String),
 }
 
+/// A graph call's device prefix, (its layers, the model's), when it runs fewer than all.
+fn prefix(layers: usize, model: &crate::model::llama::Llama) -> Option<(usize, usize)> {
+    let all = model.layers.len();
+    (layers < all).then_some((layers, all))
+}
+
 /// Probe state of all classes.
 #[derive(Default)]
 struct ProbeState {
@@ -338,8 +344,7 @@ impl Gpu {
     /// One decode token through the whole stack on the device; `out`: the logits, or only
     /// their argmax.
     pub fn token_graph(&self, job: &TokenGraphJob, out: GraphReadback) -> GraphOutcome {
-        let all = job.model.layers.len();
-        self.graph_call(0, (job.layers < all).then_some((job.layers, all)), |b| b.token_graph(job, out))
+        self.graph_call(0, prefix(job.layers, job.model), |b| b.token_graph(job, out))
     }
 
     /// How many leading layers of `model` the backend's token graph runs (`Backend::graph_layers`;
@@ -357,12 +362,11 @@ impl Gpu {
     /// A prompt chunk through the backend's batched prefill graph; `out` is the last
     /// position's logits or their argmax.
     pub fn prefill_graph(&self, job: &PrefillGraphJob, out: GraphReadback) -> GraphOutcome {
-        self.graph_call(job.tokens.len() as u64, None, |b| b.prefill_graph(job, out))
+        self.graph_call(job.tokens.len() as u64, prefix(job.layers, job.model), |b| b.prefill_graph(job, out))
     }
 
     /// A graph call (a decode token, or a prefill chunk of `prompt_rows` rows; `prefix`: a
-    /// token's device prefix, its layers of the model's), counted for `--explain` when it
-    /// completes.
+    /// device prefix, its layers of the model's), counted for `--explain` when it completes.
     fn graph_call(&self, prompt_rows: u64, prefix: Option<(usize, usize)>, call: impl FnOnce(&dyn Backend) -> DeviceOutcome) -> GraphOutcome {
         let Some(b) = &self.backend else { return GraphOutcome::Declined("no GPU backend") };
         let t = Instant::now();
@@ -376,8 +380,8 @@ impl Gpu {
                 } else {
                     e.graph_tokens += 1;
                     e.graph_time += t.elapsed();
-                    e.graph_prefix = prefix;
                 }
+                e.graph_prefix = prefix;
                 GraphOutcome::Completed
             }
             DeviceOutcome::Declined(r) => GraphOutcome::Declined(r),
