@@ -1,64 +1,87 @@
 // Causal attention of a prompt chunk's rows over the KV mirror (the batched prefill graph):
 // workgroup (h, y) takes query row y of head h, at position `pos + y`, over mirror positions
-// 0 ..= pos + y in chunks of 64 with a running max and sum (online softmax), so no partials
-// leave the workgroup. Each invocation scores one position of a chunk, then owns output
-// dimensions lid, lid + 64, ... (head_dim % 4 == 0, head_dim <= 256).
+// 0 ..= pos + y in chunks of CHUNK with a running max and sum (online softmax), so no partials
+// leave the workgroup. 256 invocations, as the decode split kernel: LANES of them score each
+// position of a chunk (every LANES-th vec4 of the K row each), then invocation (i, g) sums
+// V's vec4 i over every `groups`-th position of the chunk from g; the groups' sums are added
+// once, at the end (head_dim % 4 == 0, head_dim <= 256).
 // `Step` (first row's position, head geometry, scale) comes from step.wgsl, `score_part` /
 // `chunk_max` / `chunk_sum` from attn_chunk.wgsl (both prepended by the host).
 
-@group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;   // (rows, n_head * head_dim / 4), after RoPE
-@group(0) @binding(1) var<storage, read> kc: array<vec4<f32>>;  // (capacity, kv_dim / 4)
-@group(0) @binding(2) var<storage, read> vc: array<f32>;        // (capacity, kv_dim)
-@group(0) @binding(3) var<storage, read_write> att: array<f32>; // (rows, n_head * head_dim)
+@group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;          // (rows, n_head * head_dim / 4), after RoPE
+@group(0) @binding(1) var<storage, read> kc: array<vec4<f32>>;         // (capacity, kv_dim / 4)
+@group(0) @binding(2) var<storage, read> vc: array<vec4<f32>>;         // (capacity, kv_dim / 4)
+@group(0) @binding(3) var<storage, read_write> att: array<vec4<f32>>;  // (rows, n_head * head_dim / 4)
 @group(0) @binding(4) var<uniform> st: Step;
 
-@compute @workgroup_size(64)
+const WG: u32 = 256u;
+const LANES: u32 = WG / CHUNK;
+var<workgroup> lanes: array<f32, WG>;      // per-lane partial scores, position-major
+var<workgroup> vsum: array<vec4<f32>, WG>; // per-group V sums, group-major
+
+@compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let h = wg.x;
     let y = wg.y;
-    let hd = st.head_dim;
-    let kvd = st.n_head_kv * hd;
+    let hd4 = st.head_dim / 4u;
+    let kvd4 = st.n_head_kv * hd4;
     let kvh = h / (st.n_head / st.n_head_kv);
-    let qrow = (y * st.n_head + h) * hd;
+    let qrow = (y * st.n_head + h) * hd4;
     let n = st.pos + y + 1u;
-    let hd4 = hd / 4u;
     if (lid < hd4) {
-        qh[lid] = q[qrow / 4u + lid];
+        qh[lid] = q[qrow + lid];
     }
-    // The value dimensions this invocation sums (clamped into the head; the extra ones are
-    // not stored).
-    let dims = min(vec4<u32>(lid, lid + 64u, lid + 128u, lid + 192u), vec4<u32>(hd - 1u));
+    let groups = WG / hd4;
+    let i = lid % hd4;
+    let g = lid / hd4;
     var m = -3.0e38;
     var l = 0.0;
-    var acc = vec4<f32>(0.0); // dimensions lid + 64 j
+    var acc = vec4<f32>(0.0); // V's vec4 i over this invocation's positions
     for (var t0 = 0u; t0 < n; t0 += CHUNK) {
-        workgroupBarrier();
+        workgroupBarrier(); // `qh` written; the previous chunk's `sc` and `lanes` read
         let cnt = min(CHUNK, n - t0);
-        var s = -3.0e38;
-        if (lid < cnt) {
-            s = score_part(((t0 + lid) * kvd + kvh * hd) / 4u, hd4, 0u, 1u) * st.scale;
+        let j = lid / LANES;
+        var s = 0.0;
+        if (j < cnt) {
+            s = score_part((t0 + j) * kvd4 + kvh * hd4, hd4, lid % LANES, LANES);
         }
-        let mn = max(m, chunk_max(s, lid));
+        lanes[lid] = s;
+        workgroupBarrier();
+        // Invocation p < CHUNK holds position p's score.
+        var score = -3.0e38;
+        if (lid < cnt) {
+            var t = 0.0;
+            for (var k = 0u; k < LANES; k++) {
+                t += lanes[lid * LANES + k];
+            }
+            score = t * st.scale;
+        }
+        let mn = max(m, chunk_max(score, lid));
         var e = 0.0;
         if (lid < cnt) {
-            e = exp(s - mn);
+            e = exp(score - mn);
         }
-        sc[lid] = e;
+        if (lid < CHUNK) {
+            sc[lid] = e;
+        }
         let alpha = exp(m - mn);
-        l = l * alpha + chunk_sum(e, lid);
+        l = l * alpha + chunk_sum(e, lid); // its barriers also publish `sc`
         m = mn;
         var part = vec4<f32>(0.0);
-        for (var j = 0u; j < cnt; j++) {
-            let w = sc[j];
-            let r = (t0 + j) * kvd + kvh * hd;
-            part += w * vec4<f32>(vc[r + dims.x], vc[r + dims.y], vc[r + dims.z], vc[r + dims.w]);
+        if (g < groups) {
+            for (var p = g; p < cnt; p += groups) {
+                part += sc[p] * vc[(t0 + p) * kvd4 + kvh * hd4 + i];
+            }
         }
         acc = acc * alpha + part;
     }
-    let out = qrow + lid;
-    for (var j = 0u; j < 4u; j++) {
-        if (lid + 64u * j < hd) {
-            att[out + 64u * j] = acc[j] / l;
+    vsum[lid] = acc;
+    workgroupBarrier();
+    if (lid < hd4) {
+        var t = vec4<f32>(0.0);
+        for (var k = 0u; k < groups; k++) {
+            t += vsum[k * hd4 + lid];
         }
+        att[qrow + lid] = t / l;
     }
 }
