@@ -610,12 +610,48 @@ fn prefill_graph_chunks_match_the_cpu_prefill() {
     }
 }
 
-/// The wgpu graphs' attention against an exact softmax attention in f64 on fresh random q, K,
-/// V: the decode token's (split over 64-position chunks, then combined) and a prompt chunk's
-/// (`attn_rows`, each row causal up to its own position): one to several chunks, a chunk of
-/// one position, grouped-query heads, head sizes whose vec4 count does not divide the
-/// workgroup (80: 20 vec4s) and the largest (256). The output is poisoned with NaN first, so
-/// an unwritten element fails.
+/// A graph attention kernel (`run(q, k, v, rows, n_head, n_head_kv, head_dim)`) against an
+/// exact softmax attention in f64 on fresh random q, K, V: the decode token's (split over
+/// 64-position chunks, then combined) and a prompt chunk's (each row causal up to its own
+/// position): one to several chunks, a chunk of one position, grouped-query heads, head sizes
+/// whose vec4 count does not divide the workgroup (80: 20 vec4s) and the largest (256), then
+/// `extra` cases. The kernels poison their output with NaN first, so an unwritten element
+/// fails.
+type AttentionRun<'a> = &'a dyn Fn(&[f32], &[f32], &[f32], usize, usize, usize, usize) -> Result<Vec<f32>, String>;
+fn attention_matches_an_exact_softmax(backend: &str, run: AttentionRun, extra: &[(usize, usize, usize, usize, usize)]) {
+    // (n_head, n_head_kv, head_dim, positions, query rows ending at the last position)
+    let cases = [(4, 4, 64, 1, 1), (8, 2, 64, 63, 1), (8, 2, 64, 65, 1), (32, 8, 128, 200, 1), (6, 3, 80, 130, 1), (2, 1, 256, 64, 1), (3, 1, 16, 300, 1), (4, 4, 64, 5, 5), (8, 2, 64, 130, 67), (6, 3, 80, 70, 3), (2, 1, 256, 129, 2)];
+    let mut rng = SplitMix64::new(0xA77E);
+    for (seed, &(n_head, n_head_kv, hd, n, rows)) in cases.iter().chain(extra).enumerate() {
+        let (kvd, qd) = (n_head_kv * hd, n_head * hd);
+        let (q, k, v) = (rng.normals(rows * qd, 1.0), rng.normals(n * kvd, 1.0), rng.normals(n * kvd, 1.0));
+        let scale = 1.0 / (hd as f64).sqrt();
+        let got = run(&q, &k, &v, rows, n_head, n_head_kv, hd).unwrap();
+        let mut want = vec![0f32; rows * qd];
+        for r in 0..rows {
+            let seen = n - rows + r + 1;
+            for h in 0..n_head {
+                let kh = h / (n_head / n_head_kv);
+                let qh = &q[r * qd + h * hd..r * qd + (h + 1) * hd];
+                let scores: Vec<f64> = (0..seen).map(|t| qh.iter().zip(&k[t * kvd + kh * hd..]).map(|(a, b)| *a as f64 * *b as f64).sum::<f64>() * scale).collect();
+                let m = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                let e: Vec<f64> = scores.iter().map(|s| (s - m).exp()).collect();
+                let total: f64 = e.iter().sum();
+                for d in 0..hd {
+                    want[r * qd + h * hd + d] = ((0..seen).map(|t| e[t] * v[t * kvd + kh * hd + d] as f64).sum::<f64>() / total) as f32;
+                }
+            }
+        }
+        let name = format!("{backend} attention {n_head}/{n_head_kv} heads x {hd}, {rows} rows ending at position {}", n - 1);
+        // Each output is a convex combination of V values (|v| <~ 4): f32 sums over the
+        // positions stay well inside 1e-5 of that.
+        check(&name, &got, &want, &vec![1.0; want.len()], 1e-5, seed as u64);
+        eprintln!("{name}: relative L2 {:.2e}", rel_l2(&want, &got));
+    }
+}
+
+/// The wgpu graphs' attention (split + combine for a decode token, `attn_rows` for a
+/// prompt chunk) against the exact softmax.
 #[test]
 #[cfg_attr(not(feature = "gpu"), ignore = "SKIP gpu parity: no wgpu backend compiled in (build with --features gpu)")]
 fn wgpu_attention_matches_an_exact_softmax() {
@@ -625,35 +661,24 @@ fn wgpu_attention_matches_an_exact_softmax() {
             Ok(b) => b,
             Err(e) => return missing("wgpu_attention_matches_an_exact_softmax", "no GPU adapter", e),
         };
-        // (n_head, n_head_kv, head_dim, positions, query rows ending at the last position)
-        let cases = [(4, 4, 64, 1, 1), (8, 2, 64, 63, 1), (8, 2, 64, 65, 1), (32, 8, 128, 200, 1), (6, 3, 80, 130, 1), (2, 1, 256, 64, 1), (3, 1, 16, 300, 1), (4, 4, 64, 5, 5), (8, 2, 64, 130, 67), (6, 3, 80, 70, 3), (2, 1, 256, 129, 2)];
-        let mut rng = SplitMix64::new(0xA77E);
-        for (seed, (n_head, n_head_kv, hd, n, rows)) in cases.into_iter().enumerate() {
-            let (kvd, qd) = (n_head_kv * hd, n_head * hd);
-            let (q, k, v) = (rng.normals(rows * qd, 1.0), rng.normals(n * kvd, 1.0), rng.normals(n * kvd, 1.0));
-            let scale = 1.0 / (hd as f32).sqrt();
-            let got = be.attention(&q, &k, &v, rows, n_head, n_head_kv, hd, scale).unwrap();
-            let mut want = vec![0f32; rows * qd];
-            for r in 0..rows {
-                let seen = n - rows + r + 1;
-                for h in 0..n_head {
-                    let kh = h / (n_head / n_head_kv);
-                    let qh = &q[r * qd + h * hd..r * qd + (h + 1) * hd];
-                    let scores: Vec<f64> = (0..seen).map(|t| qh.iter().zip(&k[t * kvd + kh * hd..]).map(|(a, b)| *a as f64 * *b as f64).sum::<f64>() * scale as f64).collect();
-                    let m = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                    let e: Vec<f64> = scores.iter().map(|s| (s - m).exp()).collect();
-                    let total: f64 = e.iter().sum();
-                    for d in 0..hd {
-                        want[r * qd + h * hd + d] = ((0..seen).map(|t| e[t] * v[t * kvd + kh * hd + d] as f64).sum::<f64>() / total) as f32;
-                    }
-                }
-            }
-            let name = format!("attention {n_head}/{n_head_kv} heads x {hd}, {rows} rows ending at position {}", n - 1);
-            // Each output is a convex combination of V values (|v| <~ 4): f32 sums over at
-            // most 300 terms stay well inside 1e-5 of that.
-            check(&name, &got, &want, &vec![1.0; want.len()], 1e-5, seed as u64);
-            eprintln!("{name}: relative L2 {:.2e}", rel_l2(&want, &got));
-        }
+        attention_matches_an_exact_softmax("wgpu", &|q, k, v, rows, nh, nkv, hd| be.attention(q, k, v, rows, nh, nkv, hd, 1.0 / (hd as f32).sqrt()), &[]);
+    }
+}
+
+/// The CUDA graphs' attention (the split kernel with its merge for a decode token and for
+/// prompt rows of head sizes without the tiled kernel, `attention_rows_d*` otherwise)
+/// against the exact softmax; also a context of 17 000 positions, whose 266 partials the
+/// merge takes in two passes of 256.
+#[test]
+#[cfg_attr(not(feature = "cuda"), ignore = "SKIP gpu parity: no CUDA backend compiled in (build with --features cuda)")]
+fn cuda_attention_matches_an_exact_softmax() {
+    #[cfg(feature = "cuda")]
+    {
+        let be = match cortiq_engine::gpu::cuda::CudaBackend::new(0) {
+            Ok(b) => b,
+            Err(e) => return missing("cuda_attention_matches_an_exact_softmax", "no CUDA device", e),
+        };
+        attention_matches_an_exact_softmax("cuda", &|q, k, v, rows, nh, nkv, hd| be.attention(q, k, v, rows, nh, nkv, hd), &[(4, 2, 128, 1000, 1), (2, 1, 48, 17000, 1), (4, 2, 112, 150, 4)]);
     }
 }
 

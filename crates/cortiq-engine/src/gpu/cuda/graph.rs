@@ -19,9 +19,9 @@ use super::{err, kind, row_smem, CudaBackend, MatvecHow, Resident, Unfit};
 use crate::gpu::backend::{DeviceOutcome, GraphRead, GraphReadback, PrefillGraphJob, TokenGraphJob, WeightArg};
 use crate::gpu::memory::model_key;
 use crate::kv::KvCache;
-use crate::model::llama::{Llama, Weight};
+use crate::model::llama::{Llama, LlamaConfig, Weight};
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
-use cudarc::driver::{CudaGraph, CudaSlice, LaunchConfig};
+use cudarc::driver::{CudaGraph, CudaSlice, CudaView, LaunchConfig};
 use half::slice::HalfFloatSliceExt;
 use std::collections::HashMap;
 
@@ -29,6 +29,15 @@ use std::collections::HashMap;
 const ATT_CHUNK: usize = 64;
 /// Largest head size the attention kernels handle.
 const MAX_HEAD_DIM: usize = 256;
+
+/// The split attention kernels (`attention_h{HD}` in graph.cu): each takes head sizes up to
+/// its HD (its per-thread K and V registers are sized for HD).
+pub(super) const ATTENTION_SPLIT: [(usize, &str); 3] = [(64, "attention_h64"), (128, "attention_h128"), (256, "attention_h256")];
+
+/// The split attention kernel for `head_dim` (<= MAX_HEAD_DIM): the smallest that holds it.
+pub(super) fn attention_split_kernel(head_dim: usize) -> &'static str {
+    ATTENTION_SPLIT.iter().find(|(hd, _)| head_dim <= *hd).map_or(ATTENTION_SPLIT[2].1, |(_, name)| name)
+}
 
 /// Head sizes the prompt-chunk attention kernel (`attention_rows_d{head_dim / 32}` in
 /// graph.cu) is built for; other sizes run the per-row split kernel.
@@ -161,6 +170,40 @@ pub(super) fn unsupported(m: &Llama, capacity: usize, smem_limit: usize) -> Opti
     None
 }
 
+/// Attention's head geometry.
+#[derive(Clone, Copy)]
+struct Heads {
+    n_head: usize,
+    n_head_kv: usize,
+    head_dim: usize,
+}
+
+impl Heads {
+    fn of(c: &LlamaConfig) -> Heads {
+        Heads { n_head: c.n_head, n_head_kv: c.n_head_kv, head_dim: c.head_dim }
+    }
+}
+
+/// One layer's attention launch: `rows` query rows q (rows, n_head * head_dim, after RoPE) at
+/// positions *pos.., each over the mirror's K / V rows (capacity, kv_dim) up to its own, into
+/// out (rows, n_head * head_dim). The split kernel's grid has `splits` position blocks per
+/// (head, row), sized for the context so a captured graph serves every position; its
+/// partials `part` (rows, n_head, part_splits, head_dim + 2) and counters `done` (rows,
+/// n_head) are scratch.
+struct Attention<'a> {
+    heads: Heads,
+    q: &'a CudaSlice<f32>,
+    k: &'a CudaSlice<f32>,
+    v: &'a CudaSlice<f32>,
+    part: &'a CudaSlice<f32>,
+    done: &'a CudaSlice<i32>,
+    out: &'a CudaSlice<f32>,
+    pos: &'a CudaView<'a, i32>,
+    rows: usize,
+    splits: usize,
+    part_splits: usize,
+}
+
 fn grid(n: usize, threads: u32) -> LaunchConfig {
     LaunchConfig { grid_dim: ((n as u32).div_ceil(threads), 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 }
 }
@@ -211,6 +254,55 @@ impl CudaBackend {
             part: zeros(n * c.n_head * splits * (c.head_dim + 2))?,
             done: s.alloc_zeros::<i32>(n * c.n_head).map_err(err)?,
         })
+    }
+
+    /// Queue one attention launch: a prompt chunk's rows 32 to a block where the head size
+    /// has the tiled kernel (`attention_rows_d*`), otherwise (a decode token, or other head
+    /// sizes) the split kernel with one grid layer per row.
+    fn launch_attention(&self, a: &Attention, overlap: bool) -> Result<(), String> {
+        let s = &self.stream;
+        let c = a.heads;
+        let scale = 1.0f32 / (c.head_dim as f32).sqrt();
+        let (nh, nkv, hd) = (c.n_head as i32, c.n_head_kv as i32, c.head_dim as i32);
+        let mut args = KernelArgs::default();
+        let tiled = a.rows > 1 && ATTENTION_ROWS_DIMS.contains(&c.head_dim) && attention_rows_smem(c.head_dim) <= self.smem_limit;
+        let (f, cfg) = if tiled {
+            args.buf(a.q, s).buf(a.k, s).buf(a.v, s).buf(a.out, s).int(nh).int(nkv).buf(a.pos, s).float(scale).int(a.rows as i32);
+            (&self.funcs[&format!("attention_rows_d{}", c.head_dim / 32)], LaunchConfig { grid_dim: (c.n_head as u32, a.rows.div_ceil(32) as u32, 1), block_dim: (128, 1, 1), shared_mem_bytes: attention_rows_smem(c.head_dim) as u32 })
+        } else {
+            args.buf(a.q, s).buf(a.k, s).buf(a.v, s).buf(a.part, s).buf(a.done, s).buf(a.out, s);
+            args.int(nh).int(nkv).int(hd).buf(a.pos, s).float(scale).int(a.part_splits as i32);
+            (&self.funcs[attention_split_kernel(c.head_dim)], LaunchConfig { grid_dim: (c.n_head as u32, a.splits as u32, a.rows as u32), block_dim: (256, 1, 1), shared_mem_bytes: 0 })
+        };
+        // SAFETY: the buffers hold the shapes the struct's doc gives (the callers allocate
+        // them for the model's geometry and the mirror's capacity); the arguments follow the
+        // kernels' parameter lists in graph.cu.
+        unsafe { launch(s, f, cfg, &args, overlap) }.map_err(err)
+    }
+
+    /// Test hook: attention of `rows` query rows q (rows, n_head * head_dim, after RoPE) at
+    /// positions `k.len() / kv_dim - rows ..`, each over the `k` / `v` rows (positions,
+    /// n_head_kv * head_dim) up to its own, through the launch the graphs make (one row: a
+    /// decode token's split kernel; more: a prompt chunk's). The output (rows, n_head *
+    /// head_dim) is poisoned with NaN before the kernel runs.
+    #[allow(clippy::too_many_arguments)]
+    pub fn attention(&self, q: &[f32], k: &[f32], v: &[f32], rows: usize, n_head: usize, n_head_kv: usize, head_dim: usize) -> Result<Vec<f32>, String> {
+        let kvd = n_head_kv * head_dim;
+        let n = k.len().checked_div(kvd).unwrap_or(0);
+        if rows == 0 || n < rows || n_head == 0 || !head_dim.is_multiple_of(16) || head_dim > MAX_HEAD_DIM || !n_head.is_multiple_of(n_head_kv) || q.len() != rows * n_head * head_dim || k.len() != n * kvd || v.len() != k.len() {
+            return Err("attention shapes outside the kernels' range".into());
+        }
+        let s = &self.stream;
+        let splits = n.div_ceil(ATT_CHUNK);
+        let (qd, kd, vd) = (s.clone_htod(q).map_err(err)?, s.clone_htod(k).map_err(err)?, s.clone_htod(v).map_err(err)?);
+        let out = s.clone_htod(&vec![f32::NAN; q.len()]).map_err(err)?;
+        let part = s.alloc_zeros::<f32>(rows * n_head * splits * (head_dim + 2)).map_err(err)?;
+        let done = s.alloc_zeros::<i32>(rows * n_head).map_err(err)?;
+        let pos = s.clone_htod(&[(n - rows) as i32]).map_err(err)?;
+        let pos_ptr = pos.slice(0..1);
+        let att = Attention { heads: Heads { n_head, n_head_kv, head_dim }, q: &qd, k: &kd, v: &vd, part: &part, done: &done, out: &out, pos: &pos_ptr, rows, splits, part_splits: splits };
+        self.launch_attention(&att, false)?;
+        s.clone_dtoh(&out).map_err(err)
     }
 
     /// A mirror for `at.seq` holding exactly `at.pos` rows, seeded from the host cache if needed.
@@ -400,14 +492,11 @@ impl CudaBackend {
         let (d, ff) = (c.n_embd as i32, c.n_ff as i32);
         let (nh, nkv, hd, rot) = (c.n_head as i32, c.n_head_kv as i32, c.head_dim as i32, c.rope_dims as i32);
         let (eps, base, neox) = (c.eps, c.rope_base, c.rope_neox as i32);
-        let scale = 1.0f32 / (c.head_dim as f32).sqrt();
         let pos_ptr = g.params.slice(1..2);
         let tok_ptr = g.params.slice(0..1);
         let embed = &args[args.len() - 1];
         let (e, ekind) = (dev(embed)?, kd(embed));
-        let splits = capacity.div_ceil(ATT_CHUNK) as u32;
-        let att_cfg = LaunchConfig { grid_dim: (c.n_head as u32, splits, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        let part_splits = g.splits as i32;
+        let grid_splits = capacity.div_ceil(ATT_CHUNK);
         // Kinds are uniform within q/k/v and within gate/up (checked by unsupported()).
         let (qkind, gkind) = (kd(&args[0]), kd(&args[4]));
         // Gate/up rows come in (gate, up) pairs, so 2 or 4 rows per warp group, whichever
@@ -434,10 +523,8 @@ impl CudaBackend {
             a.buf(&g.x, s).buf(&g.norms[li].0, s).float(eps).buf(&g.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s);
             a.int(nh).int(nkv).int(hd).int(rot).int(neox).float(base).buf(&pos_ptr, s).int(d);
             unsafe { launch(s, qkv_f, qkv_cfg, &a, ov) }.map_err(err)?;
-            let mut a = KernelArgs::default();
-            a.buf(&g.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s).buf(&g.part, s).buf(&g.done, s).buf(&g.att, s);
-            a.int(nh).int(nkv).int(hd).buf(&pos_ptr, s).float(scale).int(part_splits);
-            unsafe { launch(s, &self.funcs["attention"], att_cfg, &a, ov) }.map_err(err)?;
+            let att = Attention { heads: Heads::of(c), q: &g.q, k: &mirror.k[li], v: &mirror.v[li], part: &g.part, done: &g.done, out: &g.att, pos: &pos_ptr, rows: 1, splits: grid_splits, part_splits: g.splits };
+            self.launch_attention(&att, ov)?;
             self.launch_matvec(&w[3], map, &g.att, &mut g.x, 1, MatvecHow { add: true, overlap: true, ..Default::default() })?;
             let mut a = KernelArgs::default();
             a.buf(&wg.data, s).buf(&wu.data, s).int(wg.a_off).int(wu.a_off);
@@ -462,20 +549,10 @@ impl CudaBackend {
         let (d, ff, n) = (c.n_embd as i32, c.n_ff as i32, rows as i32);
         let (nh, nkv, hd, rot) = (c.n_head as i32, c.n_head_kv as i32, c.head_dim as i32, c.rope_dims as i32);
         let (eps, base, neox) = (c.eps, c.rope_base, c.rope_neox as i32);
-        let scale = 1.0f32 / (c.head_dim as f32).sqrt();
         let pos_ptr = g.params.slice(1..2);
         let embed = &args[args.len() - 1];
         let (e, ekind) = (dev(embed)?, kd(embed));
         let capacity = mirror.k[0].len() / c.kv_dim().max(1);
-        // Attention: 32 query rows a block where the head size has the tiled kernel, else
-        // one block per (head, 64 positions, row).
-        let att_rows = ATTENTION_ROWS_DIMS.contains(&c.head_dim) && attention_rows_smem(c.head_dim) <= self.smem_limit;
-        let (att_f, att_cfg) = if att_rows {
-            (&self.funcs[&format!("attention_rows_d{}", c.head_dim / 32)], LaunchConfig { grid_dim: (c.n_head as u32, rows.div_ceil(32) as u32, 1), block_dim: (128, 1, 1), shared_mem_bytes: attention_rows_smem(c.head_dim) as u32 })
-        } else {
-            (&self.funcs["attention"], LaunchConfig { grid_dim: (c.n_head as u32, capacity.div_ceil(ATT_CHUNK) as u32, rows as u32), block_dim: (256, 1, 1), shared_mem_bytes: 0 })
-        };
-        let part_splits = g.splits as i32;
         let (qkind, gkind) = (kd(&args[0]), kd(&args[4]));
         // Q/K/V and gate/up take the tensor-core GEMMs where the codec and the chunk allow
         // (64-row tiles, int8 input quantized once per op); otherwise the row kernels' tiles
@@ -527,15 +604,8 @@ impl CudaBackend {
                 a.int(qnb as i32);
             }
             unsafe { launch(s, qkv_f, qkv_cfg, &a, ov) }.map_err(err)?;
-            let mut a = KernelArgs::default();
-            if att_rows {
-                a.buf(&pb.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s).buf(&pb.att, s);
-                a.int(nh).int(nkv).buf(&pos_ptr, s).float(scale).int(n);
-            } else {
-                a.buf(&pb.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s).buf(&pb.part, s).buf(&pb.done, s).buf(&pb.att, s);
-                a.int(nh).int(nkv).int(hd).buf(&pos_ptr, s).float(scale).int(part_splits);
-            }
-            unsafe { launch(s, att_f, att_cfg, &a, ov) }.map_err(err)?;
+            let att = Attention { heads: Heads::of(c), q: &pb.q, k: &mirror.k[li], v: &mirror.v[li], part: &pb.part, done: &pb.done, out: &pb.att, pos: &pos_ptr, rows, splits: capacity.div_ceil(ATT_CHUNK), part_splits: g.splits };
+            self.launch_attention(&att, ov)?;
             self.launch_matvec(&w[3], map, &pb.att, &mut pb.x, rows, MatvecHow { add: true, overlap: true, quant, ..Default::default() })?;
             let mut a = KernelArgs::default();
             a.buf(&wg.data, s).buf(&wu.data, s).int(wg.a_off).int(wu.a_off);

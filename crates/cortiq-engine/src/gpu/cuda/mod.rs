@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex};
 /// One module: the matvec helpers, then the graph kernels and the tensor-core GEMMs that use them.
 const KERNELS: [&str; 3] = [include_str!("kernels/matvec.cu"), include_str!("kernels/graph.cu"), include_str!("kernels/mma.cu")];
 /// Kernels without variants.
-const FIXED_KERNELS: [&str; 3] = ["silu_mul", "embed_row", "attention"];
+const FIXED_KERNELS: [&str; 5] = ["silu_mul", "embed_row", graph::ATTENTION_SPLIT[0].1, graph::ATTENTION_SPLIT[1].1, graph::ATTENTION_SPLIT[2].1];
 /// Kernels instantiated per codec kind (0..=4) and rows per warp group, which stage their
 /// activation row in dynamic shared memory: (name prefix, row counts).
 const ROW_KERNELS: [(&str, &[usize]); 6] = [("matvec", &[1, 2, 4]), ("qkv_rope", &[2]), ("gate_up_silu", &[2, 4]), ("matmul", &[2]), ("qkv_rope_tile", &[2]), ("gate_up_silu_tile", &[2])];

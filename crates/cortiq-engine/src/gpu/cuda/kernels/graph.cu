@@ -31,98 +31,167 @@ extern "C" __global__ void embed_row(const unsigned char* w, int kind, int a_off
     out[i] = v;
 }
 
+__device__ __forceinline__ float warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// Largest v over the block (blockDim a multiple of 32), returned to all threads; like
+// block_sum, the block must pass a barrier between two calls.
+__device__ float block_max(float v) {
+    __shared__ float part[32];
+    v = warp_max(v);
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        v = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : -__int_as_float(0x7f800000);
+        v = warp_max(v);
+        if (threadIdx.x == 0) part[0] = v;
+    }
+    __syncthreads();
+    return part[0];
+}
+
 // Causal attention of queries at positions *pos + z (z = blockIdx.z, one per prompt row; 1
 // for a decode token) over the KV mirror, split by positions (flash-decoding) with the
-// merge fused: block (h, c, z) takes positions [64 c, 64 c + 64) of head h and writes its
-// partial (exp-weighted V sum, max, sum of exps) to `part` (rows, n_head, splits,
-// head_dim + 2); the last block of a (row, head) to finish (counted in `done` (rows,
-// n_head), reset after) merges the partials into out (rows, n_head * head_dim). Blocks past
-// the row's position exit at once, so the grid is sized for the whole context and captured
-// once. 256 threads; head_dim <= 256 and a multiple of 16.
+// merge fused: block (h, c, z) takes positions [64 c, 64 c + 64) of head h. Its K and V
+// loads are all issued first (each thread holds HD / 16 float4s of each: a quarter of one
+// position's K row, one float4 column of V over every `groups`-th position), so the chunk
+// costs one memory round trip; the chunk's max and sum of exps are warp reductions. A
+// context of one chunk writes out directly; otherwise each block writes its partial
+// (exp-weighted V sum, max, sum of exps) to `part` (rows, n_head, splits, head_dim + 2) and
+// the last block of a (row, head) to finish (counted in `done` (rows, n_head), reset after)
+// merges the partials into out (rows, n_head * head_dim), all partials' loads in flight at
+// once. Blocks past the row's position exit at once, so the grid is sized for the whole
+// context and captured once. 256 threads (4 per position of a chunk); head_dim <= HD, a
+// multiple of 16.
 #define ATT_CHUNK 64
-extern "C" __global__ void attention(const float* q, const float* kc, const float* vc, float* part, int* done, float* out, int n_head, int n_head_kv, int head_dim, const int* pos, float scale, int splits) {
-    __shared__ __align__(16) float qs[256];
+template <int HD>
+__device__ __forceinline__ void attention_split(const float* q, const float* kc, const float* vc, float* part, int* done, float* out, int n_head, int n_head_kv, int head_dim, const int* pos, float scale, int splits) {
+    constexpr int NV = HD / 16;
+    __shared__ __align__(16) float qs[HD];
     __shared__ float sc[ATT_CHUNK];
-    __shared__ float acc4[4][256];
+    __shared__ __align__(16) float acc[1024];  // (groups, head_dim) V sums of each position group
+    __shared__ float wts[256];
     __shared__ int last;
     pdl_wait_then_release();
-    int h = blockIdx.x, c = blockIdx.y, z = blockIdx.z, tid = threadIdx.x;
+    int h = blockIdx.x, c = blockIdx.y, z = blockIdx.z, tid = threadIdx.x, lane = tid & 31;
     int n = *pos + z + 1, t0 = c * ATT_CHUNK;
     if (t0 >= n) return;
     q += (long)z * n_head * head_dim;
-    out += (long)z * n_head * head_dim;
+    out += (long)z * n_head * head_dim + h * head_dim;
     part += (long)z * n_head * splits * (head_dim + 2);
     done += z * n_head;
     int cnt = min(ATT_CHUNK, n - t0);
-    int kvh = h / (n_head / n_head_kv), kvd = n_head_kv * head_dim;
+    int kvd = n_head_kv * head_dim;
+    const float* kb = kc + (long)t0 * kvd + h / (n_head / n_head_kv) * head_dim;
+    const float* vb = vc + (kb - kc);
+    const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+    // K: position j, dimensions [quarter * span, quarter * span + span); V: float4 column c4
+    // of positions g, g + groups, ...
+    int j = tid >> 2, quarter = tid & 3, span4 = head_dim >> 4;
+    int v4 = head_dim >> 2, groups = blockDim.x / v4, g = tid / v4, c4 = tid % v4;
+    float4 kr[NV], vr[NV];
+    #pragma unroll
+    for (int e = 0; e < NV; e++) {
+        kr[e] = j < cnt && e < span4 ? ((const float4*)(kb + (long)j * kvd + quarter * 4 * span4))[e] : zero;
+        int jj = g + e * groups;
+        vr[e] = g < groups && jj < cnt ? ((const float4*)(vb + (long)jj * kvd))[c4] : zero;
+    }
     for (int d = tid; d < head_dim; d += blockDim.x) qs[d] = q[h * head_dim + d];
     __syncthreads();
-    {
-        // Scores: 4 threads per position, each a quarter of the dimensions as float4s.
-        int j = tid >> 2, quarter = tid & 3, span = head_dim >> 2;
-        float s = 0.f;
-        if (j < cnt) {
-            const float4* kr = (const float4*)(kc + (long)(t0 + j) * kvd + kvh * head_dim + quarter * span);
-            const float4* qq = (const float4*)(qs + quarter * span);
-            #pragma unroll 4
-            for (int e = 0; e < (span >> 2); e++) {
-                float4 k4 = kr[e], q4 = qq[e];
-                s += k4.x * q4.x + k4.y * q4.y + k4.z * q4.z + k4.w * q4.w;
-            }
+    float s = 0.f;
+    #pragma unroll
+    for (int e = 0; e < NV; e++) {
+        if (e < span4) {
+            float4 q4 = ((const float4*)(qs + quarter * 4 * span4))[e];
+            s += kr[e].x * q4.x + kr[e].y * q4.y + kr[e].z * q4.z + kr[e].w * q4.w;
         }
-        s += __shfl_xor_sync(0xffffffffu, s, 1);
-        s += __shfl_xor_sync(0xffffffffu, s, 2);
-        if (j < cnt && quarter == 0) sc[j] = s * scale;
+    }
+    s += __shfl_xor_sync(0xffffffffu, s, 1);
+    s += __shfl_xor_sync(0xffffffffu, s, 2);
+    if (quarter == 0) sc[j] = j < cnt ? s * scale : -__int_as_float(0x7f800000);
+    __syncthreads();
+    // Every warp finds the chunk's max and sum of exps itself (positions lane, lane + 32).
+    float a0 = sc[lane], a1 = sc[lane + 32];
+    float m = warp_max(fmaxf(a0, a1));
+    float e0 = expf(a0 - m), e1 = expf(a1 - m);
+    float sum = warp_sum(e0 + e1);
+    __syncthreads();
+    if (tid < 32) {
+        sc[lane] = e0;
+        sc[lane + 32] = e1;
     }
     __syncthreads();
-    float m = -3.4e38f;
-    for (int j = 0; j < cnt; j++) m = fmaxf(m, sc[j]);
-    __syncthreads();
-    if (tid < cnt) sc[tid] = expf(sc[tid] - m);
-    __syncthreads();
-    // Thread (g, d): positions j = g, g + 4, ...; dimension d.
-    int g = tid >> 6, d = tid & 63;
-    for (int dd = d; dd < head_dim; dd += 64) {
-        const float* vcol = vc + (long)t0 * kvd + kvh * head_dim + dd;
-        float a = 0.f;
-        #pragma unroll 8
-        for (int j = g; j < cnt; j += 4) a += sc[j] * vcol[(long)j * kvd];
-        acc4[g][dd] = a;
+    float4 a = zero;
+    #pragma unroll
+    for (int e = 0; e < NV; e++) {
+        int jj = g + e * groups;
+        if (g < groups && jj < cnt) {
+            float p = sc[jj];
+            a.x += p * vr[e].x;
+            a.y += p * vr[e].y;
+            a.z += p * vr[e].z;
+            a.w += p * vr[e].w;
+        }
     }
+    if (g < groups) ((float4*)acc)[g * v4 + c4] = a;
     __syncthreads();
+    float vsum = 0.f;
+    if (tid < head_dim)
+        for (int k = 0; k < groups; k++) vsum += acc[k * head_dim + tid];
+    int used = (n + ATT_CHUNK - 1) / ATT_CHUNK;
+    if (used == 1) {
+        if (tid < head_dim) out[tid] = vsum / sum;
+        return;
+    }
     float* pp = part + ((long)h * splits + c) * (head_dim + 2);
-    for (int dd = tid; dd < head_dim; dd += blockDim.x) pp[dd] = acc4[0][dd] + acc4[1][dd] + acc4[2][dd] + acc4[3][dd];
+    if (tid < head_dim) pp[tid] = vsum;
     if (tid == 0) {
-        float sum = 0.f;
-        for (int j = 0; j < cnt; j++) sum += sc[j];
         pp[head_dim] = m;
         pp[head_dim + 1] = sum;
     }
     // Publish the partial; the head's last block merges (reading past L1).
     __threadfence();
     __syncthreads();
-    int used = (n + ATT_CHUNK - 1) / ATT_CHUNK;
     if (tid == 0) last = atomicAdd(done + h, 1) == used - 1;
     __syncthreads();
     if (!last) return;
     __threadfence();
     const float* p = part + (long)h * splits * (head_dim + 2);
-    float mm = -3.4e38f;
-    for (int cc = 0; cc < used; cc++) mm = fmaxf(mm, __ldcg(p + cc * (head_dim + 2) + head_dim));
-    float total = 0.f;
-    for (int cc = 0; cc < used; cc++) total += expf(__ldcg(p + cc * (head_dim + 2) + head_dim) - mm) * __ldcg(p + cc * (head_dim + 2) + head_dim + 1);
-    for (int dd = tid; dd < head_dim; dd += blockDim.x) {
-        float a = 0.f;
-        for (int cc = 0; cc < used; cc++) a += expf(__ldcg(p + cc * (head_dim + 2) + head_dim) - mm) * __ldcg(p + cc * (head_dim + 2) + dd);
-        out[h * head_dim + dd] = a / total;
+    float mm = -__int_as_float(0x7f800000);
+    for (int cc = tid; cc < used; cc += blockDim.x) mm = fmaxf(mm, __ldcg(p + cc * (head_dim + 2) + head_dim));
+    mm = block_max(mm);
+    float total = 0.f, o = 0.f;
+    for (int b0 = 0; b0 < used; b0 += blockDim.x) {
+        int cc = b0 + tid;
+        float w = 0.f;
+        if (cc < used) {
+            w = expf(__ldcg(p + cc * (head_dim + 2) + head_dim) - mm);
+            total += w * __ldcg(p + cc * (head_dim + 2) + head_dim + 1);
+        }
+        wts[tid] = w;
+        __syncthreads();
+        int k_end = min((int)blockDim.x, used - b0);
+        if (tid < head_dim) {
+            #pragma unroll 8
+            for (int k = 0; k < k_end; k++) o += wts[k] * __ldcg(p + (b0 + k) * (head_dim + 2) + tid);
+        }
+        __syncthreads();
     }
+    total = block_sum(total);
+    if (tid < head_dim) out[tid] = o / total;
     if (tid == 0) done[h] = 0;
 }
 
-__device__ __forceinline__ float warp_max(float v) {
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
+// q, out (rows, n_head * head_dim); head_dim <= HD. Grid (n_head, splits, rows), 256 threads.
+#define ATTENTION(HD)                                                                                                 \
+    extern "C" __global__ void __launch_bounds__(256) attention_h##HD(const float* q, const float* kc, const float* vc,  \
+            float* part, int* done, float* out, int n_head, int n_head_kv, int head_dim, const int* pos, float scale,   \
+            int splits) {                                                                                               \
+        attention_split<HD>(q, kc, vc, part, done, out, n_head, n_head_kv, head_dim, pos, scale, splits);              \
+    }
+ATTENTION(64) ATTENTION(128) ATTENTION(256)
 
 // Causal attention of a prompt chunk's rows (queries at positions *pos + r, r < rows) over
 // the KV mirror, FlashAttention-style: block (h, tile) takes query rows [32 tile, 32 tile +
