@@ -62,9 +62,10 @@ __device__ float block_max(float v) {
 // (exp-weighted V sum, max, sum of exps) to `part` (rows, n_head, splits, head_dim + 2) and
 // the last block of a (row, head) to finish (counted in `done` (rows, n_head), reset after)
 // merges the partials into out (rows, n_head * head_dim), all partials' loads in flight at
-// once. Blocks past the row's position exit at once, so the grid is sized for the whole
-// context and captured once. 256 threads (4 per position of a chunk); head_dim <= HD, a
-// multiple of 16.
+// once. The loads of mirror rows older than this launch's go out before the wait for the
+// kernel before (programmatic dependent launch), so they overlap its tail. Blocks past the
+// row's position exit at once, so the grid is sized for the whole context and captured
+// once. 256 threads (4 per position of a chunk); head_dim <= HD, a multiple of 16.
 #define ATT_CHUNK 64
 template <int HD>
 __device__ __forceinline__ void attention_split(const float* q, const float* kc, const float* vc, float* part, int* done, float* out, int n_head, int n_head_kv, int head_dim, const int* pos, float scale, int splits) {
@@ -74,9 +75,10 @@ __device__ __forceinline__ void attention_split(const float* q, const float* kc,
     __shared__ __align__(16) float acc[1024];  // (groups, head_dim) V sums of each position group
     __shared__ float wts[256];
     __shared__ int last;
-    pdl_wait_then_release();
+    // *pos was written before the token's first kernel; the mirror rows before it by earlier
+    // tokens or chunks: both may be read before waiting for the kernel before this one.
     int h = blockIdx.x, c = blockIdx.y, z = blockIdx.z, tid = threadIdx.x, lane = tid & 31;
-    int n = *pos + z + 1, t0 = c * ATT_CHUNK;
+    int p0 = *pos, n = p0 + z + 1, t0 = c * ATT_CHUNK;
     if (t0 >= n) return;
     q += (long)z * n_head * head_dim;
     out += (long)z * n_head * head_dim + h * head_dim;
@@ -92,12 +94,21 @@ __device__ __forceinline__ void attention_split(const float* q, const float* kc,
     int j = tid >> 2, quarter = tid & 3, span4 = head_dim >> 4;
     int v4 = head_dim >> 2, groups = blockDim.x / v4, g = tid / v4, c4 = tid % v4;
     float4 kr[NV], vr[NV];
+    // The loads of rows before *pos (fresh = false) go out before the wait, those of the rows
+    // this launch's QKV kernel appended (fresh = true) after it.
+    auto load = [&](bool fresh) {
+        #pragma unroll
+        for (int e = 0; e < NV; e++) {
+            if (j < cnt && e < span4 && (t0 + j >= p0) == fresh) kr[e] = ((const float4*)(kb + (long)j * kvd + quarter * 4 * span4))[e];
+            int jj = g + e * groups;
+            if (g < groups && jj < cnt && (t0 + jj >= p0) == fresh) vr[e] = ((const float4*)(vb + (long)jj * kvd))[c4];
+        }
+    };
     #pragma unroll
-    for (int e = 0; e < NV; e++) {
-        kr[e] = j < cnt && e < span4 ? ((const float4*)(kb + (long)j * kvd + quarter * 4 * span4))[e] : zero;
-        int jj = g + e * groups;
-        vr[e] = g < groups && jj < cnt ? ((const float4*)(vb + (long)jj * kvd))[c4] : zero;
-    }
+    for (int e = 0; e < NV; e++) kr[e] = vr[e] = zero;
+    load(false);
+    pdl_wait_then_release();
+    load(true);
     for (int d = tid; d < head_dim; d += blockDim.x) qs[d] = q[h * head_dim + d];
     __syncthreads();
     float s = 0.f;
