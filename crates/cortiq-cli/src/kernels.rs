@@ -6,7 +6,7 @@ use cortiq_core::rng::SplitMix64;
 use cortiq_core::Codec;
 use cortiq_engine::cpu::matmul::WeightView;
 use cortiq_engine::gpu::backend::{Backend, WeightArg};
-use cortiq_engine::gpu::wgpu::WgpuBackend;
+use cortiq_engine::gpu::wgpu::{Activations, WgpuBackend, Q8_CODECS};
 use rayon::prelude::*;
 
 /// (label, codec, rows, cols): the decode matvecs that dominate a token.
@@ -57,14 +57,23 @@ pub fn report(bandwidth_gbps: Option<f64>) -> Result<String> {
         let bytes = random_weight(codec, rows, cols, i as u64)?;
         let n_copies = ((L2_DEFEAT_MIB << 20) as usize).div_ceil(bytes.len()).clamp(1, 20);
         let copies: Vec<WeightArg> = (0..n_copies).map(|c| WeightArg { key: 0xC0DE_0000 + 64 * i as u64 + c as u64, view: WeightView { codec, rows, cols, bytes: &bytes } }).collect();
-        let free = be.time_matvec(&copies, 20, false).map_err(|e| anyhow!("{label} {codec}: {e}"))?;
-        let chained = be.time_matvec(&copies, 20, true).map_err(|e| anyhow!("{label} {codec}: {e}"))?;
-        let dev_bytes = be.resident_size(copies[0].key).unwrap_or(0) as f64;
         let shape = be.matvec_shape(codec, rows, cols).map(|s| format!("{}x{}x{}", s.invocations, s.rows, s.unroll)).unwrap_or_default();
-        let (gbps, gbps_chained) = (dev_bytes / free / 1e9, dev_bytes / chained / 1e9);
-        let frac = bandwidth_gbps.map(|b| format!("{:.2}", gbps / b)).unwrap_or_else(|| "-".into());
-        s += &format!("| {label} | {codec} | {rows} x {cols} | {shape} | {dev_bytes} | {:.2} | {gbps:.0} | {frac} | {:.2} | {gbps_chained:.0} |\n", free * 1e6, chained * 1e6);
-        eprintln!("{label} {codec}: {:.2} us independent, {:.2} us chained", free * 1e6, chained * 1e6);
+        // The int8-activation kernels too where the codec has one (x's int8 values and scales
+        // are not counted in the bytes, as x is not for f32).
+        let inputs: &[Activations] = if Q8_CODECS.contains(&codec) { &[Activations::F32, Activations::Int8] } else { &[Activations::F32] };
+        for &x_as in inputs {
+            let free = be.time_matvec(&copies, 20, false, x_as).map_err(|e| anyhow!("{label} {codec} {x_as:?}: {e}"))?;
+            let chained = be.time_matvec(&copies, 20, true, x_as).map_err(|e| anyhow!("{label} {codec} {x_as:?}: {e}"))?;
+            let dev_bytes = be.resident_size(copies[0].key).unwrap_or(0) as f64;
+            let (gbps, gbps_chained) = (dev_bytes / free / 1e9, dev_bytes / chained / 1e9);
+            let frac = bandwidth_gbps.map(|b| format!("{:.2}", gbps / b)).unwrap_or_else(|| "-".into());
+            let input = match x_as {
+                Activations::F32 => "",
+                Activations::Int8 => ", int8 x",
+            };
+            s += &format!("| {label} | {codec}{input} | {rows} x {cols} | {shape} | {dev_bytes} | {:.2} | {gbps:.0} | {frac} | {:.2} | {gbps_chained:.0} |\n", free * 1e6, chained * 1e6);
+            eprintln!("{label} {codec}{input}: {:.2} us independent, {:.2} us chained", free * 1e6, chained * 1e6);
+        }
     }
     Ok(s)
 }

@@ -83,7 +83,10 @@ impl Packed {
     /// f32-activation dot, or the CPU path's int8-activation kernels (`cpu::quant`,
     /// `cpu::dot`) where the backend dots this codec with int8 activations.
     fn reference(&self, be: &dyn Backend, x: &[f32], batch: usize) -> (Vec<f32>, Vec<f32>) {
-        let q8 = int8_reference(be, self.codec);
+        self.reference_as(x, batch, int8_reference(be, self.codec))
+    }
+    /// The same with the int8-activation kernels (`q8`) or the f32-activation dot.
+    fn reference_as(&self, x: &[f32], batch: usize, q8: bool) -> (Vec<f32>, Vec<f32>) {
         let mut y = Vec::new();
         let mut scale = Vec::new();
         let mut dec = vec![0f32; self.cols];
@@ -679,6 +682,35 @@ fn cuda_attention_matches_an_exact_softmax() {
             Err(e) => return missing("cuda_attention_matches_an_exact_softmax", "no CUDA device", e),
         };
         attention_matches_an_exact_softmax("cuda", &|q, k, v, rows, nh, nkv, hd| be.attention(q, k, v, rows, nh, nkv, hd), &[(4, 2, 128, 1000, 1), (2, 1, 48, 17000, 1), (4, 2, 112, 150, 4)]);
+    }
+}
+
+/// The wgpu int8-activation matvec (`XMode::Int8`, for `Q8_CODECS`) against the CPU path's
+/// int8 kernels on the same quantized x: fresh random weights and x, odd row counts (one
+/// row, fewer than a workgroup's, not a multiple of it), a wide matrix; the bound is
+/// `REL_Q8` (summation order only), the output poisoned with NaN first.
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "SKIP gpu parity: no wgpu backend compiled in (build with --features gpu)")]
+fn wgpu_int8_matvec_matches_the_cpu_int8_kernels() {
+    #[cfg(feature = "gpu")]
+    {
+        let be = match cortiq_engine::gpu::wgpu::WgpuBackend::new() {
+            Ok(b) => b,
+            Err(e) => return missing("wgpu_int8_matvec_matches_the_cpu_int8_kernels", "no GPU adapter", e),
+        };
+        let mut rng = SplitMix64::new(0x1A78);
+        let mut n = 0;
+        for codec in cortiq_engine::gpu::wgpu::Q8_CODECS {
+            for (rows, cols) in [(1, 32), (7, 96), (33, 576), (300, 2048), (4100, 4096)] {
+                let w = Packed::random(&mut rng, codec, rows, cols);
+                let x = rng.normals(cols, 1.0);
+                let got = be.matvec_q8(&w.arg(), &x).unwrap();
+                let (want, scale) = w.reference_as(&x, 1, true);
+                check(&format!("wgpu int8 matvec {codec} {rows} x {cols}"), &got, &want, &scale, REL_Q8, n);
+                n += 1;
+            }
+        }
+        eprintln!("wgpu: {n} int8-activation codec/shape cases matched the CPU int8 kernels");
     }
 }
 

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 const WEIGHTS_IO: &str = include_str!("kernels/weights_io.wgsl");
 const MATVEC: &str = include_str!("kernels/matvec.wgsl");
 const CODECS: &str = include_str!("kernels/codecs.wgsl");
+const CODECS_Q8: &str = include_str!("kernels/codecs_q8.wgsl");
 const GEMM: &str = include_str!("kernels/gemm.wgsl");
 const SLICES: &str = include_str!("kernels/slices.wgsl");
 const REDUCE_SHARED: &str = include_str!("kernels/reduce_shared.wgsl");
@@ -218,6 +219,9 @@ impl WgpuContext {
             return Ok(found.clone());
         }
         let (_, suffix, vec4s) = MATVEC_CODECS.into_iter().find(|(c, _, _)| *c == codec).ok_or_else(|| format!("no matvec kernel for {codec}"))?;
+        if variant.x == XMode::Int8 && !Q8_CODECS.contains(&codec) {
+            return Err(format!("no int8-activation matvec kernel for {codec}"));
+        }
         let shape = MatvecShape::from_env(class);
         let src = matvec_source(suffix, vec4s, self.subgroups, shape, variant);
         let built = (build(&self.device, &src, &self.matvec_layout, self.pipeline_cache.as_ref(), &format!("matvec {suffix}"))?, shape);
@@ -285,7 +289,14 @@ pub enum XMode {
     Norm,
     /// silu(x) * x2: the gated FFN's hidden state from the gate and up outputs.
     Glu,
+    /// x quantized to int8 per 32-value unit (the CPU path's rule): x holds the int8 values
+    /// (batch, units, 32 bytes), x2 per unit (d, d * sum, sum, 0); the `Q8_CODECS` only.
+    Int8,
 }
+
+/// The codecs with an int8-activation matvec (`unit_dot8_*` in codecs_q8.wgsl; Q4Tiled has
+/// Q4_0's planar layout).
+pub const Q8_CODECS: [Codec; 4] = [Codec::Q4_0, Codec::Q4Tiled, Codec::Q4_1, Codec::Q8_0];
 
 /// A matvec kernel variant: the input mode, and whether y is added to rather than stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -390,6 +401,7 @@ fn matvec_source(suffix: &str, vec4s: u32, subgroups: bool, shape: MatvecShape, 
         XMode::Plain => format!("x[xv + {k}u]"),
         XMode::Norm => format!("(x[xv + {k}u] * xscale * x2[xv - xrow + {k}u])"),
         XMode::Glu => format!("(silu4(x[xv + {k}u]) * x2[xv + {k}u])"),
+        XMode::Int8 => String::new(),
     };
     let loads = (0..8).map(|k| if k < vec4s { load(k) } else { "vec4<f32>(0.0)".into() }).collect::<Vec<_>>().join(", ");
     // x-mode norm: the workgroup's rms over the whole input row first, NORM_LOADS vec4s per
@@ -409,10 +421,16 @@ fn matvec_source(suffix: &str, vec4s: u32, subgroups: bool, shape: MatvecShape, 
     // be issued first) and a 0/1 weight for a unit past the row's end.
     let units: String = (0..shape.unroll)
         .map(|k| {
+            let head = format!("let u{k} = min(u0 + {k}u * WG, p.units - 1u); let ok{k} = select(0.0, 1.0, u0 + {k}u * WG < p.units); ");
+            if variant.x == XMode::Int8 {
+                let dot = |j: u32| format!("unit_dot8(r{j} * p.units + u{k}, xa{k}, xb{k}, xd{k})");
+                let dots: String = (0..groups).map(|g| format!("acc{g} += ok{k} * vec4<f32>({}, {}, {}, {}); ", dot(4 * g), dot(4 * g + 1), dot(4 * g + 2), dot(4 * g + 3))).collect();
+                return format!("{head}let xu{k} = wg.z * p.units + u{k}; let xa{k} = x[2u * xu{k}]; let xb{k} = x[2u * xu{k} + 1u]; let xd{k} = x2[xu{k}]; {dots}");
+            }
             let dot = |j: u32| format!("unit_dot(r{j} * p.units + u{k}, r{j}, xs{k}, s{k})");
             let dots: String = (0..groups).map(|g| format!("acc{g} += ok{k} * vec4<f32>({}, {}, {}, {}); ", dot(4 * g), dot(4 * g + 1), dot(4 * g + 2), dot(4 * g + 3))).collect();
             format!(
-                "let u{k} = min(u0 + {k}u * WG, p.units - 1u); let ok{k} = select(0.0, 1.0, u0 + {k}u * WG < p.units); let xv{k} = xrow + u{k} * UNIT_VEC4; let xs{k} = X8({}); let s{k} = dot({}, vec4<f32>(1.0)); {dots}",
+                "{head}let xv{k} = xrow + u{k} * UNIT_VEC4; let xs{k} = X8({}); let s{k} = dot({}, vec4<f32>(1.0)); {dots}",
                 loads.replace("xv", &format!("xv{k}")),
                 sum.replace("xs.", &format!("xs{k}."))
             )
@@ -431,6 +449,10 @@ fn matvec_source(suffix: &str, vec4s: u32, subgroups: bool, shape: MatvecShape, 
         .replace("UNROLL", &format!("{}u", shape.unroll))
         .replace("UNITS", &units)
         .replace("STORES", &stores);
+    if variant.x == XMode::Int8 {
+        let io = WEIGHTS_IO.replace("var<storage, read> x: array<vec4<f32>>;", "var<storage, read> x: array<vec4<u32>>;");
+        return format!("{io}\n{body}\n{CODECS}\n{CODECS_Q8}\nfn unit_dot8(n: u32, xa: vec4<u32>, xb: vec4<u32>, xd: vec4<f32>) -> f32 {{ return unit_dot8_{suffix}(n, xa, xb, xd); }}\n{reduce}");
+    }
     format!("const UNIT_VEC4: u32 = {vec4s}u;\n{WEIGHTS_IO}\n{body}\n{CODECS}\nfn unit_dot(n: u32, r: u32, xs: X8, xsum: f32) -> f32 {{ return unit_dot_{suffix}(n, r, xs, xsum); }}\nfn silu4(a: vec4<f32>) -> vec4<f32> {{ return a / (1.0 + exp(-a)); }}\n{reduce}")
 }
 
@@ -543,7 +565,10 @@ mod tests {
             for subgroups in [false, true] {
                 for (invocations, rows, unroll) in [(64, 4, 1), (128, 8, 2), (32, 16, 3)] {
                     let shape = MatvecShape { invocations, rows, unroll };
-                    for x in [XMode::Plain, XMode::Norm, XMode::Glu] {
+                    for x in [XMode::Plain, XMode::Norm, XMode::Glu, XMode::Int8] {
+                        if x == XMode::Int8 && !Q8_CODECS.contains(&codec) {
+                            continue;
+                        }
                         let variant = Variant { x, add: x != XMode::Plain };
                         validate(&format!("matvec {codec} subgroups={subgroups} {shape:?} {variant:?}"), &matvec_source(suffix, vec4s, subgroups, shape, variant));
                     }

@@ -17,7 +17,7 @@ use super::backend::{Activation, Backend, DeviceInfo, DeviceOutcome, FfnJob, Gra
 use crate::kv::KvCache;
 use super::memory::fingerprint;
 use super::planar;
-pub use context::{MatvecShape, PipelineCacheState, Variant, WgpuContext, XMode};
+pub use context::{MatvecShape, PipelineCacheState, Variant, WgpuContext, XMode, Q8_CODECS};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -82,6 +82,16 @@ enum Step<'a> {
     Matvec { w: &'a Resident, x: &'a wgpu::Buffer, y: &'a wgpu::Buffer, y_base: u32, cols: u32, batch: u32 },
     /// g <- act(g) * u over n floats.
     Act { g: &'a wgpu::Buffer, u: &'a wgpu::Buffer, n: u32, act: u32 },
+    /// y (rows) = x . W^T with x quantized to int8 (`upload_q8`: values xq, scales xd).
+    MatvecQ8 { w: &'a Resident, xq: &'a wgpu::Buffer, xd: &'a wgpu::Buffer, y: &'a wgpu::Buffer, cols: u32 },
+}
+
+/// The activations a timed or tested matvec multiplies: f32, or int8 per 32-value unit
+/// (the CPU path's rule; `Q8_CODECS` only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activations {
+    F32,
+    Int8,
 }
 
 pub struct WgpuBackend {
@@ -220,6 +230,10 @@ impl WgpuBackend {
             match s {
                 Step::Matvec { w, x, y, y_base, cols, batch } => plan::matmul(&self.ctx, w, plan::MatvecIo::plain(x, y, *y_base), *cols, *batch, &mut params, &mut planned)?,
                 Step::Act { g, u, n, act } => plan::act(&self.ctx, g, u, *n, *act, &mut params, &mut planned),
+                Step::MatvecQ8 { w, xq, xd, y, cols } => {
+                    let io = plan::MatvecIo { x: xq, x2: Some(xd), y, y_base: 0, variant: Variant { x: XMode::Int8, add: false }, eps: 0.0 };
+                    plan::matvec(&self.ctx, w, io, *cols, 1, &mut params, &mut planned)?
+                }
             }
         }
         let (pbuf, pcold) = scratch.get(dev, "params", params.0.len() as u64, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST);
@@ -297,8 +311,9 @@ impl WgpuBackend {
     /// shape, enough that they do not stay in the L2 cache), minus that of one, over n-1,
     /// from timestamp queries; the best of 3. `chained`: every dispatch writes the same output, so each waits for the one
     /// before (a barrier, as in a dependent chain); otherwise each writes its own buffer.
+    /// `x_as`: the activations f32, or int8 (the `XMode::Int8` kernels, `Q8_CODECS` only).
     /// `Err` when the adapter has no timestamp queries.
-    pub fn time_matvec(&self, copies: &[WeightArg], n: u32, chained: bool) -> Result<f64, String> {
+    pub fn time_matvec(&self, copies: &[WeightArg], n: u32, chained: bool, x_as: Activations) -> Result<f64, String> {
         if !self.ctx.device.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
             return Err("the adapter has no timestamp queries".into());
         }
@@ -308,12 +323,63 @@ impl WgpuBackend {
         let mut map = self.weights.lock().unwrap_or_else(|e| e.into_inner());
         self.ensure(&mut map, &refs).map_err(|u| u.why().to_string())?;
         let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
-        let (x, _) = self.upload_x(&mut scratch, "x", &vec![0.5; w.view.cols]);
+        let x0 = vec![0.5; w.view.cols];
+        let (x, _) = self.upload_x(&mut scratch, "x", &x0);
+        let q8 = match x_as {
+            Activations::F32 => None,
+            Activations::Int8 => Some(self.upload_q8(&mut scratch, &x0)?),
+        };
         let (y, _) = self.storage(&mut scratch, "y", w.view.rows);
         let n = n.max(2);
         let ys: Vec<wgpu::Buffer> = (0..n).map(|_| self.ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some("y"), size: w.view.rows as u64 * 4, usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC, mapped_at_creation: false })).collect();
-        let steps = |k: u32| -> Vec<Step> { (0..k as usize).map(|i| Step::Matvec { w: &map[&copies[i % copies.len()].key], x: &x, y: if chained { &y } else { &ys[i] }, y_base: 0, cols: w.view.cols as u32, batch: 1 }).collect() };
+        let cols = w.view.cols as u32;
+        let steps = |k: u32| -> Vec<Step> {
+            (0..k as usize)
+                .map(|i| {
+                    let (w, y) = (&map[&copies[i % copies.len()].key], if chained { &y } else { &ys[i] });
+                    match &q8 {
+                        None => Step::Matvec { w, x: &x, y, y_base: 0, cols, batch: 1 },
+                        Some((xq, xd)) => Step::MatvecQ8 { w, xq, xd, y, cols },
+                    }
+                })
+                .collect()
+        };
         self.per_dispatch(&mut scratch, &y, n, steps)
+    }
+
+    /// Test hook: W . x (batch 1) through the int8-activation matvec, x quantized by the CPU
+    /// path's rule (`cpu::quant`); the output is poisoned with NaN before the kernel runs.
+    pub fn matvec_q8(&self, w: &WeightArg, x: &[f32]) -> Result<Vec<f32>, String> {
+        Self::supported(&[w], 1).map_err(str::to_string)?;
+        if x.len() != w.view.cols {
+            return Err("x is not one row of the matrix's width".into());
+        }
+        let mut map = self.weights.lock().unwrap_or_else(|e| e.into_inner());
+        self.ensure(&mut map, &[w]).map_err(|u| u.why().to_string())?;
+        let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        let (xq, xd) = self.upload_q8(&mut scratch, x)?;
+        let y = self.ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("y"), contents: bytemuck::cast_slice(&vec![f32::NAN; w.view.rows]), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
+        let step = Step::MatvecQ8 { w: &map[&w.key], xq: &xq, xd: &xd, y: &y, cols: w.view.cols as u32 };
+        self.submit(&[step], &y, w.view.rows as u64, &mut scratch).map(|(out, _)| out)
+    }
+
+    /// x (one row, a multiple of 32 long) quantized to int8 per 32 values by the CPU path's
+    /// rule, uploaded for `XMode::Int8`: the values (32 bytes a unit) and per unit (d, d *
+    /// sum, sum, 0).
+    fn upload_q8(&self, scratch: &mut Scratch, x: &[f32]) -> Result<(wgpu::Buffer, wgpu::Buffer), String> {
+        if x.len() % crate::cpu::quant::QK != 0 {
+            return Err("int8 activations need a multiple of 32 values".into());
+        }
+        let blocks = crate::cpu::quant::quantize_rows(x, x.len());
+        let values: Vec<u8> = blocks.iter().flat_map(|b| b.qs.map(|q| q as u8)).collect();
+        let scales: Vec<f32> = blocks.iter().flat_map(|b| [b.d, b.s, b.qs.iter().map(|&q| q as i32).sum::<i32>() as f32, 0.0]).collect();
+        let dev = &self.ctx.device;
+        let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
+        let (xq, _) = scratch.get(dev, "xq", values.len() as u64, usage);
+        let (xd, _) = scratch.get(dev, "xd", scales.len() as u64 * 4, usage);
+        self.ctx.queue.write_buffer(&xq, 0, &values);
+        self.ctx.queue.write_buffer(&xd, 0, bytemuck::cast_slice(&scales));
+        Ok((xq, xd))
     }
 
     /// GPU seconds per dispatch of the smallest kernel there is (one workgroup of the
