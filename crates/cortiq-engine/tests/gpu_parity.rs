@@ -83,7 +83,7 @@ impl Packed {
     /// f32-activation dot, or the CPU path's int8-activation kernels (`cpu::quant`,
     /// `cpu::dot`) where the backend dots this codec with int8 activations.
     fn reference(&self, be: &dyn Backend, x: &[f32], batch: usize) -> (Vec<f32>, Vec<f32>) {
-        self.reference_as(x, batch, int8_reference(be, self.codec))
+        self.reference_as(x, batch, int8_reference(be, self.codec, batch))
     }
     /// The same with the int8-activation kernels (`q8`) or the f32-activation dot.
     fn reference_as(&self, x: &[f32], batch: usize, q8: bool) -> (Vec<f32>, Vec<f32>) {
@@ -115,14 +115,17 @@ const REL: f32 = 1e-4;
 /// way already moves an output by ~1e-5 |w| |x| at these widths.
 const REL_Q8: f32 = 1e-6;
 
-/// Whether `be` dots `codec` with int8 activations, so its reference is the CPU's int8 kernels.
-fn int8_reference(be: &dyn Backend, codec: Codec) -> bool {
-    be.info().q8_activations && matches!(codec, Codec::Q4_0 | Codec::Q4Tiled | Codec::Q4_1 | Codec::Q8_0)
+/// Whether `be` dots `codec` with int8 activations in a matmul of `batch` rows, so its
+/// reference is the CPU's int8 kernels.
+fn int8_reference(be: &dyn Backend, codec: Codec, batch: usize) -> bool {
+    let info = be.info();
+    (info.q8_activations || (batch == 1 && info.q8_matvec)) && matches!(codec, Codec::Q4_0 | Codec::Q4Tiled | Codec::Q4_1 | Codec::Q8_0)
 }
 
-/// The bound for `codec` on `be`: `REL_Q8` where its reference is the CPU's int8 kernels.
-fn rel_for(be: &dyn Backend, codec: Codec) -> f32 {
-    if int8_reference(be, codec) {
+/// The bound for `codec` on `be` at `batch`: `REL_Q8` where its reference is the CPU's int8
+/// kernels.
+fn rel_for(be: &dyn Backend, codec: Codec, batch: usize) -> f32 {
+    if int8_reference(be, codec, batch) {
         REL_Q8
     } else {
         REL
@@ -169,7 +172,7 @@ fn matmul_matches_the_cpu_reference_for_every_codec_and_odd_shapes() {
                     other => panic!("{name} {codec} {rows}x{cols}x{batch}: {other:?}"),
                 }
                 let (want, scale) = w.reference(&*be, &x, batch);
-                check(&format!("{name} {codec} {rows}x{cols} batch {batch}"), &out, &want, &scale, rel_for(&*be, codec), seed);
+                check(&format!("{name} {codec} {rows}x{cols} batch {batch}"), &out, &want, &scale, rel_for(&*be, codec, batch), seed);
             }
         }
         eprintln!("{name}: {ran} codec/shape cases matched the CPU reference (seed {seed})");
@@ -276,11 +279,13 @@ fn qkv_batch_and_ffn_match_the_cpu_reference() {
             assert!(matches!(be.matmul_many(&job, &mut outs), DeviceOutcome::Completed { .. }), "{name}");
             for (w, got) in ws.iter().zip(&o) {
                 let (want, scale) = w.reference(&*be, &x, batch);
-                check(&format!("{name} qkv"), got, &want, &scale, rel_for(&*be, w.codec), seed);
+                check(&format!("{name} qkv"), got, &want, &scale, rel_for(&*be, w.codec, batch), seed);
             }
             let (g, u, dn) = (Packed::random(&mut rng, Codec::Q4_0, ff, d), Packed::random(&mut rng, Codec::Q4_0, ff, d), Packed::random(&mut rng, Codec::Q4_0, d, ff));
-            let (gr, _) = g.reference(&*be, &x, batch);
-            let (ur, _) = u.reference(&*be, &x, batch);
+            // An FFN job's activations follow `q8_activations` alone (batch 1 included).
+            let q8 = be.info().q8_activations;
+            let (gr, _) = g.reference_as(&x, batch, q8);
+            let (ur, _) = u.reference_as(&x, batch, q8);
             for act in [Activation::Silu, Activation::GeluExact, Activation::GeluTanh] {
                 let mut out = vec![f32::NAN; batch * d];
                 let fjob = FfnJob { gate: g.arg(), up: u.arg(), down: dn.arg(), act, x: &x, batch };
@@ -293,7 +298,7 @@ fn qkv_batch_and_ffn_match_the_cpu_reference() {
                     other => panic!("{name} ffn {act:?}: {other:?}"),
                 }
                 let h: Vec<f32> = gr.iter().zip(&ur).map(|(a, b)| act_ref(act, *a) * b).collect();
-                let (want, scale) = dn.reference(&*be, &h, batch);
+                let (want, scale) = dn.reference_as(&h, batch, q8);
                 // The hidden activation carries the first two matmuls' f32 error into the third.
                 let loose: Vec<f32> = scale.iter().map(|s| s * 10.0).collect();
                 check(&format!("{name} ffn {act:?}"), &out, &want, &loose, REL, seed);

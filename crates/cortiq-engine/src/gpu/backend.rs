@@ -23,6 +23,9 @@ pub struct DeviceInfo {
     /// Quantized weights (Q4_0, Q4_1, Q8_0) are dotted with activations quantized to int8
     /// per 32 values by the CPU path's q8 rule (`cpu::quant`), not with f32 activations.
     pub q8_activations: bool,
+    /// Batch-1 matmuls (`matmul`, `matmul_many`) of those codecs dot int8 activations (the
+    /// same rule), whatever `q8_activations` says of the other jobs.
+    pub q8_matvec: bool,
 }
 
 /// A weight matrix handed to a backend: a residency key (stable per loaded tensor) and the

@@ -184,6 +184,9 @@ impl WgpuContext {
             subgroups,
             max_binding_bytes: max_binding,
             q8_activations: false,
+            // Packed 4x8 integer dot products are instructions on Vulkan 1.3 and D3D12 (SM 6.4)
+            // devices; elsewhere naga emulates them, slower than the f32 kernels.
+            q8_matvec: matches!(adapter.get_info().backend, wgpu::Backend::Vulkan | wgpu::Backend::Dx12),
         };
         let (cache, cache_path) = open_cache(&device, adapter, features);
         use wgpu::BufferBindingType::{Storage, Uniform};

@@ -82,8 +82,9 @@ enum Step<'a> {
     Matvec { w: &'a Resident, x: &'a wgpu::Buffer, y: &'a wgpu::Buffer, y_base: u32, cols: u32, batch: u32 },
     /// g <- act(g) * u over n floats.
     Act { g: &'a wgpu::Buffer, u: &'a wgpu::Buffer, n: u32, act: u32 },
-    /// y (rows) = x . W^T with x quantized to int8 (`upload_q8`: values xq, scales xd).
-    MatvecQ8 { w: &'a Resident, xq: &'a wgpu::Buffer, xd: &'a wgpu::Buffer, y: &'a wgpu::Buffer, cols: u32 },
+    /// y block `y_base` (rows) = x . W^T with x quantized to int8 (`upload_q8`: values xq,
+    /// scales xd).
+    MatvecQ8 { w: &'a Resident, xq: &'a wgpu::Buffer, xd: &'a wgpu::Buffer, y: &'a wgpu::Buffer, y_base: u32, cols: u32 },
 }
 
 /// The activations a timed or tested matvec multiplies: f32, or int8 per 32-value unit
@@ -230,8 +231,8 @@ impl WgpuBackend {
             match s {
                 Step::Matvec { w, x, y, y_base, cols, batch } => plan::matmul(&self.ctx, w, plan::MatvecIo::plain(x, y, *y_base), *cols, *batch, &mut params, &mut planned)?,
                 Step::Act { g, u, n, act } => plan::act(&self.ctx, g, u, *n, *act, &mut params, &mut planned),
-                Step::MatvecQ8 { w, xq, xd, y, cols } => {
-                    let io = plan::MatvecIo { x: xq, x2: Some(xd), y, y_base: 0, variant: Variant { x: XMode::Int8, add: false }, eps: 0.0 };
+                Step::MatvecQ8 { w, xq, xd, y, y_base, cols } => {
+                    let io = plan::MatvecIo { x: xq, x2: Some(xd), y, y_base: *y_base, variant: Variant { x: XMode::Int8, add: false }, eps: 0.0 };
                     plan::matvec(&self.ctx, w, io, *cols, 1, &mut params, &mut planned)?
                 }
             }
@@ -339,7 +340,7 @@ impl WgpuBackend {
                     let (w, y) = (&map[&copies[i % copies.len()].key], if chained { &y } else { &ys[i] });
                     match &q8 {
                         None => Step::Matvec { w, x: &x, y, y_base: 0, cols, batch: 1 },
-                        Some((xq, xd)) => Step::MatvecQ8 { w, xq, xd, y, cols },
+                        Some((xq, xd)) => Step::MatvecQ8 { w, xq, xd, y, y_base: 0, cols },
                     }
                 })
                 .collect()
@@ -359,7 +360,7 @@ impl WgpuBackend {
         let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
         let (xq, xd) = self.upload_q8(&mut scratch, x)?;
         let y = self.ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("y"), contents: bytemuck::cast_slice(&vec![f32::NAN; w.view.rows]), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
-        let step = Step::MatvecQ8 { w: &map[&w.key], xq: &xq, xd: &xd, y: &y, cols: w.view.cols as u32 };
+        let step = Step::MatvecQ8 { w: &map[&w.key], xq: &xq, xd: &xd, y: &y, y_base: 0, cols: w.view.cols as u32 };
         self.submit(&[step], &y, w.view.rows as u64, &mut scratch).map(|(out, _)| out)
     }
 
@@ -459,13 +460,20 @@ impl Backend for WgpuBackend {
     fn matmul_many(&self, job: &MultiMatmulJob, outs: &mut [&mut [f32]]) -> DeviceOutcome {
         let ws: Vec<&WeightArg> = job.ws.iter().collect();
         let total: usize = job.ws.iter().map(|w| w.view.rows * job.batch).sum();
+        // One activation row against a codec with an int8 kernel: x quantized once on the host.
+        let int8 = |w: &WeightArg| job.batch == 1 && self.info.q8_matvec && Q8_CODECS.contains(&w.view.codec);
         self.run(&ws, job.batch, outs, |map, scratch| {
             let (x, c1) = self.upload_x(scratch, "x", job.x);
+            let q8 = if job.ws.iter().any(int8) { Some(self.upload_q8(scratch, job.x)?) } else { None };
             let (y, c2) = self.storage(scratch, "y", total);
             let mut steps = Vec::new();
             let mut base = 0u32;
             for w in &job.ws {
-                steps.push(Step::Matvec { w: &map[&w.key], x: &x, y: &y, y_base: base, cols: w.view.cols as u32, batch: job.batch as u32 });
+                let (res, cols) = (&map[&w.key], w.view.cols as u32);
+                steps.push(match &q8 {
+                    Some((xq, xd)) if int8(w) => Step::MatvecQ8 { w: res, xq, xd, y: &y, y_base: base, cols },
+                    _ => Step::Matvec { w: res, x: &x, y: &y, y_base: base, cols, batch: job.batch as u32 },
+                });
                 base += (w.view.rows * job.batch) as u32;
             }
             let (v, c3) = self.submit(&steps, &y, total as u64, scratch)?;
