@@ -320,10 +320,22 @@ fn token_graph_matches_the_cpu_path() {
     use cortiq_engine::gpu::{Gpu, GpuConfig};
     use cortiq_engine::pipeline::Session;
     use std::sync::Arc;
-    let names: Vec<&str> = backends("token_graph_matches_the_cpu_path").into_iter().map(|(n, _)| n).collect();
+    #[allow(unused_mut)]
+    let mut names: Vec<&str> = backends("token_graph_matches_the_cpu_path").into_iter().map(|(n, _)| n).collect();
+    // wgpu a second time with int8 activations in the token graph (`CMF_WGPU_INT8=1`).
+    #[cfg(feature = "gpu")]
+    if names.contains(&"wgpu") {
+        names.push("wgpu int8");
+    }
     let dir = tempfile::tempdir().unwrap();
     for name in names {
-        let fresh = || backends("token_graph_matches_the_cpu_path").into_iter().find(|(n, _)| *n == name).map(|(_, b)| b).unwrap();
+        let fresh = || -> Box<dyn Backend> {
+            #[cfg(feature = "gpu")]
+            if name == "wgpu int8" {
+                return Box::new(cortiq_engine::gpu::wgpu::WgpuBackend::new().unwrap().with_int8_graph(true));
+            }
+            backends("token_graph_matches_the_cpu_path").into_iter().find(|(n, _)| *n == name).map(|(_, b)| b).unwrap()
+        };
         let discrete = fresh().info().discrete;
         let shapes: &[(&str, &str)] = if discrete { &[("tiny", "q4_0"), ("smollm2-135m", "q4_0"), ("smollm2-135m", "q8_0"), ("smollm2-135m", "q4_1"), ("llama-1b", "q4_0")] } else { &[("tiny", "q4_0")] };
         for &(shape, codec) in shapes {
@@ -716,6 +728,72 @@ fn wgpu_int8_matvec_matches_the_cpu_int8_kernels() {
             }
         }
         eprintln!("wgpu: {n} int8-activation codec/shape cases matched the CPU int8 kernels");
+    }
+}
+
+/// The token graph's activation quantizer (quant.wgsl) against the CPU path's rule
+/// (`cpu::quant`) on fresh random rows: the row as it is (the int8 values equal, the f16
+/// scales within one f16 step, the sums equal; a unit of zeros quantizes to zeros, a unit
+/// holding a NaN gets a NaN scale), SiLU(gate) * up and the RMSNorm folded in (values within
+/// one step, as the f32 expressions are not summed in the CPU's order). Outputs are poisoned
+/// first, so an unwritten unit fails.
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "SKIP gpu parity: no wgpu backend compiled in (build with --features gpu)")]
+fn wgpu_quantizer_follows_the_cpu_rule() {
+    #[cfg(feature = "gpu")]
+    {
+        let be = match cortiq_engine::gpu::wgpu::WgpuBackend::new() {
+            Ok(b) => b,
+            Err(e) => return missing("wgpu_quantizer_follows_the_cpu_rule", "no GPU adapter", e),
+        };
+        let mut rng = SplitMix64::new(0x0A17);
+        for cols in [32, 96, 576, 8192, 14336] {
+            for mode in 0..3u32 {
+                let mut x = rng.normals(cols, 2.0);
+                let x2: Vec<f32> = rng.normals(cols, 1.0).iter().map(|v| 1.0 + 0.25 * v).collect();
+                if cols >= 96 {
+                    x[32..64].fill(0.0);
+                    if mode == 0 {
+                        x[70] = f32::NAN;
+                    }
+                }
+                let eps = 1e-5f32;
+                let v: Vec<f32> = match mode {
+                    0 => x.clone(),
+                    1 => x.iter().zip(&x2).map(|(a, u)| a / (1.0 + (-a).exp()) * u).collect(),
+                    _ => {
+                        let scale = (1.0 / ((x.iter().map(|a| (*a as f64).powi(2)).sum::<f64>() / cols as f64) + eps as f64).sqrt()) as f32;
+                        x.iter().zip(&x2).map(|(a, w)| a * scale * w).collect()
+                    }
+                };
+                let want = cortiq_engine::cpu::quant::quantize_rows(&v, cols);
+                let (q, d) = be.quantize(&x, &x2, mode, eps).unwrap();
+                let name = format!("quantizer mode {mode}, {cols} values");
+                let mut off = 0;
+                for (u, (b, s)) in want.iter().zip(&d).enumerate() {
+                    let got = &q[32 * u..32 * u + 32];
+                    if mode == 0 && cols >= 96 && u == 2 {
+                        assert!(s[0].is_nan(), "{name}: unit {u} holds a NaN, its scale is {}", s[0]);
+                        continue;
+                    }
+                    for (g, w) in got.iter().zip(&b.qs) {
+                        assert!((*g as i32 - *w as i32).abs() <= 1, "{name}: unit {u}: value {g} vs the CPU's {w}");
+                        off += (g != w) as usize;
+                    }
+                    let step = |r: f32| r.abs() * 2f32.powi(-10) + f32::MIN_POSITIVE;
+                    let tol = |r: f32| if mode == 0 { step(r) } else { r.abs() * 1e-3 + f32::MIN_POSITIVE };
+                    assert!((s[0] - b.d).abs() <= tol(b.d) && (s[1] - b.s).abs() <= tol(b.s) + tol(b.d), "{name}: unit {u}: d, d * sum {:?} vs the CPU's {} {}", s, b.d, b.s);
+                    assert_eq!(s[2], got.iter().map(|&g| g as i32).sum::<i32>() as f32, "{name}: unit {u}: the sum is of the values written");
+                    if mode == 0 {
+                        assert_eq!(got, &b.qs, "{name}: unit {u}: the values of x itself are the CPU's exactly");
+                    }
+                    if cols >= 96 && u == 1 {
+                        assert!(s[0] == 0.0 && got.iter().all(|&g| g == 0), "{name}: a unit of zeros");
+                    }
+                }
+                assert!(off * 100 <= cols, "{name}: {off} of {cols} values one step off the CPU's");
+            }
+        }
     }
 }
 

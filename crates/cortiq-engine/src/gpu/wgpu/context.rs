@@ -18,6 +18,12 @@ const REDUCE_SHARED: &str = include_str!("kernels/reduce_shared.wgsl");
 const REDUCE_SUBGROUP: &str = include_str!("kernels/reduce_subgroup.wgsl");
 const ACT: &str = include_str!("kernels/act.wgsl");
 const NORM: &str = include_str!("kernels/norm.wgsl");
+const QUANT: &str = include_str!("kernels/quant.wgsl");
+
+/// The activation quantizer's shader: its body and the shared-memory workgroup reduction.
+fn quant_source() -> String {
+    format!("{QUANT}{REDUCE_SHARED}")
+}
 
 /// The norm step's shader: its body and the shared-memory workgroup reduction.
 fn norm_source() -> String {
@@ -81,6 +87,8 @@ pub struct WgpuContext {
     pub act: wgpu::ComputePipeline,
     /// The token graph's kernels.
     pub norm: wgpu::ComputePipeline,
+    /// One activation row to int8 per 32 values (quant.wgsl) for the int8-activation matvecs.
+    pub quant: wgpu::ComputePipeline,
     pub rope_store: wgpu::ComputePipeline,
     pub attn_split: wgpu::ComputePipeline,
     pub attn_combine: wgpu::ComputePipeline,
@@ -195,12 +203,13 @@ impl WgpuContext {
         let act_layout = layout(&device, &[w, r, Uniform]);
         let act = build(&device, ACT, &act_layout, cache.as_ref(), "act")?;
         let norm = build(&device, &norm_source(), &layout(&device, &[w, r, r, w, Uniform]), cache.as_ref(), "norm")?;
+        let quant = build(&device, &quant_source(), &layout(&device, &[r, r, w, w, Uniform]), cache.as_ref(), "quant")?;
         let rope_store = build(&device, &format!("{STEP}{ROPE_STORE}"), &layout(&device, &[w, r, r, w, w, Uniform]), cache.as_ref(), "rope_store")?;
         let attn_split = build(&device, &format!("{STEP}{ATTN_CHUNK}{ATTN_SPLIT}"), &layout(&device, &[r, r, r, w, Uniform]), cache.as_ref(), "attn_split")?;
         let attn_combine = build(&device, &format!("{STEP}{ATTN_COMBINE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "attn_combine")?;
         let attn_rows = build(&device, &format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}"), &layout(&device, &[r, r, r, w, Uniform]), cache.as_ref(), "attn_rows")?;
         let argmax = build(&device, ARGMAX, &layout(&device, &[r, w, Uniform]), cache.as_ref(), "argmax")?;
-        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, gemm: Default::default(), subgroups, pipeline_cache: cache, act, norm, rope_store, attn_split, attn_combine, attn_rows, argmax, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
+        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, gemm: Default::default(), subgroups, pipeline_cache: cache, act, norm, quant, rope_store, attn_split, attn_combine, attn_rows, argmax, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
         // The per-op kernels up front (a job's first call should not pay a compile).
         for (codec, _, _) in MATVEC_CODECS {
             for (rows, cols) in [(1, 1), (TALL_ROWS, 1), (WIDE_ROWS, WIDE_COLS)] {
@@ -581,7 +590,7 @@ mod tests {
         for (_, suffix, _) in MATVEC_CODECS {
             validate(&format!("gemm {suffix}"), &gemm_source(suffix));
         }
-        for (name, src) in [("act", ACT.to_string()), ("norm", norm_source()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_split", format!("{STEP}{ATTN_CHUNK}{ATTN_SPLIT}")), ("attn_combine", format!("{STEP}{ATTN_COMBINE}")), ("attn_rows", format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}")), ("argmax", ARGMAX.to_string())] {
+        for (name, src) in [("act", ACT.to_string()), ("norm", norm_source()), ("quant", quant_source()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_split", format!("{STEP}{ATTN_CHUNK}{ATTN_SPLIT}")), ("attn_combine", format!("{STEP}{ATTN_COMBINE}")), ("attn_rows", format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}")), ("argmax", ARGMAX.to_string())] {
             validate(name, &src);
         }
     }

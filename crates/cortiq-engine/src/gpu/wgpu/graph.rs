@@ -12,7 +12,7 @@
 //! (`on_graph`) with it.
 
 use super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform};
-use super::{Resident, Unfit, Variant, WgpuBackend, XMode};
+use super::{Resident, Unfit, Variant, WgpuBackend, XMode, Q8_CODECS};
 use crate::gpu::backend::{DeviceOutcome, GraphRead, GraphReadback, TokenGraphJob, WeightArg};
 use crate::gpu::memory::model_key;
 use crate::kv::KvCache;
@@ -55,6 +55,17 @@ pub(super) struct NormBlock {
     pub eps: f32,
     /// First input row (workgroup i normalizes row `row0 + i` into output row i).
     pub row0: u32,
+}
+
+/// `QuantParams` in quant.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct QuantBlock {
+    cols: u32,
+    /// 0: x as it is, 1: silu(x) * x2, 2: RMSNorm with the weights x2.
+    mode: u32,
+    eps: f32,
+    pad: u32,
 }
 
 /// `ArgmaxParams` in argmax.wgsl.
@@ -100,6 +111,12 @@ pub(super) struct ModelGraph {
     att: wgpu::Buffer,    // (n_head * head_dim)
     g: wgpu::Buffer,      // (n_ff) gate
     u: wgpu::Buffer,      // (n_ff)
+    /// Whether the token graph's matvecs take int8 activations (`WgpuBackend::int8_graph`
+    /// and every matrix of the layers with an int8 kernel); then a stage's input is quantized
+    /// into xq (widest input / 32 units of 32 bytes) and xd (units of (d, d * sum, sum, 0)).
+    int8: bool,
+    xq: wgpu::Buffer,
+    xd: wgpu::Buffer,
     logits: wgpu::Buffer, // (vocab)
     best: wgpu::Buffer,   // (1) u32: the logits' argmax
     /// Split-attention partials (n_head, chunks, head_dim + 2), sized for `capacity`.
@@ -232,6 +249,8 @@ impl WgpuBackend {
 
     fn build_graph(&self, m: &Llama, capacity: usize, model_key: u64, layers: usize) -> ModelGraph {
         let c = &m.cfg;
+        let int8 = self.int8_graph && m.layers[..layers].iter().all(|l| l.matrices().iter().all(|w| Q8_CODECS.contains(&w.codec)));
+        let widest = c.n_embd.max(c.q_dim()).max(c.n_ff);
         let chunks = capacity.div_ceil(ATT_CHUNK);
         let dev = &self.ctx.device;
         ModelGraph {
@@ -246,6 +265,9 @@ impl WgpuBackend {
             att: self.storage_buf("att", c.q_dim()),
             g: self.storage_buf("gate", c.n_ff),
             u: self.storage_buf("up", c.n_ff),
+            int8,
+            xq: self.storage_buf("xq", if int8 { widest / 4 } else { 1 }),
+            xd: self.storage_buf("xd", if int8 { widest / 8 } else { 1 }),
             logits: self.storage_buf("logits", c.vocab),
             best: self.storage_buf("best", 1),
             part: self.storage_buf("part", c.n_head * chunks * (c.head_dim + 2)),
@@ -309,7 +331,9 @@ impl WgpuBackend {
     /// attention split, combine, O projection (added to the residual), gate and up (RMSNorm
     /// on load), down (SiLU(gate) * up on load, added to the residual); on wide models
     /// (`separate_norm`) each RMSNorm is a stage of its own before QKV and gate/up (9
-    /// stages); then the final norm and the head.
+    /// stages); with int8 activations (`ModelGraph::int8`) a quantizer before QKV (the norm
+    /// folded in), O, gate/up (the norm) and down (SiLU(gate) * up) instead (11 stages); then
+    /// the final norm (or its quantizer) and the head.
     fn record(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &ModelGraph, mirror: &Mirror) -> Result<Recorded, String> {
         let c = &m.cfg;
         let ctx = &self.ctx;
@@ -323,7 +347,11 @@ impl WgpuBackend {
         // H200 (bench/NOTES.md, eighth session), the in-loop norm costs 3-6 us per stage at
         // 576-2048 columns but ~14 at 4096, more than a dispatch and its barrier.
         let own_norm = separate_norm(d);
-        let (qkv_label, ffn_label) = if own_norm { ("qkv", "gate, up") } else { ("qkv (norm fused)", "gate, up (norm fused)") };
+        let (qkv_label, ffn_label) = match (g.int8, own_norm) {
+            (true, _) => ("qkv (int8 x)", "gate, up (int8 x)"),
+            (false, true) => ("qkv", "gate, up"),
+            (false, false) => ("qkv (norm fused)", "gate, up (norm fused)"),
+        };
         fn normed<'b>(g: &'b ModelGraph, w: &'b wgpu::Buffer, y: &'b wgpu::Buffer, eps: f32, own_norm: bool) -> MatvecIo<'b> {
             match own_norm {
                 true => MatvecIo::plain(&g.xn, y, 0),
@@ -335,6 +363,17 @@ impl WgpuBackend {
         fn added<'b>(g: &'b ModelGraph, x: &'b wgpu::Buffer, x2: Option<&'b wgpu::Buffer>, mode: XMode) -> MatvecIo<'b> {
             MatvecIo { x, x2, y: &g.x, y_base: 0, variant: Variant { x: mode, add: true }, eps: 0.0 }
         }
+        // Int8 activations (`g.int8`): each stage's input quantized by a dispatch of its own
+        // (the RMSNorm or SiLU(gate) * up folded into it), then the int8-activation matvecs.
+        let quant_slot = |params: &mut Params, cols: u32, mode: u32| (params.slot(bytemuck::bytes_of(&QuantBlock { cols, mode, eps, pad: 0 })), cols);
+        let (q_norm, q_att, q_glu) = (quant_slot(&mut params, d, 2), quant_slot(&mut params, qd, 0), quant_slot(&mut params, ff, 1));
+        fn quantize<'b>(ctx: &super::WgpuContext, g: &'b ModelGraph, x: &'b wgpu::Buffer, x2: &'b wgpu::Buffer, (at, cols): (u64, u32)) -> Planned<'b> {
+            Planned { label: "quantize", pipe: ctx.quant.clone(), bufs: vec![x, x2, &g.xq, &g.xd], uniform: Uniform::Slot(at), grid: Grid::Fixed((cols / 32).div_ceil(256), 1, 1) }
+        }
+        let quant = |x, x2, slot| quantize(ctx, g, x, x2, slot);
+        fn int8_io<'b>(g: &'b ModelGraph, y: &'b wgpu::Buffer, add: bool) -> MatvecIo<'b> {
+            MatvecIo { x: &g.xq, x2: Some(&g.xd), y, y_base: 0, variant: Variant { x: XMode::Int8, add }, eps: 0.0 }
+        }
         let rope_threads = ((c.n_head + c.n_head_kv) * c.rope_dims / 2 + c.kv_dim()) as u32;
         let mut stage_bytes: BTreeMap<&'static str, u64> = BTreeMap::new();
         let mut stage = |p: &mut [Planned], at: usize, label: &'static str, ws: &[WeightArg]| {
@@ -343,29 +382,44 @@ impl WgpuBackend {
         };
         for (li, w) in args[..7 * g.layers].chunks_exact(7).enumerate() {
             let (attn_norm, ffn_norm) = &g.norms[li];
-            if own_norm {
+            if g.int8 {
+                p.push(quant(&g.x, attn_norm, q_norm));
+            } else if own_norm {
                 p.push(norm(attn_norm));
             }
             let at = p.len();
-            plan::matvec(ctx, res(&w[0])?, normed(g, attn_norm, &g.q, eps, own_norm), d, 1, &mut params, &mut p)?;
-            plan::matvec(ctx, res(&w[1])?, normed(g, attn_norm, &g.k, eps, own_norm), d, 1, &mut params, &mut p)?;
-            plan::matvec(ctx, res(&w[2])?, normed(g, attn_norm, &g.v, eps, own_norm), d, 1, &mut params, &mut p)?;
+            for (wi, y) in [(0, &g.q), (1, &g.k), (2, &g.v)] {
+                let io = if g.int8 { int8_io(g, y, false) } else { normed(g, attn_norm, y, eps, own_norm) };
+                plan::matvec(ctx, res(&w[wi])?, io, d, 1, &mut params, &mut p)?;
+            }
             stage(&mut p, at, qkv_label, &w[0..3]);
             p.push(Planned { label: "rope+kv append", pipe: ctx.rope_store.clone(), bufs: vec![&g.q, &g.k, &g.v, &mirror.k[li], &mirror.v[li]], uniform: Uniform::Whole(&g.step), grid: Grid::Fixed(rope_threads.div_ceil(64), 1, 1) });
             p.push(Planned { label: "attention split", pipe: ctx.attn_split.clone(), bufs: vec![&g.q, &mirror.k[li], &mirror.v[li], &g.part], uniform: Uniform::Whole(&g.step), grid: Grid::HeadsByChunks(c.n_head as u32) });
             p.push(Planned { label: "attention combine", pipe: ctx.attn_combine.clone(), bufs: vec![&g.part, &g.att], uniform: Uniform::Whole(&g.step), grid: Grid::Fixed(c.n_head as u32, 1, 1) });
+            if g.int8 {
+                p.push(quant(&g.att, &g.att, q_att));
+            }
             let at = p.len();
-            plan::matvec(ctx, res(&w[3])?, added(g, &g.att, None, XMode::Plain), qd, 1, &mut params, &mut p)?;
+            let io = if g.int8 { int8_io(g, &g.x, true) } else { added(g, &g.att, None, XMode::Plain) };
+            plan::matvec(ctx, res(&w[3])?, io, qd, 1, &mut params, &mut p)?;
             stage(&mut p, at, "o proj (+residual)", &w[3..4]);
-            if own_norm {
+            if g.int8 {
+                p.push(quant(&g.x, ffn_norm, q_norm));
+            } else if own_norm {
                 p.push(norm(ffn_norm));
             }
             let at = p.len();
-            plan::matvec(ctx, res(&w[4])?, normed(g, ffn_norm, &g.g, eps, own_norm), d, 1, &mut params, &mut p)?;
-            plan::matvec(ctx, res(&w[5])?, normed(g, ffn_norm, &g.u, eps, own_norm), d, 1, &mut params, &mut p)?;
+            for (wi, y) in [(4, &g.g), (5, &g.u)] {
+                let io = if g.int8 { int8_io(g, y, false) } else { normed(g, ffn_norm, y, eps, own_norm) };
+                plan::matvec(ctx, res(&w[wi])?, io, d, 1, &mut params, &mut p)?;
+            }
             stage(&mut p, at, ffn_label, &w[4..6]);
+            if g.int8 {
+                p.push(quant(&g.g, &g.u, q_glu));
+            }
             let at = p.len();
-            plan::matvec(ctx, res(&w[6])?, added(g, &g.g, Some(&g.u), XMode::Glu), ff, 1, &mut params, &mut p)?;
+            let io = if g.int8 { int8_io(g, &g.x, true) } else { added(g, &g.g, Some(&g.u), XMode::Glu) };
+            plan::matvec(ctx, res(&w[6])?, io, ff, 1, &mut params, &mut p)?;
             stage(&mut p, at, "down (silu*up fused, +residual)", &w[6..7]);
         }
         if g.layers < m.layers.len() {
@@ -373,11 +427,19 @@ impl WgpuBackend {
             return Ok(Recorded::bind(&ctx.device, p, &params, stage_bytes));
         }
         // The head reads every element of the normed state in each of its many workgroups:
-        // one norm dispatch first instead of a norm per workgroup.
-        let at = params.slot(bytemuck::bytes_of(&NormBlock { n: d, add: 0, eps: c.eps, row0: 0 }));
-        p.push(Planned { label: "final norm", pipe: ctx.norm.clone(), bufs: vec![&g.x, &g.zero, &g.out_norm, &g.xn], uniform: Uniform::Slot(at), grid: Grid::Fixed(1, 1, 1) });
+        // one norm dispatch first (or the quantizer with the norm folded in) instead of a
+        // norm per workgroup.
+        let head = &args[args.len() - 1];
+        let io = if g.int8 && Q8_CODECS.contains(&head.view.codec) {
+            p.push(quant(&g.x, &g.out_norm, q_norm));
+            int8_io(g, &g.logits, false)
+        } else {
+            let at = params.slot(bytemuck::bytes_of(&NormBlock { n: d, add: 0, eps: c.eps, row0: 0 }));
+            p.push(Planned { label: "final norm", pipe: ctx.norm.clone(), bufs: vec![&g.x, &g.zero, &g.out_norm, &g.xn], uniform: Uniform::Slot(at), grid: Grid::Fixed(1, 1, 1) });
+            MatvecIo::plain(&g.xn, &g.logits, 0)
+        };
         let at = p.len();
-        plan::matvec(ctx, res(&args[args.len() - 1])?, MatvecIo::plain(&g.xn, &g.logits, 0), d, 1, &mut params, &mut p)?;
+        plan::matvec(ctx, res(head)?, io, d, 1, &mut params, &mut p)?;
         stage(&mut p, at, "head", &args[args.len() - 1..]);
         // The greedy pick, read back instead of the logits when only it is wanted.
         let at = params.slot(bytemuck::bytes_of(&ArgmaxBlock { n: c.vocab as u32, pad: [0; 3] }));
@@ -619,6 +681,45 @@ impl WgpuBackend {
             Some(e) => Err(format!("wgpu: {e}")),
             None => out,
         }
+    }
+
+    /// Test hook: one activation row (a multiple of 32 long) through the token graph's
+    /// quantizer (quant.wgsl; mode 0: x, 1: silu(x) * x2, 2: RMSNorm of x with the weights x2
+    /// and `eps`): per 32 values the int8 values and (d, d * sum, sum, 0). The outputs are
+    /// poisoned (0x7F bytes, NaN scales) before it runs.
+    pub fn quantize(&self, x: &[f32], x2: &[f32], mode: u32, eps: f32) -> Result<(Vec<i8>, Vec<[f32; 4]>), String> {
+        let cols = x.len();
+        if cols == 0 || cols % 32 != 0 || x2.len() != cols || mode > 2 {
+            return Err("quantizer input outside its range".into());
+        }
+        let dev = &self.ctx.device;
+        let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
+        let (xb, x2b) = (self.const_buf("x", x), self.const_buf("x2", x2));
+        let poisoned = |label, words: Vec<u32>| dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: bytemuck::cast_slice(&words), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
+        let (xq, xd) = (poisoned("xq", vec![0x7F7F_7F7F; cols / 4]), poisoned("xd", vec![f32::NAN.to_bits(); cols / 8]));
+        let mut params = Params::default();
+        let at = params.slot(bytemuck::bytes_of(&QuantBlock { cols: cols as u32, mode, eps, pad: 0 }));
+        let pbuf = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("quant-params"), contents: &params.0, usage: wgpu::BufferUsages::UNIFORM });
+        let plan = [Planned { label: "quantize", pipe: self.ctx.quant.clone(), bufs: vec![&xb, &x2b, &xq, &xd], uniform: Uniform::Slot(at), grid: Grid::Fixed((cols as u32 / 32).div_ceil(256), 1, 1) }];
+        let groups = plan::bind(dev, &plan, &pbuf);
+        let read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("quant-read"), size: (cols + cols / 2) as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
+        let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("quantize") });
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("quantize"), timestamp_writes: None });
+            plan::encode(&mut pass, plan.iter().zip(&groups).map(|(p, g)| (&p.pipe, g, p.grid)), 0, None);
+        }
+        enc.copy_buffer_to_buffer(&xq, 0, &read, 0, cols as u64);
+        enc.copy_buffer_to_buffer(&xd, 0, &read, cols as u64, (cols / 2) as u64);
+        self.ctx.queue.submit([enc.finish()]);
+        let words = self.ctx.read_back::<u32>(&read, (cols + cols / 2) as u64 / 4);
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(format!("wgpu: {e}"));
+        }
+        let words = words?;
+        let (q, d) = words.split_at(cols / 4);
+        let values = q.iter().flat_map(|w| w.to_le_bytes().map(|b| b as i8)).collect();
+        let scales = d.chunks_exact(4).map(|s| [0, 1, 2, 3].map(|i| f32::from_bits(s[i]))).collect();
+        Ok((values, scales))
     }
 
     /// Mirror rows from..to of `seq` into the host cache layout.

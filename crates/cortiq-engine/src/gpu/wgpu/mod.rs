@@ -108,6 +108,9 @@ pub struct WgpuBackend {
     uploaded: AtomicU64,
     resident: AtomicU64,
     info: DeviceInfo,
+    /// Whether the token graph multiplies int8 activations where every matrix of its layers
+    /// has an int8 kernel (`CMF_WGPU_INT8=1`; off by default until timed).
+    int8_graph: bool,
 }
 
 /// Device bytes a weight's row takes once repacked (the planar layout, with room for a
@@ -129,7 +132,15 @@ impl WgpuBackend {
     pub fn open(pin: Option<&str>, budget: Option<&str>, binding_cap: Option<u64>) -> Result<WgpuBackend, String> {
         let ctx = WgpuContext::open(pin, budget, binding_cap)?;
         let info = ctx.info.clone();
-        Ok(WgpuBackend { ctx, weights: Mutex::new(HashMap::new()), scratch: Mutex::new(Scratch::default()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), info })
+        let int8_graph = info.q8_matvec && std::env::var("CMF_WGPU_INT8").is_ok_and(|v| v == "1");
+        Ok(WgpuBackend { ctx, weights: Mutex::new(HashMap::new()), scratch: Mutex::new(Scratch::default()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), info, int8_graph })
+    }
+
+    /// The same backend with the token graph's int8 activations on or off (`CMF_WGPU_INT8`),
+    /// for tests and measurements that compare both in one process.
+    pub fn with_int8_graph(mut self, on: bool) -> WgpuBackend {
+        self.int8_graph = on;
+        self
     }
 
     /// The matvec kernel's workgroup shape for a matrix of this codec and shape.

@@ -1,0 +1,91 @@
+// One activation row quantized to int8 per 32-value unit by the CPU path's rule
+// (cpu/quant.rs: d = max|v| / 127 at f16 precision, q = round-half-even(v * 127 / max), d *
+// sum(q) at f16 precision) for the int8-activation matvecs (`XMode::Int8`): v = x (mode 0),
+// silu(x) * x2 (mode 1: the gated FFN's hidden state) or x / rms(x) * x2 (mode 2: RMSNorm, x2
+// the weights; every workgroup sums the row's squares itself). A value that is not finite
+// makes its unit's d NaN, so it reaches the output. One invocation per unit. The host
+// appends reduce_shared.wgsl (`reduce`, over `partial` and `WG`).
+
+struct QuantParams {
+    cols: u32,
+    mode: u32,
+    eps: f32,
+    pad: u32,
+}
+
+@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;       // (cols / 4)
+@group(0) @binding(1) var<storage, read> x2: array<vec4<f32>>;      // (cols / 4) up or norm weights (x itself in mode 0)
+@group(0) @binding(2) var<storage, read_write> xq: array<vec4<u32>>; // (units, 2) the int8 values, 4 a word
+@group(0) @binding(3) var<storage, read_write> xd: array<vec4<f32>>; // (units) d, d * sum, sum, 0
+@group(0) @binding(4) var<uniform> qp: QuantParams;
+
+const WG: u32 = 256u;
+var<workgroup> partial: array<vec4<f32>, 256>;
+
+fn val(i: u32, scale: f32) -> vec4<f32> {
+    let a = x[i];
+    switch qp.mode {
+        case 1u: {
+            return a / (1.0 + exp(-a)) * x2[i];
+        }
+        case 2u: {
+            return a * scale * x2[i];
+        }
+        default: {
+            return a;
+        }
+    }
+}
+
+// Four int8 values (in i32 lanes) packed into one word, value 0 in the low byte.
+fn pack4(q: vec4<i32>) -> u32 {
+    let b = bitcast<vec4<u32>>(q) & vec4<u32>(255u);
+    return b.x | (b.y << 8u) | (b.z << 16u) | (b.w << 24u);
+}
+
+fn finite4(v: vec4<f32>) -> bool {
+    return all(abs(v) <= vec4<f32>(3.402823466e38));
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    var scale = 1.0;
+    if (qp.mode == 2u) {
+        var s = 0.0;
+        for (var i = lid; i < qp.cols / 4u; i += WG) {
+            let v = x[i];
+            s += dot(v, v);
+        }
+        scale = inverseSqrt(reduce(vec4<f32>(s, 0.0, 0.0, 0.0), lid).x / f32(qp.cols) + qp.eps);
+    }
+    let u = wg.x * WG + lid;
+    if (u >= qp.cols / 32u) {
+        return;
+    }
+    let v0 = val(8u * u, scale);
+    let v1 = val(8u * u + 1u, scale);
+    let v2 = val(8u * u + 2u, scale);
+    let v3 = val(8u * u + 3u, scale);
+    let v4 = val(8u * u + 4u, scale);
+    let v5 = val(8u * u + 5u, scale);
+    let v6 = val(8u * u + 6u, scale);
+    let v7 = val(8u * u + 7u, scale);
+    let m4 = max(max(max(abs(v0), abs(v1)), max(abs(v2), abs(v3))), max(max(abs(v4), abs(v5)), max(abs(v6), abs(v7))));
+    let amax = max(max(m4.x, m4.y), max(m4.z, m4.w));
+    let fin = finite4(v0) && finite4(v1) && finite4(v2) && finite4(v3) && finite4(v4) && finite4(v5) && finite4(v6) && finite4(v7);
+    let d = amax / 127.0;
+    let id = select(0.0, 127.0 / amax, amax != 0.0);
+    let q0 = vec4<i32>(round(v0 * id));
+    let q1 = vec4<i32>(round(v1 * id));
+    let q2 = vec4<i32>(round(v2 * id));
+    let q3 = vec4<i32>(round(v3 * id));
+    let q4 = vec4<i32>(round(v4 * id));
+    let q5 = vec4<i32>(round(v5 * id));
+    let q6 = vec4<i32>(round(v6 * id));
+    let q7 = vec4<i32>(round(v7 * id));
+    let one = vec4<i32>(1);
+    let sum = dot(q0 + q1 + q2 + q3, one) + dot(q4 + q5 + q6 + q7, one);
+    xq[2u * u] = vec4<u32>(pack4(q0), pack4(q1), pack4(q2), pack4(q3));
+    xq[2u * u + 1u] = vec4<u32>(pack4(q4), pack4(q5), pack4(q6), pack4(q7));
+    xd[u] = vec4<f32>(select(bitcast<f32>(0x7fc00000u), quantizeToF16(d), fin), quantizeToF16(f32(sum) * d), f32(sum), 0.0);
+}
