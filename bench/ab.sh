@@ -4,7 +4,9 @@
 # binary once, in turn; prints one line per run and a table of the means into OUTDIR/ab.md.
 # Usage: BINS="./cortiq-base ./cortiq-new" bash bench/ab.sh OUTDIR SHAPE:CODEC...
 # Env: BACKEND (cuda), PROMPT (64), GEN (128), REPS (2), ROUNDS (2), DEADLINE (seconds from
-# the start after which no new run begins; 0: none), MODELS_DIR.
+# the start after which no new run begins; 0: none), MODELS_DIR, VARIANTS (settings that
+# each binary runs under in turn, e.g. "CMF_WGPU_INT8=0 CMF_WGPU_INT8=1"; default: one run
+# as the environment is).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/gpu-env.sh
@@ -12,6 +14,8 @@ out=${1:?output directory}
 shift
 mkdir -p "$out"
 read -r -a bins <<< "${BINS:?binaries to compare}"
+read -r -a variants <<< "${VARIANTS:-}"
+[ ${#variants[@]} -gt 0 ] || variants=("")
 models=${MODELS_DIR:-/tmp/cortiq-models}
 backend=${BACKEND:-cuda}
 prompt=${PROMPT:-64}
@@ -25,15 +29,18 @@ for spec in "$@"; do
   [ -f "$file" ] || "${bins[0]}" synth "$shape" --codec "$codec" -o "$file" 2>/dev/null || { echo "synth $spec failed" >&2; continue; }
   for round in $(seq "${ROUNDS:-2}"); do
     for bin in "${bins[@]}"; do
-      if [ "${DEADLINE:-0}" -gt 0 ] && [ $((SECONDS - start)) -ge "$DEADLINE" ]; then
-        echo "deadline: $spec round $round $bin not run" >> "$out/ab-runs.txt"
-        continue
-      fi
-      json=$(CMF_GPU=$backend CMF_PROBE_CACHE=0 timeout 300 "$bin" bench -m "$file" -p "$prompt" -n "$gen" -r "${REPS:-2}" --backend "$backend" --json 2>>"$out/ab.log") || { echo "$spec $bin failed" >> "$out/ab-runs.txt"; continue; }
-      echo "$json" | python3 -c "
+      for var in "${variants[@]}"; do
+        label="$bin${var:+[$var]}"
+        if [ "${DEADLINE:-0}" -gt 0 ] && [ $((SECONDS - start)) -ge "$DEADLINE" ]; then
+          echo "deadline: $spec round $round $label not run" >> "$out/ab-runs.txt"
+          continue
+        fi
+        json=$(env $var CMF_GPU=$backend CMF_PROBE_CACHE=0 timeout 300 "$bin" bench -m "$file" -p "$prompt" -n "$gen" -r "${REPS:-2}" --backend "$backend" --json 2>>"$out/ab.log") || { echo "$spec $label failed" >> "$out/ab-runs.txt"; continue; }
+        echo "$json" | python3 -c "
 import json, sys
 r = {x['test']: x for x in json.load(sys.stdin)['results']}
-print('$spec', '$bin', $round, round(r['pp$prompt']['tokens_per_s'], 1), round(r['tg$gen']['tokens_per_s'], 2))" >> "$out/ab-runs.txt"
+print('$spec', '$label', $round, round(r['pp$prompt']['tokens_per_s'], 1), round(r['tg$gen']['tokens_per_s'], 2))" >> "$out/ab-runs.txt"
+      done
     done
   done
 done
