@@ -31,27 +31,6 @@ extern "C" __global__ void embed_row(const unsigned char* w, int kind, int a_off
     out[i] = v;
 }
 
-__device__ __forceinline__ float warp_max(float v) {
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
-
-// Largest v over the block (blockDim a multiple of 32), returned to all threads; like
-// block_sum, the block must pass a barrier between two calls.
-__device__ float block_max(float v) {
-    __shared__ float part[32];
-    v = warp_max(v);
-    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
-    __syncthreads();
-    if (threadIdx.x < 32) {
-        v = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : -__int_as_float(0x7f800000);
-        v = warp_max(v);
-        if (threadIdx.x == 0) part[0] = v;
-    }
-    __syncthreads();
-    return part[0];
-}
-
 // Causal attention of queries at positions *pos + z (z = blockIdx.z, one per prompt row; 1
 // for a decode token) over the KV mirror, split by positions (flash-decoding) with the
 // merge fused: block (h, c, z) takes positions [64 c, 64 c + 64) of head h. Its K and V

@@ -20,27 +20,43 @@ __device__ __forceinline__ float round_f16(float v) {
     return h2f(h);
 }
 
-__device__ __forceinline__ float warp_sum(float v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+// The reductions' combining rules: each with its identity.
+struct SumOp {
+    static __device__ __forceinline__ float id() { return 0.f; }
+    static __device__ __forceinline__ float op(float a, float b) { return a + b; }
+};
+struct MaxOp {
+    static __device__ __forceinline__ float id() { return -__int_as_float(0x7f800000); }
+    static __device__ __forceinline__ float op(float a, float b) { return fmaxf(a, b); }
+};
+
+template <class Op> __device__ __forceinline__ float warp_reduce(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = Op::op(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;
 }
 
-// Sum of every thread's v over the block (blockDim a multiple of 32, up to 1024), returned
-// to all threads. Its shared buffer is reused by the next call, so the block must pass a
-// barrier between two calls (stage_x ends with one, so once per stage_x is safe).
-__device__ float block_sum(float v) {
+// Every thread's v combined over the block (blockDim a multiple of 32, up to 1024), returned
+// to all threads. Its shared buffer (one per rule) is reused by the next call, so the block
+// must pass a barrier between two calls of one rule (stage_x ends with one, so once per
+// stage_x is safe).
+template <class Op> __device__ float block_reduce(float v) {
     __shared__ float part[32];
-    v = warp_sum(v);
+    v = warp_reduce<Op>(v);
     if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
     __syncthreads();
     if (threadIdx.x < 32) {
-        v = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : 0.f;
-        v = warp_sum(v);
+        v = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : Op::id();
+        v = warp_reduce<Op>(v);
         if (threadIdx.x == 0) part[0] = v;
     }
     __syncthreads();
     return part[0];
 }
+
+__device__ __forceinline__ float warp_sum(float v) { return warp_reduce<SumOp>(v); }
+__device__ __forceinline__ float warp_max(float v) { return warp_reduce<MaxOp>(v); }
+__device__ float block_sum(float v) { return block_reduce<SumOp>(v); }
+__device__ float block_max(float v) { return block_reduce<MaxOp>(v); }
 
 // Programmatic dependent launch (compute capability 9.0+, host: `gpu/cuda/launch.rs`): wait
 // until the kernel before this one on the stream has finished and its writes are visible,

@@ -1,13 +1,19 @@
-// What the attention kernels share (prepended by the host after step.wgsl): a workgroup takes
-// one head's query (`qh`, head_dim / 4 vec4s) against CHUNK positions at a time; positions are
-// scored from the K mirror as vec4s, then the chunk's max and sum of exps are reduced in `red`
-// over the first CHUNK invocations (a workgroup may have more). The kernel declares `kc` (the
-// K mirror, vec4s) and `st`.
+// What the attention kernels share (prepended by the host after step.wgsl): a workgroup of WG
+// invocations takes one head's query (`qh`, head_dim / 4 vec4s) against CHUNK positions at a
+// time; LANES invocations score each position from the K mirror as vec4s, the chunk's max
+// and sum of exps are reduced in `red` over the first CHUNK invocations, and invocation (i, g)
+// sums V's vec4 i over every `groups`-th position from g (groups = WG / (head_dim / 4)), the
+// groups' sums added in `vsum`. The kernel declares `kc` and `vc` (the K and V mirrors,
+// vec4s) and `st` (its `Step`).
 
 const CHUNK: u32 = 64u;
+const WG: u32 = 256u;
+const LANES: u32 = WG / CHUNK;
 var<workgroup> qh: array<vec4<f32>, 64>;
 var<workgroup> sc: array<f32, 64>;
 var<workgroup> red: array<f32, 64>;
+var<workgroup> lanes: array<f32, WG>;      // per-lane partial scores, position-major
+var<workgroup> vsum: array<vec4<f32>, WG>; // per-group V sums, group-major
 
 // Part of q . k over the K row at vec4 index `kr`: its vec4s first, first + step, ... below
 // hd4 (unscaled).
@@ -52,4 +58,55 @@ fn chunk_sum(v: f32, lid: u32) -> f32 {
     let total = red[0];
     workgroupBarrier();
     return total;
+}
+
+// The scaled score of position t0 + lid for invocations lid < cnt (-3e38 for the others):
+// LANES invocations score each position, every LANES-th vec4 of its K row each, so a row's
+// loads are all in flight at once. kh: the head's first vec4 in a mirror row (kv_dim / 4 =
+// kvd4 vec4s). `qh` must be published; call from uniform control flow.
+fn chunk_scores(t0: u32, cnt: u32, kvd4: u32, kh: u32, hd4: u32, lid: u32) -> f32 {
+    let j = lid / LANES;
+    var s = 0.0;
+    if (j < cnt) {
+        s = score_part((t0 + j) * kvd4 + kh, hd4, lid % LANES, LANES);
+    }
+    lanes[lid] = s;
+    workgroupBarrier();
+    var score = -3.0e38;
+    if (lid < cnt) {
+        var t = 0.0;
+        for (var k = 0u; k < LANES; k++) {
+            t += lanes[lid * LANES + k];
+        }
+        score = t * st.scale;
+    }
+    return score;
+}
+
+// Invocation (i, g) = (lid % hd4, lid / hd4): V's vec4 i over the chunk's positions g, g +
+// groups, ... below cnt, weighted by `sc` (zero where g >= groups).
+fn chunk_values(t0: u32, cnt: u32, kvd4: u32, kh: u32, hd4: u32, lid: u32) -> vec4<f32> {
+    let groups = WG / hd4;
+    let g = lid / hd4;
+    var a = vec4<f32>(0.0);
+    if (g < groups) {
+        for (var p = g; p < cnt; p += groups) {
+            a += sc[p] * vc[(t0 + p) * kvd4 + kh + lid % hd4];
+        }
+    }
+    return a;
+}
+
+// Vec4 lid < hd4 of the groups' `v` added up (zero for the other invocations); call from
+// uniform control flow.
+fn group_total(v: vec4<f32>, hd4: u32, lid: u32) -> vec4<f32> {
+    vsum[lid] = v;
+    workgroupBarrier();
+    var t = vec4<f32>(0.0);
+    if (lid < hd4) {
+        for (var k = 0u; k < WG / hd4; k++) {
+            t += vsum[k * hd4 + lid];
+        }
+    }
+    return t;
 }

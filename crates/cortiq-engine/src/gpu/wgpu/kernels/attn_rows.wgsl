@@ -5,19 +5,14 @@
 // position of a chunk (every LANES-th vec4 of the K row each), then invocation (i, g) sums
 // V's vec4 i over every `groups`-th position of the chunk from g; the groups' sums are added
 // once, at the end (head_dim % 4 == 0, head_dim <= 256).
-// `Step` (first row's position, head geometry, scale) comes from step.wgsl, `score_part` /
-// `chunk_max` / `chunk_sum` from attn_chunk.wgsl (both prepended by the host).
+// `Step` (first row's position, head geometry, scale) comes from step.wgsl, the chunk helpers
+// from attn_chunk.wgsl (both prepended by the host).
 
 @group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;          // (rows, n_head * head_dim / 4), after RoPE
 @group(0) @binding(1) var<storage, read> kc: array<vec4<f32>>;         // (capacity, kv_dim / 4)
 @group(0) @binding(2) var<storage, read> vc: array<vec4<f32>>;         // (capacity, kv_dim / 4)
 @group(0) @binding(3) var<storage, read_write> att: array<vec4<f32>>;  // (rows, n_head * head_dim / 4)
 @group(0) @binding(4) var<uniform> st: Step;
-
-const WG: u32 = 256u;
-const LANES: u32 = WG / CHUNK;
-var<workgroup> lanes: array<f32, WG>;      // per-lane partial scores, position-major
-var<workgroup> vsum: array<vec4<f32>, WG>; // per-group V sums, group-major
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -31,31 +26,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     if (lid < hd4) {
         qh[lid] = q[qrow + lid];
     }
-    let groups = WG / hd4;
-    let i = lid % hd4;
-    let g = lid / hd4;
+    let kh = kvh * hd4;
     var m = -3.0e38;
     var l = 0.0;
-    var acc = vec4<f32>(0.0); // V's vec4 i over this invocation's positions
+    var acc = vec4<f32>(0.0); // this invocation's V sum (`chunk_values`), rescaled chunk by chunk
     for (var t0 = 0u; t0 < n; t0 += CHUNK) {
         workgroupBarrier(); // `qh` written; the previous chunk's `sc` and `lanes` read
         let cnt = min(CHUNK, n - t0);
-        let j = lid / LANES;
-        var s = 0.0;
-        if (j < cnt) {
-            s = score_part((t0 + j) * kvd4 + kvh * hd4, hd4, lid % LANES, LANES);
-        }
-        lanes[lid] = s;
-        workgroupBarrier();
-        // Invocation p < CHUNK holds position p's score.
-        var score = -3.0e38;
-        if (lid < cnt) {
-            var t = 0.0;
-            for (var k = 0u; k < LANES; k++) {
-                t += lanes[lid * LANES + k];
-            }
-            score = t * st.scale;
-        }
+        let score = chunk_scores(t0, cnt, kvd4, kh, hd4, lid);
         let mn = max(m, chunk_max(score, lid));
         var e = 0.0;
         if (lid < cnt) {
@@ -67,21 +45,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         let alpha = exp(m - mn);
         l = l * alpha + chunk_sum(e, lid); // its barriers also publish `sc`
         m = mn;
-        var part = vec4<f32>(0.0);
-        if (g < groups) {
-            for (var p = g; p < cnt; p += groups) {
-                part += sc[p] * vc[(t0 + p) * kvd4 + kvh * hd4 + i];
-            }
-        }
-        acc = acc * alpha + part;
+        acc = acc * alpha + chunk_values(t0, cnt, kvd4, kh, hd4, lid);
     }
-    vsum[lid] = acc;
-    workgroupBarrier();
+    let t = group_total(acc, hd4, lid);
     if (lid < hd4) {
-        var t = vec4<f32>(0.0);
-        for (var k = 0u; k < groups; k++) {
-            t += vsum[k * hd4 + lid];
-        }
         att[qrow + lid] = t / l;
     }
 }

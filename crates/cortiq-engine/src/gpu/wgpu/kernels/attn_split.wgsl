@@ -5,19 +5,14 @@
 // so a row's loads are all in flight at once); then invocation (i, g) sums V's vec4 i over
 // every `groups`-th position from g, and the groups' sums are added in workgroup memory.
 // head_dim % 4 == 0, head_dim <= 256.
-// `Step`, the per-token block, comes from step.wgsl, `score_part` / `chunk_max` / `chunk_sum`
-// from attn_chunk.wgsl (both prepended by the host).
+// `Step`, the per-token block, comes from step.wgsl, the chunk helpers from attn_chunk.wgsl
+// (both prepended by the host).
 
 @group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;    // (n_head * head_dim / 4)
 @group(0) @binding(1) var<storage, read> kc: array<vec4<f32>>;   // (capacity, kv_dim / 4)
 @group(0) @binding(2) var<storage, read> vc: array<vec4<f32>>;   // (capacity, kv_dim / 4)
 @group(0) @binding(3) var<storage, read_write> part: array<f32>; // (n_head, chunks, head_dim + 2)
 @group(0) @binding(4) var<uniform> st: Step;
-
-const WG: u32 = 256u;
-const LANES: u32 = WG / CHUNK;
-var<workgroup> lanes: array<f32, WG>;      // per-lane partial scores, position-major
-var<workgroup> vsum: array<vec4<f32>, WG>; // per-group V sums, group-major
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -32,22 +27,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         qh[lid] = q[h * hd4 + lid];
     }
     workgroupBarrier();
-    let j = lid / LANES;
-    var s = 0.0;
-    if (j < cnt) {
-        s = score_part((t0 + j) * kvd4 + kvh * hd4, hd4, lid % LANES, LANES);
-    }
-    lanes[lid] = s;
-    workgroupBarrier();
-    // Invocation p < CHUNK holds position p's score.
-    var score = -3.0e38;
-    if (lid < cnt) {
-        var t = 0.0;
-        for (var l = 0u; l < LANES; l++) {
-            t += lanes[lid * LANES + l];
-        }
-        score = t * st.scale;
-    }
+    let kh = kvh * hd4;
+    let score = chunk_scores(t0, cnt, kvd4, kh, hd4, lid);
     let m = chunk_max(score, lid);
     var e = 0.0;
     if (lid < cnt) {
@@ -57,23 +38,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         sc[lid] = e;
     }
     let total = chunk_sum(e, lid); // its barriers also publish `sc`
-    let groups = WG / hd4;
-    let i = lid % hd4;
-    let g = lid / hd4;
-    var a = vec4<f32>(0.0);
-    if (g < groups) {
-        for (var p = g; p < cnt; p += groups) {
-            a += sc[p] * vc[(t0 + p) * kvd4 + kvh * hd4 + i];
-        }
-    }
-    vsum[lid] = a;
-    workgroupBarrier();
+    let t = group_total(chunk_values(t0, cnt, kvd4, kh, hd4, lid), hd4, lid);
     let out = (h * st.chunks + c) * (st.head_dim + 2u);
     if (lid < hd4) {
-        var t = vec4<f32>(0.0);
-        for (var k = 0u; k < groups; k++) {
-            t += vsum[k * hd4 + lid];
-        }
         for (var k = 0u; k < 4u; k++) {
             part[out + 4u * lid + k] = t[k];
         }
