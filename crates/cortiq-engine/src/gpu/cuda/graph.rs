@@ -647,10 +647,22 @@ impl CudaBackend {
 
 #[cfg(test)]
 mod tests {
-    use super::unsupported;
+    use super::{attention_split_kernel, unsupported, ATTENTION_SPLIT, MAX_HEAD_DIM};
     use crate::gpu::cuda::row_smem;
     use crate::model::llama::Llama;
     use std::sync::Arc;
+
+    /// Every head size the graph takes (multiples of 16 up to MAX_HEAD_DIM) gets the smallest
+    /// split attention kernel whose registers hold it.
+    #[test]
+    fn every_head_size_gets_the_smallest_split_kernel_that_holds_it() {
+        for hd in (16..=MAX_HEAD_DIM).step_by(16) {
+            let name = attention_split_kernel(hd);
+            let (cap, _) = ATTENTION_SPLIT.iter().find(|(_, n)| *n == name).expect("a listed kernel");
+            assert!(hd <= *cap, "head size {hd} got {name}");
+            assert!(ATTENTION_SPLIT.iter().all(|(c, _)| *c >= *cap || *c < hd), "head size {hd}: a smaller kernel than {name} holds it");
+        }
+    }
 
     /// A synthesized `tiny` llama (hidden 256, head size 64) in `codec`.
     fn tiny(codec: &str) -> Arc<Llama> {
