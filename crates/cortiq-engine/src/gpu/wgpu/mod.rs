@@ -339,7 +339,7 @@ impl WgpuBackend {
         let (x, _) = self.upload_x(&mut scratch, "x", &x0);
         let q8 = match x_as {
             Activations::F32 => None,
-            Activations::Int8 => Some(self.upload_q8(&mut scratch, &x0)?),
+            Activations::Int8 => Some(self.upload_q8(&mut scratch, &x0).map(|(xq, xd, _)| (xq, xd))?),
         };
         let (y, _) = self.storage(&mut scratch, "y", w.view.rows);
         let n = n.max(2);
@@ -369,7 +369,7 @@ impl WgpuBackend {
         let mut map = self.weights.lock().unwrap_or_else(|e| e.into_inner());
         self.ensure(&mut map, &[w]).map_err(|u| u.why().to_string())?;
         let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
-        let (xq, xd) = self.upload_q8(&mut scratch, x)?;
+        let (xq, xd, _) = self.upload_q8(&mut scratch, x)?;
         let y = self.ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("y"), contents: bytemuck::cast_slice(&vec![f32::NAN; w.view.rows]), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
         let step = Step::MatvecQ8 { w: &map[&w.key], xq: &xq, xd: &xd, y: &y, y_base: 0, cols: w.view.cols as u32 };
         self.submit(&[step], &y, w.view.rows as u64, &mut scratch).map(|(out, _)| out)
@@ -377,8 +377,8 @@ impl WgpuBackend {
 
     /// x (one row, a multiple of 32 long) quantized to int8 per 32 values by the CPU path's
     /// rule, uploaded for `XMode::Int8`: the values (32 bytes a unit) and per unit (d, d *
-    /// sum, sum, 0).
-    fn upload_q8(&self, scratch: &mut Scratch, x: &[f32]) -> Result<(wgpu::Buffer, wgpu::Buffer), String> {
+    /// sum, sum, 0); and whether a scratch buffer had to be made for them.
+    fn upload_q8(&self, scratch: &mut Scratch, x: &[f32]) -> Result<(wgpu::Buffer, wgpu::Buffer, bool), String> {
         if x.len() % crate::cpu::quant::QK != 0 {
             return Err("int8 activations need a multiple of 32 values".into());
         }
@@ -387,11 +387,11 @@ impl WgpuBackend {
         let scales: Vec<f32> = blocks.iter().flat_map(|b| [b.d, b.s, b.qs.iter().map(|&q| q as i32).sum::<i32>() as f32, 0.0]).collect();
         let dev = &self.ctx.device;
         let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
-        let (xq, _) = scratch.get(dev, "xq", values.len() as u64, usage);
-        let (xd, _) = scratch.get(dev, "xd", scales.len() as u64 * 4, usage);
+        let (xq, c1) = scratch.get(dev, "xq", values.len() as u64, usage);
+        let (xd, c2) = scratch.get(dev, "xd", scales.len() as u64 * 4, usage);
         self.ctx.queue.write_buffer(&xq, 0, &values);
         self.ctx.queue.write_buffer(&xd, 0, bytemuck::cast_slice(&scales));
-        Ok((xq, xd))
+        Ok((xq, xd, c1 || c2))
     }
 
     /// GPU seconds per dispatch of the smallest kernel there is (one workgroup of the
@@ -475,7 +475,10 @@ impl Backend for WgpuBackend {
         let int8 = |w: &WeightArg| job.batch == 1 && self.info.q8_matvec && Q8_CODECS.contains(&w.view.codec);
         self.run(&ws, job.batch, outs, |map, scratch| {
             let (x, c1) = self.upload_x(scratch, "x", job.x);
-            let q8 = if job.ws.iter().any(int8) { Some(self.upload_q8(scratch, job.x)?) } else { None };
+            let (q8, c4) = match job.ws.iter().any(int8) {
+                true => self.upload_q8(scratch, job.x).map(|(xq, xd, cold)| (Some((xq, xd)), cold))?,
+                false => (None, false),
+            };
             let (y, c2) = self.storage(scratch, "y", total);
             let mut steps = Vec::new();
             let mut base = 0u32;
@@ -488,7 +491,7 @@ impl Backend for WgpuBackend {
                 base += (w.view.rows * job.batch) as u32;
             }
             let (v, c3) = self.submit(&steps, &y, total as u64, scratch)?;
-            Ok((v, c1 || c2 || c3))
+            Ok((v, c1 || c2 || c3 || c4))
         })
     }
 
