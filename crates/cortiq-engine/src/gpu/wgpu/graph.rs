@@ -647,8 +647,8 @@ impl WgpuBackend {
     #[allow(clippy::too_many_arguments)]
     pub fn attention(&self, q: &[f32], k: &[f32], v: &[f32], rows: usize, n_head: usize, n_head_kv: usize, head_dim: usize, scale: f32) -> Result<Vec<f32>, String> {
         let kvd = n_head_kv * head_dim;
-        let n = if kvd == 0 { 0 } else { k.len() / kvd };
-        if rows == 0 || n < rows || n_head == 0 || head_dim % 4 != 0 || head_dim > MAX_HEAD_DIM || n_head % n_head_kv != 0 || q.len() != rows * n_head * head_dim || k.len() != n * kvd || v.len() != k.len() {
+        let n = k.len().checked_div(kvd).unwrap_or(0);
+        if rows == 0 || n < rows || n_head == 0 || !head_dim.is_multiple_of(4) || head_dim > MAX_HEAD_DIM || !n_head.is_multiple_of(n_head_kv) || q.len() != rows * n_head * head_dim || k.len() != n * kvd || v.len() != k.len() {
             return Err("attention shapes outside the kernels' range".into());
         }
         let pos = n - rows;
@@ -689,7 +689,7 @@ impl WgpuBackend {
     /// poisoned (0x7F bytes, NaN scales) before it runs.
     pub fn quantize(&self, x: &[f32], x2: &[f32], mode: u32, eps: f32) -> Result<(Vec<i8>, Vec<[f32; 4]>), String> {
         let cols = x.len();
-        if cols == 0 || cols % 32 != 0 || x2.len() != cols || mode > 2 {
+        if cols == 0 || !cols.is_multiple_of(32) || x2.len() != cols || mode > 2 {
             return Err("quantizer input outside its range".into());
         }
         let dev = &self.ctx.device;

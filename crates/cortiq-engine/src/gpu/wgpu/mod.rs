@@ -379,7 +379,7 @@ impl WgpuBackend {
     /// rule, uploaded for `XMode::Int8`: the values (32 bytes a unit) and per unit (d, d *
     /// sum, sum, 0); and whether a scratch buffer had to be made for them.
     fn upload_q8(&self, scratch: &mut Scratch, x: &[f32]) -> Result<(wgpu::Buffer, wgpu::Buffer, bool), String> {
-        if x.len() % crate::cpu::quant::QK != 0 {
+        if !x.len().is_multiple_of(crate::cpu::quant::QK) {
             return Err("int8 activations need a multiple of 32 values".into());
         }
         let blocks = crate::cpu::quant::quantize_rows(x, x.len());
