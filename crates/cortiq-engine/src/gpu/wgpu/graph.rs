@@ -68,6 +68,12 @@ struct QuantBlock {
     pad: u32,
 }
 
+/// The quantizer (quant.wgsl) over `cols` values of x (and x2) into xq / xd, its uniform
+/// block at `at`: one invocation per 32-value unit, 256 to a workgroup.
+fn quantize<'b>(ctx: &super::WgpuContext, x: &'b wgpu::Buffer, x2: &'b wgpu::Buffer, xq: &'b wgpu::Buffer, xd: &'b wgpu::Buffer, at: u64, cols: u32) -> Planned<'b> {
+    Planned { label: "quantize", pipe: ctx.quant.clone(), bufs: vec![x, x2, xq, xd], uniform: Uniform::Slot(at), grid: Grid::Fixed((cols / 32).div_ceil(256), 1, 1) }
+}
+
 /// `ArgmaxParams` in argmax.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -367,10 +373,7 @@ impl WgpuBackend {
         // (the RMSNorm or SiLU(gate) * up folded into it), then the int8-activation matvecs.
         let quant_slot = |params: &mut Params, cols: u32, mode: u32| (params.slot(bytemuck::bytes_of(&QuantBlock { cols, mode, eps, pad: 0 })), cols);
         let (q_norm, q_att, q_glu) = (quant_slot(&mut params, d, 2), quant_slot(&mut params, qd, 0), quant_slot(&mut params, ff, 1));
-        fn quantize<'b>(ctx: &super::WgpuContext, g: &'b ModelGraph, x: &'b wgpu::Buffer, x2: &'b wgpu::Buffer, (at, cols): (u64, u32)) -> Planned<'b> {
-            Planned { label: "quantize", pipe: ctx.quant.clone(), bufs: vec![x, x2, &g.xq, &g.xd], uniform: Uniform::Slot(at), grid: Grid::Fixed((cols / 32).div_ceil(256), 1, 1) }
-        }
-        let quant = |x, x2, slot| quantize(ctx, g, x, x2, slot);
+        let quant = |x, x2, (at, cols)| quantize(ctx, x, x2, &g.xq, &g.xd, at, cols);
         fn int8_io<'b>(g: &'b ModelGraph, y: &'b wgpu::Buffer, add: bool) -> MatvecIo<'b> {
             MatvecIo { x: &g.xq, x2: Some(&g.xd), y, y_base: 0, variant: Variant { x: XMode::Int8, add }, eps: 0.0 }
         }
@@ -700,7 +703,7 @@ impl WgpuBackend {
         let mut params = Params::default();
         let at = params.slot(bytemuck::bytes_of(&QuantBlock { cols: cols as u32, mode, eps, pad: 0 }));
         let pbuf = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("quant-params"), contents: &params.0, usage: wgpu::BufferUsages::UNIFORM });
-        let plan = [Planned { label: "quantize", pipe: self.ctx.quant.clone(), bufs: vec![&xb, &x2b, &xq, &xd], uniform: Uniform::Slot(at), grid: Grid::Fixed((cols as u32 / 32).div_ceil(256), 1, 1) }];
+        let plan = [quantize(&self.ctx, &xb, &x2b, &xq, &xd, at, cols as u32)];
         let groups = plan::bind(dev, &plan, &pbuf);
         let read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("quant-read"), size: (cols + cols / 2) as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
         let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("quantize") });

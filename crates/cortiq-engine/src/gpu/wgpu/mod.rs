@@ -474,7 +474,14 @@ impl Backend for WgpuBackend {
         // One activation row against a codec with an int8 kernel: x quantized once on the host.
         let int8 = |w: &WeightArg| job.batch == 1 && self.info.q8_matvec && Q8_CODECS.contains(&w.view.codec);
         self.run(&ws, job.batch, outs, |map, scratch| {
-            let (x, c1) = self.upload_x(scratch, "x", job.x);
+            // The f32 row only where a matrix takes it, the int8 one likewise.
+            let (x, c1) = match job.ws.iter().all(int8) {
+                true => (None, false),
+                false => {
+                    let (x, cold) = self.upload_x(scratch, "x", job.x);
+                    (Some(x), cold)
+                }
+            };
             let (q8, c4) = match job.ws.iter().any(int8) {
                 true => self.upload_q8(scratch, job.x).map(|(xq, xd, cold)| (Some((xq, xd)), cold))?,
                 false => (None, false),
@@ -486,7 +493,7 @@ impl Backend for WgpuBackend {
                 let (res, cols) = (&map[&w.key], w.view.cols as u32);
                 steps.push(match &q8 {
                     Some((xq, xd)) if int8(w) => Step::MatvecQ8 { w: res, xq, xd, y: &y, y_base: base, cols },
-                    _ => Step::Matvec { w: res, x: &x, y: &y, y_base: base, cols, batch: job.batch as u32 },
+                    _ => Step::Matvec { w: res, x: x.as_ref().expect("uploaded: a matrix takes f32"), y: &y, y_base: base, cols, batch: job.batch as u32 },
                 });
                 base += (w.view.rows * job.batch) as u32;
             }

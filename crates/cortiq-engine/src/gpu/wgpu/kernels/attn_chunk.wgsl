@@ -25,39 +25,30 @@ fn score_part(kr: u32, hd4: u32, first: u32, step: u32) -> f32 {
     return acc;
 }
 
-// The largest of the first CHUNK invocations' values (every invocation gets it; call from
-// uniform control flow).
-fn chunk_max(v: f32, lid: u32) -> f32 {
+// The largest (`take_max`) or the sum of the first CHUNK invocations' values (every
+// invocation gets it; call from uniform control flow).
+fn chunk_reduce(v: f32, lid: u32, take_max: bool) -> f32 {
     if (lid < CHUNK) {
         red[lid] = v;
     }
     workgroupBarrier();
     for (var k = CHUNK / 2u; k > 0u; k = k >> 1u) {
         if (lid < k) {
-            red[lid] = max(red[lid], red[lid + k]);
+            red[lid] = select(red[lid] + red[lid + k], max(red[lid], red[lid + k]), take_max);
         }
         workgroupBarrier();
     }
-    let m = red[0];
+    let r = red[0];
     workgroupBarrier();
-    return m;
+    return r;
 }
 
-// The sum of the first CHUNK invocations' values (as chunk_max).
+fn chunk_max(v: f32, lid: u32) -> f32 {
+    return chunk_reduce(v, lid, true);
+}
+
 fn chunk_sum(v: f32, lid: u32) -> f32 {
-    if (lid < CHUNK) {
-        red[lid] = v;
-    }
-    workgroupBarrier();
-    for (var k = CHUNK / 2u; k > 0u; k = k >> 1u) {
-        if (lid < k) {
-            red[lid] += red[lid + k];
-        }
-        workgroupBarrier();
-    }
-    let total = red[0];
-    workgroupBarrier();
-    return total;
+    return chunk_reduce(v, lid, false);
 }
 
 // The scaled score of position t0 + lid for invocations lid < cnt (-3e38 for the others):
