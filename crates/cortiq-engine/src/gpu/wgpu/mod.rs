@@ -109,8 +109,22 @@ pub struct WgpuBackend {
     resident: AtomicU64,
     info: DeviceInfo,
     /// Whether the token graph multiplies int8 activations where every matrix of its layers
-    /// has an int8 kernel (`CMF_WGPU_INT8=1`; off by default until timed).
-    int8_graph: bool,
+    /// has an int8 kernel: `CMF_WGPU_INT8=1` / `=0`, or None (unset): by the model's size
+    /// (`int8_graph_wanted`).
+    int8_graph: Option<bool>,
+}
+
+/// Weight bytes a layer must hold for the token graph to take int8 activations by default.
+/// Measured on the H200 (`bench/results/h200-s10/call1/`, tg128 f32 vs int8): smollm2-135m
+/// (~2 MB a layer in q4_0) loses 18 % to the quantizer's extra dispatches, llama-1b (~34 MB)
+/// gains 8-22 %, llama-8b 14-28 %.
+pub const INT8_GRAPH_MIN_LAYER_BYTES: u64 = 8 << 20;
+
+/// Whether a token graph takes int8 activations: the setting where there is one, otherwise
+/// where a layer's matrices hold at least `INT8_GRAPH_MIN_LAYER_BYTES`; never where the
+/// adapter has no int8 dot product (`q8_matvec`).
+pub fn int8_graph_wanted(setting: Option<bool>, q8_matvec: bool, layer_bytes: u64) -> bool {
+    q8_matvec && setting.unwrap_or(layer_bytes >= INT8_GRAPH_MIN_LAYER_BYTES)
 }
 
 /// Device bytes a weight's row takes once repacked (the planar layout, with room for a
@@ -132,14 +146,18 @@ impl WgpuBackend {
     pub fn open(pin: Option<&str>, budget: Option<&str>, binding_cap: Option<u64>) -> Result<WgpuBackend, String> {
         let ctx = WgpuContext::open(pin, budget, binding_cap)?;
         let info = ctx.info.clone();
-        let int8_graph = info.q8_matvec && std::env::var("CMF_WGPU_INT8").is_ok_and(|v| v == "1");
+        let int8_graph = match std::env::var("CMF_WGPU_INT8").as_deref() {
+            Ok("1") => Some(true),
+            Ok("0") => Some(false),
+            _ => None,
+        };
         Ok(WgpuBackend { ctx, weights: Mutex::new(HashMap::new()), scratch: Mutex::new(Scratch::default()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), info, int8_graph })
     }
 
     /// The same backend with the token graph's int8 activations on or off (`CMF_WGPU_INT8`),
     /// for tests and measurements that compare both in one process.
     pub fn with_int8_graph(mut self, on: bool) -> WgpuBackend {
-        self.int8_graph = on;
+        self.int8_graph = Some(on);
         self
     }
 
@@ -596,5 +614,23 @@ impl Backend for WgpuBackend {
 
     fn upload_bytes(&self) -> u64 {
         self.uploaded.load(Ordering::SeqCst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{int8_graph_wanted, INT8_GRAPH_MIN_LAYER_BYTES};
+
+    #[test]
+    fn the_token_graph_takes_int8_activations_for_big_layers_unless_told() {
+        let (small, big) = (2 << 20, 34 << 20);
+        assert!(!int8_graph_wanted(None, true, small), "smollm2-sized layers lose to the quantizer's dispatches");
+        assert!(int8_graph_wanted(None, true, big));
+        assert!(int8_graph_wanted(None, true, INT8_GRAPH_MIN_LAYER_BYTES));
+        // The setting wins either way, but never without the adapter's int8 dot product.
+        assert!(int8_graph_wanted(Some(true), true, small));
+        assert!(!int8_graph_wanted(Some(false), true, big));
+        assert!(!int8_graph_wanted(Some(true), false, big));
+        assert!(!int8_graph_wanted(None, false, big));
     }
 }
