@@ -19,7 +19,13 @@ models=${MODELS_DIR:-/tmp/cortiq-models}
 mkdir -p "$models"
 export CORTIQ_REQUIRE_GPU=1
 CMF_GPU=wgpu $bin gpu > "$out/gpu.txt" 2>&1
-$parity --test-threads 1 --nocapture > "$out/parity.log" 2>&1; echo "parity exit $?" >> "$out/parity.log"
+# In three processes: the whole suite in one found no adapter for its last two tests on the
+# H200 (README, known limits).
+: > "$out/parity.log"
+for group in "cuda_ matmul prefill_graph qkv_batch token_graph weights_upload" "wgpu_ --skip wgpu_per_op_greedy" "wgpu_per_op_greedy"; do
+  # shellcheck disable=SC2086 # the group is a list of filters
+  $parity --test-threads 1 --nocapture $group >> "$out/parity.log" 2>&1; echo "parity ($group) exit $?" >> "$out/parity.log"
+done
 CMF_WGPU_SUBGROUPS=0 $parity --test-threads 1 --nocapture matmul_matches qkv_batch > "$out/parity-shared.log" 2>&1; echo "parity (no subgroups) exit $?" >> "$out/parity-shared.log"
 $bin gpu --kernels --bandwidth "${BANDWIDTH:-3800}" > "$out/kernels.md" 2>"$out/kernels.log"
 file="$models/llama-1b-q4_0.gguf"
@@ -31,4 +37,4 @@ for shape in smollm2-135m llama-1b; do
   echo "# $shape q4_0" >> "$out/graph-profile.txt"
   CMF_GPU=wgpu CMF_GRAPH_HOSTPROF=2 CMF_PROBE_CACHE=0 $bin bench -m "$f" -p 512 -n 128 -r 1 --backend wgpu --explain 2>&1 | grep -E "tg128 |token graph|GPU time" >> "$out/graph-profile.txt"
 done
-tail -n 3 "$out/parity.log" "$out/parity-shared.log"; cat "$out/kernels.md" "$out/explain.md" "$out/graph-profile.txt"
+grep -E "test result|exit" "$out/parity.log"; tail -n 3 "$out/parity-shared.log"; cat "$out/kernels.md" "$out/explain.md" "$out/graph-profile.txt"
