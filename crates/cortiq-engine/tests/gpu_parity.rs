@@ -322,7 +322,8 @@ fn token_graph_matches_the_cpu_path() {
     use std::sync::Arc;
     #[allow(unused_mut)]
     let mut names: Vec<&str> = backends("token_graph_matches_the_cpu_path").into_iter().map(|(n, _)| n).collect();
-    // wgpu a second time with int8 activations in the token graph (`CMF_WGPU_INT8=1`).
+    // wgpu a second time with int8 activations in the token graph forced on (`CMF_WGPU_INT8=1`;
+    // by default only layers of 8 MiB and more take them, here llama-1b's).
     #[cfg(feature = "gpu")]
     if names.contains(&"wgpu") {
         names.push("wgpu int8");
