@@ -46,7 +46,7 @@ pub fn unit_shape(codec: Codec) -> Option<(usize, usize)> {
 
 /// Whether the shader can take a `rows x cols` matrix of this codec.
 pub fn supports(codec: Codec, cols: usize) -> bool {
-    unit_shape(codec).is_some_and(|(u, _)| cols % u == 0 && cols > 0) && (!matches!(codec, Codec::Q4K | Codec::Q6K) || cols % 256 == 0)
+    unit_shape(codec).is_some_and(|(u, _)| cols.is_multiple_of(u) && cols > 0) && (!matches!(codec, Codec::Q4K | Codec::Q6K) || cols.is_multiple_of(256))
 }
 
 /// Planar bytes per row (for splitting a matrix under the binding-size limit).
@@ -278,7 +278,7 @@ mod tests {
                 let data = rng.normals(rows * cols, 0.5);
                 let bytes: Vec<u8> = data.chunks(cols).flat_map(|r| codec.pack_row(r).unwrap()).collect();
                 let p = repack(codec, rows, cols, &bytes).unwrap();
-                assert_eq!(p.words.len() * 4 >= rows * bytes_per_row(codec, cols), true, "{codec}");
+                assert!(p.words.len() * 4 >= rows * bytes_per_row(codec, cols), "{codec}");
                 let (unit, _) = unit_shape(codec).unwrap();
                 for r in 0..rows {
                     let mut want = vec![0f32; cols];

@@ -169,7 +169,7 @@ fn kernel_source() -> String {
 /// within `smem_limit` shared bytes: Q4_0, Q4_1 or Q8_0, an even number of 32-value units,
 /// and a row `quantize_rows` can stage.
 pub(super) fn mma_fits(kind: i32, cols: usize, smem_limit: usize) -> bool {
-    MMA_KINDS.contains(&kind) && cols % 64 == 0 && staged_bytes(0, cols).next_multiple_of(16) <= smem_limit && mma_smem(kind) <= smem_limit
+    MMA_KINDS.contains(&kind) && cols.is_multiple_of(64) && staged_bytes(0, cols).next_multiple_of(16) <= smem_limit && mma_smem(kind) <= smem_limit
 }
 
 /// Activation rows per prefill tile for `cols` columns: the most (of 8, 4, 2, 1) whose staged

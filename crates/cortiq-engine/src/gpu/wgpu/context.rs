@@ -74,11 +74,17 @@ impl std::fmt::Display for PipelineCacheState {
     }
 }
 
+/// Matvec pipelines by (codec, matrix class, variant), each with its workgroup shape.
+type MatvecPipelines = HashMap<(Codec, MatrixClass, Variant), (wgpu::ComputePipeline, MatvecShape)>;
+
+/// Where a pipeline cache lives on disk and the bytes read from it, if any.
+type CacheFile = (PathBuf, Option<Vec<u8>>);
+
 pub struct WgpuContext {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
-    /// Matvec pipelines by (codec, matrix class, variant), built on first use.
-    matvec: std::sync::Mutex<HashMap<(Codec, MatrixClass, Variant), (wgpu::ComputePipeline, MatvecShape)>>,
+    /// Matvec pipelines, built on first use.
+    matvec: std::sync::Mutex<MatvecPipelines>,
     matvec_layout: wgpu::BindGroupLayout,
     /// GEMM pipelines by codec, built on first use (same bindings as the matvec).
     gemm: std::sync::Mutex<HashMap<Codec, wgpu::ComputePipeline>>,
@@ -507,7 +513,7 @@ fn build(device: &wgpu::Device, src: &str, bgl: &wgpu::BindGroupLayout, cache: O
 }
 
 /// The pipeline cache for this adapter and driver: (cache, (file, bytes loaded if any)).
-fn open_cache(device: &wgpu::Device, adapter: &wgpu::Adapter, features: wgpu::Features) -> (Option<wgpu::PipelineCache>, Option<(PathBuf, Option<Vec<u8>>)>) {
+fn open_cache(device: &wgpu::Device, adapter: &wgpu::Adapter, features: wgpu::Features) -> (Option<wgpu::PipelineCache>, Option<CacheFile>) {
     let Some(key) = wgpu::util::pipeline_cache_key(&adapter.get_info()).filter(|_| features.contains(wgpu::Features::PIPELINE_CACHE)) else {
         return (None, None);
     };

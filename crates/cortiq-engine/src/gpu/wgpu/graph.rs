@@ -209,10 +209,10 @@ fn unsupported(m: &Llama, capacity: usize) -> Option<&'static str> {
     if c.act != crate::gpu::backend::Activation::Silu {
         return Some("cannot build a graph: only the SiLU FFN is in the wgpu graph");
     }
-    if c.head_dim > MAX_HEAD_DIM || c.head_dim % 4 != 0 || c.rope_dims % 2 != 0 || c.n_head % c.n_head_kv.max(1) != 0 {
+    if c.head_dim > MAX_HEAD_DIM || !c.head_dim.is_multiple_of(4) || !c.rope_dims.is_multiple_of(2) || !c.n_head.is_multiple_of(c.n_head_kv.max(1)) {
         return Some("cannot build a graph: head geometry beyond the attention kernels");
     }
-    if capacity.checked_mul(c.kv_dim()).is_none_or(|n| n >= u32::MAX as usize / 4) || c.n_ff % 4 != 0 || c.n_embd % 4 != 0 || c.q_dim() % 4 != 0 {
+    if capacity.checked_mul(c.kv_dim()).is_none_or(|n| n >= u32::MAX as usize / 4) || !c.n_ff.is_multiple_of(4) || !c.n_embd.is_multiple_of(4) || !c.q_dim().is_multiple_of(4) {
         return Some("cannot build a graph: context or widths beyond 32-bit indexing");
     }
     if graph_weights(m, m.layers.len()).iter().any(|w| !crate::gpu::planar::supports(w.codec, w.cols)) {

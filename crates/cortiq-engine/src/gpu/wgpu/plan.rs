@@ -134,7 +134,7 @@ fn gemm<'a>(ctx: &WgpuContext, w: &'a Resident, io: MatvecIo<'a>, cols: u32, bat
 /// Y (batch, rows) = X . W^T by whichever kernel suits the batch: the tiled GEMM from
 /// `GEMM_MIN_BATCH` columns (widths of whole 32-value slices), a matvec per column below.
 pub(super) fn matmul<'a>(ctx: &WgpuContext, w: &'a Resident, io: MatvecIo<'a>, cols: u32, batch: u32, params: &mut Params, out: &mut Vec<Planned<'a>>) -> Result<(), String> {
-    if batch >= GEMM_MIN_BATCH && cols % 32 == 0 {
+    if batch >= GEMM_MIN_BATCH && cols.is_multiple_of(32) {
         gemm(ctx, w, io, cols, batch, params, out)
     } else {
         matvec(ctx, w, io, cols, batch, params, out)
