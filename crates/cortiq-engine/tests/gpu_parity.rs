@@ -563,7 +563,14 @@ fn prefill_graph_chunks_match_the_cpu_prefill() {
     use cortiq_engine::pipeline::Session;
     use std::sync::Arc;
     let dir = tempfile::tempdir().unwrap();
-    for (name, be) in backends("prefill_graph_chunks_match_the_cpu_prefill") {
+    #[allow(unused_mut)]
+    let mut all = backends("prefill_graph_chunks_match_the_cpu_prefill");
+    // wgpu a second time with int8 activations in the prompt GEMMs (`CMF_WGPU_PREFILL_INT8=1`).
+    #[cfg(feature = "gpu")]
+    if all.iter().any(|(n, _)| *n == "wgpu") {
+        all.push(("wgpu int8", Box::new(cortiq_engine::gpu::wgpu::WgpuBackend::new().unwrap().with_int8_prefill(true))));
+    }
+    for (name, be) in all {
         let shapes: &[(&str, &str)] = if be.info().discrete { &[("tiny", "q4_0"), ("smollm2-135m", "q8_0"), ("llama-1b", "q4_0")] } else { &[("tiny", "q4_0")] };
         for &(shape, codec) in shapes {
             let path = dir.path().join(format!("{shape}-{codec}.gguf"));
@@ -703,10 +710,11 @@ fn cuda_attention_matches_an_exact_softmax() {
     }
 }
 
-/// The wgpu int8-activation matvec (`XMode::Int8`, for `Q8_CODECS`) against the CPU path's
-/// int8 kernels on the same quantized x: fresh random weights and x, odd row counts (one
-/// row, fewer than a workgroup's, not a multiple of it), a wide matrix; the bound is
-/// `REL_Q8` (summation order only), the output poisoned with NaN first.
+/// The wgpu int8-activation kernels (`XMode::Int8`, for `Q8_CODECS`: the matvec, and from 8
+/// activation rows the GEMM) against the CPU path's int8 kernels on the same quantized x:
+/// fresh random weights and x, odd row counts (one row, fewer than a workgroup's, not a
+/// multiple of it), a wide matrix, batches that leave partial 64 x 64 GEMM tiles; the bound
+/// is `REL_Q8` (summation order only), the output poisoned with NaN first.
 #[test]
 #[cfg_attr(not(feature = "gpu"), ignore = "SKIP gpu parity: no wgpu backend compiled in (build with --features gpu)")]
 fn wgpu_int8_matvec_matches_the_cpu_int8_kernels() {
@@ -719,12 +727,12 @@ fn wgpu_int8_matvec_matches_the_cpu_int8_kernels() {
         let mut rng = SplitMix64::new(0x1A78);
         let mut n = 0;
         for codec in cortiq_engine::gpu::wgpu::Q8_CODECS {
-            for (rows, cols) in [(1, 32), (7, 96), (33, 576), (300, 2048), (4100, 4096)] {
+            for (rows, cols, batch) in [(1, 32, 1), (7, 96, 1), (33, 576, 1), (300, 2048, 1), (4100, 4096, 1), (37, 96, 3), (77, 512, 8), (130, 576, 70), (64, 2048, 64)] {
                 let w = Packed::random(&mut rng, codec, rows, cols);
-                let x = rng.normals(cols, 1.0);
-                let got = be.matvec_q8(&w.arg(), &x).unwrap();
-                let (want, scale) = w.reference_as(&x, 1, true);
-                check(&format!("wgpu int8 matvec {codec} {rows} x {cols}"), &got, &want, &scale, REL_Q8, n);
+                let x = rng.normals(batch * cols, 1.0);
+                let got = be.matmul_q8(&w.arg(), &x, batch).unwrap();
+                let (want, scale) = w.reference_as(&x, batch, true);
+                check(&format!("wgpu int8 matmul {codec} {rows} x {cols}, batch {batch}"), &got, &want, &scale, REL_Q8, n);
                 n += 1;
             }
         }

@@ -13,6 +13,7 @@ const MATVEC: &str = include_str!("kernels/matvec.wgsl");
 const CODECS: &str = include_str!("kernels/codecs.wgsl");
 const CODECS_Q8: &str = include_str!("kernels/codecs_q8.wgsl");
 const GEMM: &str = include_str!("kernels/gemm.wgsl");
+const GEMM_Q8: &str = include_str!("kernels/gemm_q8.wgsl");
 const SLICES: &str = include_str!("kernels/slices.wgsl");
 const REDUCE_SHARED: &str = include_str!("kernels/reduce_shared.wgsl");
 const REDUCE_SUBGROUP: &str = include_str!("kernels/reduce_subgroup.wgsl");
@@ -86,8 +87,9 @@ pub struct WgpuContext {
     /// Matvec pipelines, built on first use.
     matvec: std::sync::Mutex<MatvecPipelines>,
     matvec_layout: wgpu::BindGroupLayout,
-    /// GEMM pipelines by codec, built on first use (same bindings as the matvec).
-    gemm: std::sync::Mutex<HashMap<Codec, wgpu::ComputePipeline>>,
+    /// GEMM pipelines by codec and whether they take int8 activations, built on first use
+    /// (same bindings as the matvec).
+    gemm: std::sync::Mutex<HashMap<(Codec, bool), wgpu::ComputePipeline>>,
     subgroups: bool,
     pipeline_cache: Option<wgpu::PipelineCache>,
     pub act: wgpu::ComputePipeline,
@@ -248,14 +250,18 @@ impl WgpuContext {
     }
 
     /// The tiled GEMM pipeline of a codec (built on first use).
-    pub fn gemm_pipeline(&self, codec: Codec) -> Result<wgpu::ComputePipeline, String> {
+    pub fn gemm_pipeline(&self, codec: Codec, int8: bool) -> Result<wgpu::ComputePipeline, String> {
         let mut map = self.gemm.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(found) = map.get(&codec) {
+        if let Some(found) = map.get(&(codec, int8)) {
             return Ok(found.clone());
         }
         let (_, suffix, _) = MATVEC_CODECS.into_iter().find(|(c, _, _)| *c == codec).ok_or_else(|| format!("no GEMM kernel for {codec}"))?;
-        let built = build(&self.device, &gemm_source(suffix), &self.matvec_layout, self.pipeline_cache.as_ref(), &format!("gemm {suffix}"))?;
-        map.insert(codec, built.clone());
+        if int8 && !Q8_CODECS.contains(&codec) {
+            return Err(format!("no int8-activation GEMM for {codec}"));
+        }
+        let (src, label) = if int8 { (gemm_q8_source(suffix), format!("gemm int8 x {suffix}")) } else { (gemm_source(suffix), format!("gemm {suffix}")) };
+        let built = build(&self.device, &src, &self.matvec_layout, self.pipeline_cache.as_ref(), &label)?;
+        map.insert((codec, int8), built.clone());
         Ok(built)
     }
 
@@ -479,6 +485,12 @@ fn gemm_source(suffix: &str) -> String {
     format!("{WEIGHTS_IO}\n{GEMM}\n{CODECS}\n{SLICES}\nfn slice_vals(r: u32, s: u32, part: u32) -> vec4<f32> {{ return slice_vals_{suffix}(r, s, part); }}\n")
 }
 
+/// The int8-activation GEMM shader for one codec of `Q8_CODECS`: x bound as int8 units.
+fn gemm_q8_source(suffix: &str) -> String {
+    let io = WEIGHTS_IO.replace("var<storage, read> x: array<vec4<f32>>;", "var<storage, read> x: array<vec4<u32>>;");
+    format!("{io}\n{GEMM_Q8}\n{CODECS}\n{CODECS_Q8}\nfn gemm_words(r: u32, s: u32, h: u32) -> vec4<u32> {{ return gemm_words_{suffix}(r, s, h); }}\nfn gemm_scale(r: u32, s: u32) -> vec2<f32> {{ return gemm_scale_{suffix}(r, s); }}\nfn gemm_combine(dot: i32, w: vec2<f32>, xd: vec4<f32>) -> f32 {{ return gemm_combine_{suffix}(dot, w, xd); }}\n")
+}
+
 /// An explicit bind group layout (bindings 0.. in order), so every pipeline of a kind takes
 /// the same bind groups whether or not its shader reads every binding.
 fn layout(device: &wgpu::Device, kinds: &[wgpu::BufferBindingType]) -> wgpu::BindGroupLayout {
@@ -593,8 +605,11 @@ mod tests {
                 }
             }
         }
-        for (_, suffix, _) in MATVEC_CODECS {
+        for (codec, suffix, _) in MATVEC_CODECS {
             validate(&format!("gemm {suffix}"), &gemm_source(suffix));
+            if Q8_CODECS.contains(&codec) {
+                validate(&format!("gemm int8 x {suffix}"), &gemm_q8_source(suffix));
+            }
         }
         for (name, src) in [("act", ACT.to_string()), ("norm", norm_source()), ("quant", quant_source()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_split", format!("{STEP}{ATTN_CHUNK}{ATTN_SPLIT}")), ("attn_combine", format!("{STEP}{ATTN_COMBINE}")), ("attn_rows", format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}")), ("argmax", ARGMAX.to_string())] {
             validate(name, &src);

@@ -68,10 +68,21 @@ struct QuantBlock {
     pad: u32,
 }
 
-/// The quantizer (quant.wgsl) over `cols` values of x (and x2) into xq / xd, its uniform
-/// block at `at`: one invocation per 32-value unit, 256 to a workgroup.
+/// The quantizer (quant.wgsl) over `rows` rows of `cols` values of x (and x2) into xq / xd,
+/// its uniform block at `at`: one invocation per 32-value unit, 256 to a workgroup.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn quantize_rows<'b>(ctx: &super::WgpuContext, x: &'b wgpu::Buffer, x2: &'b wgpu::Buffer, xq: &'b wgpu::Buffer, xd: &'b wgpu::Buffer, at: u64, cols: u32, rows: u32) -> Planned<'b> {
+    Planned { label: "quantize", pipe: ctx.quant.clone(), bufs: vec![x, x2, xq, xd], uniform: Uniform::Slot(at), grid: Grid::Fixed((cols / 32).div_ceil(256), rows, 1) }
+}
+
+/// The same for one row.
 fn quantize<'b>(ctx: &super::WgpuContext, x: &'b wgpu::Buffer, x2: &'b wgpu::Buffer, xq: &'b wgpu::Buffer, xd: &'b wgpu::Buffer, at: u64, cols: u32) -> Planned<'b> {
-    Planned { label: "quantize", pipe: ctx.quant.clone(), bufs: vec![x, x2, xq, xd], uniform: Uniform::Slot(at), grid: Grid::Fixed((cols / 32).div_ceil(256), 1, 1) }
+    quantize_rows(ctx, x, x2, xq, xd, at, cols, 1)
+}
+
+/// The uniform block of a quantizer taking x as it is (mode 0), added to `params`.
+pub(super) fn plain_quant_slot(params: &mut Params, cols: u32) -> u64 {
+    params.slot(bytemuck::bytes_of(&QuantBlock { cols, mode: 0, eps: 0.0, pad: 0 }))
 }
 
 /// `ArgmaxParams` in argmax.wgsl.

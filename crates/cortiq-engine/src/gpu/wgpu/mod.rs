@@ -82,9 +82,9 @@ enum Step<'a> {
     Matvec { w: &'a Resident, x: &'a wgpu::Buffer, y: &'a wgpu::Buffer, y_base: u32, cols: u32, batch: u32 },
     /// g <- act(g) * u over n floats.
     Act { g: &'a wgpu::Buffer, u: &'a wgpu::Buffer, n: u32, act: u32 },
-    /// y block `y_base` (rows) = x . W^T with x quantized to int8 (`upload_q8`: values xq,
-    /// scales xd).
-    MatvecQ8 { w: &'a Resident, xq: &'a wgpu::Buffer, xd: &'a wgpu::Buffer, y: &'a wgpu::Buffer, y_base: u32, cols: u32 },
+    /// y block `y_base` (batch, rows) = x . W^T with x quantized to int8 (`upload_q8`:
+    /// values xq, scales xd): a matvec per row, from `GEMM_MIN_BATCH` rows the int8 GEMM.
+    MatmulQ8 { w: &'a Resident, xq: &'a wgpu::Buffer, xd: &'a wgpu::Buffer, y: &'a wgpu::Buffer, y_base: u32, cols: u32, batch: u32 },
 }
 
 /// The activations a timed or tested matvec multiplies: f32, or int8 per 32-value unit
@@ -112,6 +112,9 @@ pub struct WgpuBackend {
     /// has an int8 kernel: `CMF_WGPU_INT8=1` / `=0`, or None (unset): by the model's size
     /// (`int8_graph_wanted`).
     int8_graph: Option<bool>,
+    /// Whether the prefill graph's GEMMs take int8 activations where every layer matrix has
+    /// an int8 kernel (`CMF_WGPU_PREFILL_INT8=1`; off by default until timed).
+    int8_prefill: bool,
 }
 
 /// Weight bytes a layer must hold for the token graph to take int8 activations by default.
@@ -151,13 +154,20 @@ impl WgpuBackend {
             Ok("0") => Some(false),
             _ => None,
         };
-        Ok(WgpuBackend { ctx, weights: Mutex::new(HashMap::new()), scratch: Mutex::new(Scratch::default()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), info, int8_graph })
+        Ok(WgpuBackend { ctx, weights: Mutex::new(HashMap::new()), scratch: Mutex::new(Scratch::default()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), info, int8_graph, int8_prefill: std::env::var("CMF_WGPU_PREFILL_INT8").is_ok_and(|v| v == "1") })
     }
 
     /// The same backend with the token graph's int8 activations on or off (`CMF_WGPU_INT8`),
     /// for tests and measurements that compare both in one process.
     pub fn with_int8_graph(mut self, on: bool) -> WgpuBackend {
         self.int8_graph = Some(on);
+        self
+    }
+
+    /// The same backend with the prefill graph's int8 activations on or off
+    /// (`CMF_WGPU_PREFILL_INT8`), for tests and measurements.
+    pub fn with_int8_prefill(mut self, on: bool) -> WgpuBackend {
+        self.int8_prefill = on;
         self
     }
 
@@ -260,9 +270,9 @@ impl WgpuBackend {
             match s {
                 Step::Matvec { w, x, y, y_base, cols, batch } => plan::matmul(&self.ctx, w, plan::MatvecIo::plain(x, y, *y_base), *cols, *batch, &mut params, &mut planned)?,
                 Step::Act { g, u, n, act } => plan::act(&self.ctx, g, u, *n, *act, &mut params, &mut planned),
-                Step::MatvecQ8 { w, xq, xd, y, y_base, cols } => {
+                Step::MatmulQ8 { w, xq, xd, y, y_base, cols, batch } => {
                     let io = plan::MatvecIo { x: xq, x2: Some(xd), y, y_base: *y_base, variant: Variant { x: XMode::Int8, add: false }, eps: 0.0 };
-                    plan::matvec(&self.ctx, w, io, *cols, 1, &mut params, &mut planned)?
+                    plan::matmul(&self.ctx, w, io, *cols, *batch, &mut params, &mut planned)?
                 }
             }
         }
@@ -357,7 +367,7 @@ impl WgpuBackend {
         let (x, _) = self.upload_x(&mut scratch, "x", &x0);
         let q8 = match x_as {
             Activations::F32 => None,
-            Activations::Int8 => Some(self.upload_q8(&mut scratch, &x0).map(|(xq, xd, _)| (xq, xd))?),
+            Activations::Int8 => Some(self.upload_q8(&mut scratch, &x0, x0.len()).map(|(xq, xd, _)| (xq, xd))?),
         };
         let (y, _) = self.storage(&mut scratch, "y", w.view.rows);
         let n = n.max(2);
@@ -369,7 +379,7 @@ impl WgpuBackend {
                     let (w, y) = (&map[&copies[i % copies.len()].key], if chained { &y } else { &ys[i] });
                     match &q8 {
                         None => Step::Matvec { w, x: &x, y, y_base: 0, cols, batch: 1 },
-                        Some((xq, xd)) => Step::MatvecQ8 { w, xq, xd, y, y_base: 0, cols },
+                        Some((xq, xd)) => Step::MatmulQ8 { w, xq, xd, y, y_base: 0, cols, batch: 1 },
                     }
                 })
                 .collect()
@@ -377,30 +387,31 @@ impl WgpuBackend {
         self.per_dispatch(&mut scratch, &y, n, steps)
     }
 
-    /// Test hook: W . x (batch 1) through the int8-activation matvec, x quantized by the CPU
-    /// path's rule (`cpu::quant`); the output is poisoned with NaN before the kernel runs.
-    pub fn matvec_q8(&self, w: &WeightArg, x: &[f32]) -> Result<Vec<f32>, String> {
-        Self::supported(&[w], 1).map_err(str::to_string)?;
-        if x.len() != w.view.cols {
-            return Err("x is not one row of the matrix's width".into());
+    /// Test hook: x (batch, cols) . W^T through the int8-activation kernels (a matvec per
+    /// row, from `GEMM_MIN_BATCH` rows the GEMM), x quantized by the CPU path's rule
+    /// (`cpu::quant`); the output is poisoned with NaN before the kernel runs.
+    pub fn matmul_q8(&self, w: &WeightArg, x: &[f32], batch: usize) -> Result<Vec<f32>, String> {
+        Self::supported(&[w], batch).map_err(str::to_string)?;
+        if x.len() != batch * w.view.cols {
+            return Err("x is not batch rows of the matrix's width".into());
         }
         let mut map = self.weights.lock().unwrap_or_else(|e| e.into_inner());
         self.ensure(&mut map, &[w]).map_err(|u| u.why().to_string())?;
         let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
-        let (xq, xd, _) = self.upload_q8(&mut scratch, x)?;
-        let y = self.ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("y"), contents: bytemuck::cast_slice(&vec![f32::NAN; w.view.rows]), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
-        let step = Step::MatvecQ8 { w: &map[&w.key], xq: &xq, xd: &xd, y: &y, y_base: 0, cols: w.view.cols as u32 };
-        self.submit(&[step], &y, w.view.rows as u64, &mut scratch).map(|(out, _)| out)
+        let (xq, xd, _) = self.upload_q8(&mut scratch, x, w.view.cols)?;
+        let y = self.ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("y"), contents: bytemuck::cast_slice(&vec![f32::NAN; batch * w.view.rows]), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
+        let step = Step::MatmulQ8 { w: &map[&w.key], xq: &xq, xd: &xd, y: &y, y_base: 0, cols: w.view.cols as u32, batch: batch as u32 };
+        self.submit(&[step], &y, (batch * w.view.rows) as u64, &mut scratch).map(|(out, _)| out)
     }
 
-    /// x (one row, a multiple of 32 long) quantized to int8 per 32 values by the CPU path's
-    /// rule, uploaded for `XMode::Int8`: the values (32 bytes a unit) and per unit (d, d *
-    /// sum, sum, 0); and whether a scratch buffer had to be made for them.
-    fn upload_q8(&self, scratch: &mut Scratch, x: &[f32]) -> Result<(wgpu::Buffer, wgpu::Buffer, bool), String> {
-        if !x.len().is_multiple_of(crate::cpu::quant::QK) {
-            return Err("int8 activations need a multiple of 32 values".into());
+    /// x (rows of `cols` values, a multiple of 32) quantized to int8 per 32 values by the CPU
+    /// path's rule, uploaded for `XMode::Int8`: the values (32 bytes a unit) and per unit (d,
+    /// d * sum, sum, 0); and whether a scratch buffer had to be made for them.
+    fn upload_q8(&self, scratch: &mut Scratch, x: &[f32], cols: usize) -> Result<(wgpu::Buffer, wgpu::Buffer, bool), String> {
+        if !cols.is_multiple_of(crate::cpu::quant::QK) || !x.len().is_multiple_of(cols.max(1)) {
+            return Err("int8 activations need rows of a multiple of 32 values".into());
         }
-        let blocks = crate::cpu::quant::quantize_rows(x, x.len());
+        let blocks = crate::cpu::quant::quantize_rows(x, cols);
         let values: Vec<u8> = blocks.iter().flat_map(|b| b.qs.map(|q| q as u8)).collect();
         let scales: Vec<f32> = blocks.iter().flat_map(|b| [b.d, b.s, b.qs.iter().map(|&q| q as i32).sum::<i32>() as f32, 0.0]).collect();
         let dev = &self.ctx.device;
@@ -501,7 +512,7 @@ impl Backend for WgpuBackend {
                 }
             };
             let (q8, c4) = match job.ws.iter().any(int8) {
-                true => self.upload_q8(scratch, job.x).map(|(xq, xd, cold)| (Some((xq, xd)), cold))?,
+                true => self.upload_q8(scratch, job.x, job.x.len()).map(|(xq, xd, cold)| (Some((xq, xd)), cold))?,
                 false => (None, false),
             };
             let (y, c2) = self.storage(scratch, "y", total);
@@ -510,7 +521,7 @@ impl Backend for WgpuBackend {
             for w in &job.ws {
                 let (res, cols) = (&map[&w.key], w.view.cols as u32);
                 steps.push(match &q8 {
-                    Some((xq, xd)) if int8(w) => Step::MatvecQ8 { w: res, xq, xd, y: &y, y_base: base, cols },
+                    Some((xq, xd)) if int8(w) => Step::MatmulQ8 { w: res, xq, xd, y: &y, y_base: base, cols, batch: 1 },
                     _ => Step::Matvec { w: res, x: x.as_ref().expect("uploaded: a matrix takes f32"), y: &y, y_base: base, cols, batch: job.batch as u32 },
                 });
                 base += (w.view.rows * job.batch) as u32;

@@ -2,7 +2,7 @@
 //! the uniform block lives, and the grid. Per-op jobs plan, bind and encode per call; the
 //! token graph plans and binds once and encodes the same list every token.
 
-use super::context::{Variant, WgpuContext};
+use super::context::{Variant, WgpuContext, XMode};
 use super::Resident;
 
 /// Workgroups along x before a dispatch wraps into y (WebGPU's minimum per-dimension limit).
@@ -122,11 +122,14 @@ const GEMM_MIN_BATCH: u32 = 8;
 /// Y (batch, rows) = X . W^T as the tiled GEMM: one dispatch per row chunk.
 fn gemm<'a>(ctx: &WgpuContext, w: &'a Resident, io: MatvecIo<'a>, cols: u32, batch: u32, params: &mut Params, out: &mut Vec<Planned<'a>>) -> Result<(), String> {
     let total_rows: u32 = w.chunks.iter().map(|c| c.rows).sum();
-    let pipe = ctx.gemm_pipeline(w.codec)?;
+    let int8 = io.variant.x == XMode::Int8;
+    let pipe = ctx.gemm_pipeline(w.codec, int8)?;
     for c in &w.chunks {
         let p = MatvecParams { rows: c.rows, units: c.units, a: c.regions[0], b: c.regions[1], c: c.regions[2], x_stride: cols / 4, y_base: io.y_base, y_stride: total_rows, y_off: c.row0, grid_x: 0, eps: 0.0, batch };
         let at = params.slot(bytemuck::bytes_of(&p));
-        out.push(Planned { label: "gemm", pipe: pipe.clone(), bufs: vec![&c.buf, &c.buf, io.x, io.x, io.y], uniform: Uniform::Slot(at), grid: Grid::Fixed(c.rows.div_ceil(64), batch.div_ceil(64), 1) });
+        // Int8 activations: the units in x, their scales in x2.
+        let x2 = if int8 { io.x2.ok_or("int8 activations come with their scales")? } else { io.x };
+        out.push(Planned { label: "gemm", pipe: pipe.clone(), bufs: vec![&c.buf, &c.buf, io.x, x2, io.y], uniform: Uniform::Slot(at), grid: Grid::Fixed(c.rows.div_ceil(64), batch.div_ceil(64), 1) });
     }
     Ok(())
 }

@@ -9,11 +9,13 @@
 //! leading layers, every row's residual stream (its last down projection added) for the host. The embedding rows are decoded on the
 //! host and written with the chunk. The dispatches and their bind groups are recorded once per
 //! (sequence, chunk rows) and re-encoded for the next chunk of that many rows (the position
-//! travels in the chunk's uniform block).
+//! travels in the chunk's uniform block). With `CMF_WGPU_PREFILL_INT8=1` each stage's input
+//! rows are quantized to int8 first and the GEMMs take them (`gemm_q8.wgsl`).
 
 use super::super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform};
 use super::super::{Resident, WgpuBackend};
-use super::{graph_weights, relabel, step_block, ArgmaxBlock, At, ModelGraph, NormBlock, Readback, Recorded};
+use super::super::context::{Variant, XMode};
+use super::{graph_weights, plain_quant_slot, quantize_rows, relabel, step_block, ArgmaxBlock, At, ModelGraph, NormBlock, Readback, Recorded};
 use crate::gpu::backend::{DeviceOutcome, GraphReadback, PrefillGraphJob, WeightArg};
 use std::collections::HashMap;
 
@@ -34,9 +36,19 @@ pub(in crate::gpu::wgpu) struct PrefillBuffers {
     last: wgpu::Buffer, // (n_embd) the last row, normed for the head
     /// The chunk's `Step` block: the first row's position and the head geometry.
     step: wgpu::Buffer,
+    /// Where the GEMMs take int8 activations (`WgpuBackend::int8_prefill`): each stage's
+    /// input quantized into (rows, widest / 32 units of 32 bytes) and (rows, widest / 32
+    /// units of (d, d * sum, sum, 0)).
+    int8: Option<(wgpu::Buffer, wgpu::Buffer)>,
 }
 
 impl WgpuBackend {
+    /// Whether this model's prompt GEMMs take int8 activations: asked for, the adapter has
+    /// the int8 dot product, and every layer matrix has an int8 kernel.
+    fn prefill_takes_int8(&self, m: &crate::model::llama::Llama) -> bool {
+        self.int8_prefill && self.info.q8_matvec && m.layers.iter().all(|l| l.matrices().iter().all(|w| super::super::Q8_CODECS.contains(&w.codec)))
+    }
+
     fn prefill_buffers(&self, m: &crate::model::llama::Llama) -> PrefillBuffers {
         let c = &m.cfg;
         let n = PREFILL_ROWS;
@@ -52,6 +64,10 @@ impl WgpuBackend {
             g: buf("prefill-gate", n * c.n_ff),
             u: buf("prefill-up", n * c.n_ff),
             last: buf("prefill-last", c.n_embd),
+            int8: self.prefill_takes_int8(m).then(|| {
+                let widest = c.n_embd.max(c.n_ff).max(c.q_dim());
+                (buf("prefill-xq", n * widest / 4), buf("prefill-xd", n * widest / 8))
+            }),
             step: self.ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some("prefill-step"), size: std::mem::size_of::<super::StepBlock>() as u64, usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
         }
     }
@@ -122,6 +138,18 @@ impl WgpuBackend {
         let mut p: Vec<Planned> = Vec::new();
         // y (rows, w.rows) = x (rows, cols) . W^T
         let proj = |w: &'a Resident, x: &'a wgpu::Buffer, y: &'a wgpu::Buffer, cols: u32, params: &mut Params, p: &mut Vec<Planned<'a>>| plan::matmul(ctx, w, MatvecIo::plain(x, y, 0), cols, n, params, p);
+        // With int8 activations a stage's input (rows, cols) is quantized once (`input`), then
+        // every projection of the stage reads the int8 rows (`proj_in`).
+        let input = |x: &'a wgpu::Buffer, cols: u32, params: &mut Params, p: &mut Vec<Planned<'a>>| {
+            if let Some((xq, xd)) = &pb.int8 {
+                let at = plain_quant_slot(params, cols);
+                p.push(quantize_rows(ctx, x, x, xq, xd, at, cols, n));
+            }
+        };
+        let proj_in = |w: &'a Resident, x: &'a wgpu::Buffer, y: &'a wgpu::Buffer, cols: u32, params: &mut Params, p: &mut Vec<Planned<'a>>| match &pb.int8 {
+            Some((xq, xd)) => plan::matmul(ctx, w, MatvecIo { x: xq, x2: Some(xd), y, y_base: 0, variant: Variant { x: XMode::Int8, add: false }, eps: 0.0 }, cols, n, params, p),
+            None => proj(w, x, y, cols, params, p),
+        };
         let norm = |params: &mut Params, add: bool, row0: u32| params.slot(bytemuck::bytes_of(&NormBlock { n: d, add: u32::from(add), eps: c.eps, row0 }));
         let rope_threads = ((c.n_head + c.n_head_kv) * c.rope_dims / 2 + c.kv_dim()) as u32;
         for (li, w) in args[..7 * g.layers].chunks_exact(7).enumerate() {
@@ -129,24 +157,28 @@ impl WgpuBackend {
             let at = norm(params, li > 0, 0);
             p.push(Planned { label: "norm", pipe: ctx.norm.clone(), bufs: vec![&pb.x, &pb.o, attn_norm, &pb.xn], uniform: Uniform::Slot(at), grid: Grid::Fixed(n, 1, 1) });
             let at = p.len();
-            proj(res(&w[0])?, &pb.xn, &pb.q, d, params, &mut p)?;
-            proj(res(&w[1])?, &pb.xn, &pb.k, d, params, &mut p)?;
-            proj(res(&w[2])?, &pb.xn, &pb.v, d, params, &mut p)?;
+            input(&pb.xn, d, params, &mut p);
+            proj_in(res(&w[0])?, &pb.xn, &pb.q, d, params, &mut p)?;
+            proj_in(res(&w[1])?, &pb.xn, &pb.k, d, params, &mut p)?;
+            proj_in(res(&w[2])?, &pb.xn, &pb.v, d, params, &mut p)?;
             relabel(&mut p, at, "qkv");
             p.push(Planned { label: "rope+kv append", pipe: ctx.rope_store.clone(), bufs: vec![&pb.q, &pb.k, &pb.v, &mk[li], &mv[li]], uniform: Uniform::Whole(&pb.step), grid: Grid::Fixed(rope_threads.div_ceil(64), n, 1) });
             p.push(Planned { label: "attention", pipe: ctx.attn_rows.clone(), bufs: vec![&pb.q, &mk[li], &mv[li], &pb.att], uniform: Uniform::Whole(&pb.step), grid: Grid::Fixed(c.n_head as u32, n, 1) });
             let at = p.len();
-            proj(res(&w[3])?, &pb.att, &pb.o, qd, params, &mut p)?;
+            input(&pb.att, qd, params, &mut p);
+            proj_in(res(&w[3])?, &pb.att, &pb.o, qd, params, &mut p)?;
             relabel(&mut p, at, "o proj");
             let at = norm(params, true, 0);
             p.push(Planned { label: "norm", pipe: ctx.norm.clone(), bufs: vec![&pb.x, &pb.o, ffn_norm, &pb.xn], uniform: Uniform::Slot(at), grid: Grid::Fixed(n, 1, 1) });
             let at = p.len();
-            proj(res(&w[4])?, &pb.xn, &pb.g, d, params, &mut p)?;
-            proj(res(&w[5])?, &pb.xn, &pb.u, d, params, &mut p)?;
+            input(&pb.xn, d, params, &mut p);
+            proj_in(res(&w[4])?, &pb.xn, &pb.g, d, params, &mut p)?;
+            proj_in(res(&w[5])?, &pb.xn, &pb.u, d, params, &mut p)?;
             relabel(&mut p, at, "gate, up");
             plan::act(ctx, &pb.g, &pb.u, n * ff, 0, params, &mut p);
             let at = p.len();
-            proj(res(&w[6])?, &pb.g, &pb.o, ff, params, &mut p)?;
+            input(&pb.g, ff, params, &mut p);
+            proj_in(res(&w[6])?, &pb.g, &pb.o, ff, params, &mut p)?;
             relabel(&mut p, at, "down");
         }
         if g.layers < m.layers.len() {

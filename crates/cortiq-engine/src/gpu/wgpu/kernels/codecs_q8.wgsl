@@ -29,3 +29,44 @@ fn unit_dot8_q4_1(n: u32, xa: vec4<u32>, xb: vec4<u32>, xd: vec4<f32>) -> f32 {
 fn unit_dot8_q8_0(n: u32, xa: vec4<u32>, xb: vec4<u32>, xd: vec4<f32>) -> f32 {
     return half_at(p.a, n) * xd.x * f32(i8_dot8(wq[2u * n], xa) + i8_dot8(wq[2u * n + 1u], xb));
 }
+
+// The int8 GEMM's per-codec pieces (gemm_q8.wgsl): half h of unit s of row r as four words
+// of int8 values (values 16 h .. 16 h + 15; Q4 nibbles as bytes 0..15), the unit's weight
+// scales (d, m; m only for Q4_1), and a (row, column) unit's integer dot made a float by
+// the same formula as unit_dot8_*.
+
+fn gemm_words_q4_0(r: u32, s: u32, h: u32) -> vec4<u32> {
+    return (wq[r * p.units + s] >> vec4<u32>(4u * h)) & vec4<u32>(0x0F0F0F0Fu);
+}
+
+fn gemm_scale_q4_0(r: u32, s: u32) -> vec2<f32> {
+    return vec2<f32>(half_at(p.a, r * p.units + s), 0.0);
+}
+
+fn gemm_combine_q4_0(dot: i32, w: vec2<f32>, xd: vec4<f32>) -> f32 {
+    return w.x * xd.x * f32(dot - 8 * i32(xd.z));
+}
+
+fn gemm_words_q4_1(r: u32, s: u32, h: u32) -> vec4<u32> {
+    return gemm_words_q4_0(r, s, h);
+}
+
+fn gemm_scale_q4_1(r: u32, s: u32) -> vec2<f32> {
+    return unpack2x16float(ws[p.a + r * p.units + s]);
+}
+
+fn gemm_combine_q4_1(dot: i32, w: vec2<f32>, xd: vec4<f32>) -> f32 {
+    return w.x * xd.x * f32(dot) + w.y * xd.y;
+}
+
+fn gemm_words_q8_0(r: u32, s: u32, h: u32) -> vec4<u32> {
+    return wq[2u * (r * p.units + s) + h];
+}
+
+fn gemm_scale_q8_0(r: u32, s: u32) -> vec2<f32> {
+    return gemm_scale_q4_0(r, s);
+}
+
+fn gemm_combine_q8_0(dot: i32, w: vec2<f32>, xd: vec4<f32>) -> f32 {
+    return w.x * xd.x * f32(dot);
+}

@@ -1,9 +1,10 @@
-// One activation row quantized to int8 per 32-value unit by the CPU path's rule
+// Activation rows quantized to int8 per 32-value unit by the CPU path's rule
 // (cpu/quant.rs: d = max|v| / 127 at f16 precision, q = round-half-even(v * 127 / max), d *
 // sum(q) at f16 precision) for the int8-activation matvecs (`XMode::Int8`): v = x (mode 0),
 // silu(x) * x2 (mode 1: the gated FFN's hidden state) or x / rms(x) * x2 (mode 2: RMSNorm, x2
 // the weights; every workgroup sums the row's squares itself). A value that is not finite
-// makes its unit's d NaN, so it reaches the output. One invocation per unit. The host
+// makes its unit's d NaN, so it reaches the output. One invocation per unit; workgroup row y
+// takes row y of a batch (x, x2 in mode 1, xq and xd offset by whole rows). The host
 // appends reduce_shared.wgsl (`reduce`, over `partial` and `WG`).
 
 struct QuantParams {
@@ -13,20 +14,21 @@ struct QuantParams {
     pad: u32,
 }
 
-@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;       // (cols / 4)
-@group(0) @binding(1) var<storage, read> x2: array<vec4<f32>>;      // (cols / 4) up or norm weights (x itself in mode 0)
-@group(0) @binding(2) var<storage, read_write> xq: array<vec4<u32>>; // (units, 2) the int8 values, 4 a word
-@group(0) @binding(3) var<storage, read_write> xd: array<vec4<f32>>; // (units) d, d * sum, sum, 0
+@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;       // (rows, cols / 4)
+@group(0) @binding(1) var<storage, read> x2: array<vec4<f32>>;      // (rows, cols / 4) up, (cols / 4) norm weights, or x itself (mode 0)
+@group(0) @binding(2) var<storage, read_write> xq: array<vec4<u32>>; // (rows, units, 2) the int8 values, 4 a word
+@group(0) @binding(3) var<storage, read_write> xd: array<vec4<f32>>; // (rows, units) d, d * sum, sum, 0
 @group(0) @binding(4) var<uniform> qp: QuantParams;
 
 const WG: u32 = 256u;
 var<workgroup> partial: array<vec4<f32>, 256>;
 
-fn val(i: u32, scale: f32) -> vec4<f32> {
-    let a = x[i];
+// vec4 i of the row that starts at vec4 `row` of x (and of x2 in mode 1).
+fn val(row: u32, i: u32, scale: f32) -> vec4<f32> {
+    let a = x[row + i];
     switch qp.mode {
         case 1u: {
-            return a / (1.0 + exp(-a)) * x2[i];
+            return a / (1.0 + exp(-a)) * x2[row + i];
         }
         case 2u: {
             return a * scale * x2[i];
@@ -49,27 +51,30 @@ fn finite4(v: vec4<f32>) -> bool {
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    // Row wg.y of a batch (one row in the token graph): its vec4s and units start here.
+    let row = wg.y * (qp.cols / 4u);
+    let units = qp.cols / 32u;
     var scale = 1.0;
     if (qp.mode == 2u) {
         var s = 0.0;
         for (var i = lid; i < qp.cols / 4u; i += WG) {
-            let v = x[i];
+            let v = x[row + i];
             s += dot(v, v);
         }
         scale = inverseSqrt(reduce(vec4<f32>(s, 0.0, 0.0, 0.0), lid).x / f32(qp.cols) + qp.eps);
     }
     let u = wg.x * WG + lid;
-    if (u >= qp.cols / 32u) {
+    if (u >= units) {
         return;
     }
-    let v0 = val(8u * u, scale);
-    let v1 = val(8u * u + 1u, scale);
-    let v2 = val(8u * u + 2u, scale);
-    let v3 = val(8u * u + 3u, scale);
-    let v4 = val(8u * u + 4u, scale);
-    let v5 = val(8u * u + 5u, scale);
-    let v6 = val(8u * u + 6u, scale);
-    let v7 = val(8u * u + 7u, scale);
+    let v0 = val(row, 8u * u, scale);
+    let v1 = val(row, 8u * u + 1u, scale);
+    let v2 = val(row, 8u * u + 2u, scale);
+    let v3 = val(row, 8u * u + 3u, scale);
+    let v4 = val(row, 8u * u + 4u, scale);
+    let v5 = val(row, 8u * u + 5u, scale);
+    let v6 = val(row, 8u * u + 6u, scale);
+    let v7 = val(row, 8u * u + 7u, scale);
     let m4 = max(max(max(abs(v0), abs(v1)), max(abs(v2), abs(v3))), max(max(abs(v4), abs(v5)), max(abs(v6), abs(v7))));
     let amax = max(max(m4.x, m4.y), max(m4.z, m4.w));
     let fin = finite4(v0) && finite4(v1) && finite4(v2) && finite4(v3) && finite4(v4) && finite4(v5) && finite4(v6) && finite4(v7);
@@ -85,7 +90,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let q7 = vec4<i32>(round(v7 * id));
     let one = vec4<i32>(1);
     let sum = dot(q0 + q1 + q2 + q3, one) + dot(q4 + q5 + q6 + q7, one);
-    xq[2u * u] = vec4<u32>(pack4(q0), pack4(q1), pack4(q2), pack4(q3));
-    xq[2u * u + 1u] = vec4<u32>(pack4(q4), pack4(q5), pack4(q6), pack4(q7));
-    xd[u] = vec4<f32>(select(bitcast<f32>(0x7fc00000u), quantizeToF16(d), fin), quantizeToF16(f32(sum) * d), f32(sum), 0.0);
+    let out = wg.y * units + u;
+    xq[2u * out] = vec4<u32>(pack4(q0), pack4(q1), pack4(q2), pack4(q3));
+    xq[2u * out + 1u] = vec4<u32>(pack4(q4), pack4(q5), pack4(q6), pack4(q7));
+    xd[out] = vec4<f32>(select(bitcast<f32>(0x7fc00000u), quantizeToF16(d), fin), quantizeToF16(f32(sum) * d), f32(sum), 0.0);
 }
