@@ -14,6 +14,7 @@ const CODECS: &str = include_str!("kernels/codecs.wgsl");
 const CODECS_Q8: &str = include_str!("kernels/codecs_q8.wgsl");
 const GEMM: &str = include_str!("kernels/gemm.wgsl");
 const GEMM_Q8: &str = include_str!("kernels/gemm_q8.wgsl");
+const GEMM_STORE: &str = include_str!("kernels/gemm_store.wgsl");
 const SLICES: &str = include_str!("kernels/slices.wgsl");
 const REDUCE_SHARED: &str = include_str!("kernels/reduce_shared.wgsl");
 const REDUCE_SUBGROUP: &str = include_str!("kernels/reduce_subgroup.wgsl");
@@ -482,13 +483,13 @@ fn matvec_source(suffix: &str, vec4s: u32, subgroups: bool, shape: MatvecShape, 
 
 /// The GEMM shader for one codec: the kernel, the codec helpers, the slice decoders.
 fn gemm_source(suffix: &str) -> String {
-    format!("{WEIGHTS_IO}\n{GEMM}\n{CODECS}\n{SLICES}\nfn slice_vals(r: u32, s: u32, part: u32) -> vec4<f32> {{ return slice_vals_{suffix}(r, s, part); }}\n")
+    format!("{WEIGHTS_IO}\n{GEMM}\n{GEMM_STORE}\n{CODECS}\n{SLICES}\nfn slice_vals(r: u32, s: u32, part: u32) -> vec4<f32> {{ return slice_vals_{suffix}(r, s, part); }}\n")
 }
 
 /// The int8-activation GEMM shader for one codec of `Q8_CODECS`: x bound as int8 units.
 fn gemm_q8_source(suffix: &str) -> String {
     let io = WEIGHTS_IO.replace("var<storage, read> x: array<vec4<f32>>;", "var<storage, read> x: array<vec4<u32>>;");
-    format!("{io}\n{GEMM_Q8}\n{CODECS}\n{CODECS_Q8}\nfn gemm_words(r: u32, s: u32, h: u32) -> vec4<u32> {{ return gemm_words_{suffix}(r, s, h); }}\nfn gemm_scale(r: u32, s: u32) -> vec2<f32> {{ return gemm_scale_{suffix}(r, s); }}\nfn gemm_combine(dot: i32, w: vec2<f32>, xd: vec4<f32>) -> f32 {{ return gemm_combine_{suffix}(dot, w, xd); }}\n")
+    format!("{io}\n{GEMM_Q8}\n{GEMM_STORE}\n{CODECS}\n{CODECS_Q8}\nfn gemm_words(r: u32, s: u32, h: u32) -> vec4<u32> {{ return gemm_words_{suffix}(r, s, h); }}\nfn gemm_scale(r: u32, s: u32) -> vec2<f32> {{ return gemm_scale_{suffix}(r, s); }}\nfn gemm_combine(dot: i32, w: vec2<f32>, xd: vec4<f32>) -> f32 {{ return gemm_combine_{suffix}(dot, w, xd); }}\n")
 }
 
 /// An explicit bind group layout (bindings 0.. in order), so every pipeline of a kind takes

@@ -5,7 +5,7 @@
 // K loop walks 32-value slices: each slice of the tile's 64 rows is decoded once into
 // workgroup memory (shared by 64 batch columns), the x slice loaded beside it, both stored
 // k-part-major ([part][row]) so the 16 invocations of a row read 16 consecutive vec4s. The
-// host appends codecs.wgsl (helpers) and slices.wgsl with
+// host appends gemm_store.wgsl (`store_tile`), codecs.wgsl (helpers) and slices.wgsl with
 // `fn slice_vals(r, s, part) -> vec4<f32>` (values 4 part .. 4 part + 3 of slice s of row r).
 
 // Bindings and `Params`: weights_io.wgsl (prepended by the host); `x2` is unused here.
@@ -61,22 +61,5 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) li: 
         }
         workgroupBarrier();
     }
-    let base = p.y_base + p.y_off;
-    store_row(base, row0 + ty, col0 + tx, acc0);
-    store_row(base, row0 + ty + 16u, col0 + tx, acc1);
-    store_row(base, row0 + ty + 32u, col0 + tx, acc2);
-    store_row(base, row0 + ty + 48u, col0 + tx, acc3);
-}
-
-// Row r's sums for batch columns b, b + 16, b + 32, b + 48 (those inside the matrix).
-fn store_row(base: u32, r: u32, b: u32, v: vec4<f32>) {
-    if (r >= p.rows) {
-        return;
-    }
-    for (var j = 0u; j < 4u; j++) {
-        let bj = b + 16u * j;
-        if (bj < p.batch) {
-            y[base + bj * p.y_stride + r] = v[j];
-        }
-    }
+    store_tile(row0 + ty, col0 + tx, acc0, acc1, acc2, acc3);
 }

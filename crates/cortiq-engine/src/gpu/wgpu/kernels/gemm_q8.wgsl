@@ -5,8 +5,9 @@
 // 32-value units: each unit of the tile's 64 rows is loaded once into workgroup memory as
 // 32 int8 values (Q4 nibbles as bytes 0..15) and its scales, the 64 columns' int8 units
 // beside it; a (row, column) pair then costs 8 packed 4 x 8-bit dot products and one
-// scaled add (`gemm_combine`, the CPU's per-unit formula). The host appends codecs.wgsl and
-// codecs_q8.wgsl with `gemm_words(r, s, half)`, `gemm_scale(r, s)` and `gemm_combine`.
+// scaled add (`gemm_combine`, the CPU's per-unit formula). The host appends gemm_store.wgsl
+// (`store_tile`), codecs.wgsl and codecs_q8.wgsl with `gemm_words(r, s, half)`,
+// `gemm_scale(r, s)` and `gemm_combine`.
 
 // Bindings and `Params`: weights_io.wgsl (prepended by the host, x as vec4<u32>): x holds
 // the int8 units (batch, units, 2 vec4s), x2 their (d, d * sum, sum, 0) (batch, units).
@@ -83,22 +84,5 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) li: 
         acc3 += row_dots(ty + 48u, cols);
         workgroupBarrier();
     }
-    let base = p.y_base + p.y_off;
-    store_row(base, row0 + ty, col0 + tx, acc0);
-    store_row(base, row0 + ty + 16u, col0 + tx, acc1);
-    store_row(base, row0 + ty + 32u, col0 + tx, acc2);
-    store_row(base, row0 + ty + 48u, col0 + tx, acc3);
-}
-
-// Row r's sums for batch columns b, b + 16, b + 32, b + 48 (those inside the matrix).
-fn store_row(base: u32, r: u32, b: u32, v: vec4<f32>) {
-    if (r >= p.rows) {
-        return;
-    }
-    for (var j = 0u; j < 4u; j++) {
-        let bj = b + 16u * j;
-        if (bj < p.batch) {
-            y[base + bj * p.y_stride + r] = v[j];
-        }
-    }
+    store_tile(row0 + ty, col0 + tx, acc0, acc1, acc2, acc3);
 }
