@@ -12,7 +12,7 @@
 //! (`on_graph`) with it.
 
 use super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform};
-use super::{Resident, Unfit, Variant, WgpuBackend, XMode, Q8_CODECS};
+use super::{int8_layers, Resident, Unfit, Variant, WgpuBackend, XMode, Q8_CODECS};
 use crate::gpu::backend::{DeviceOutcome, GraphRead, GraphReadback, TokenGraphJob, WeightArg};
 use crate::gpu::memory::model_key;
 use crate::kv::KvCache;
@@ -267,7 +267,7 @@ impl WgpuBackend {
     fn build_graph(&self, m: &Llama, capacity: usize, model_key: u64, layers: usize) -> ModelGraph {
         let c = &m.cfg;
         let layer_bytes = m.layers.first().map_or(0, |l| l.matrices().iter().map(|w| m.view(w).bytes.len() as u64).sum());
-        let int8 = super::int8_graph_wanted(self.int8_graph, self.info.q8_matvec, layer_bytes) && m.layers[..layers].iter().all(|l| l.matrices().iter().all(|w| Q8_CODECS.contains(&w.codec)));
+        let int8 = super::int8_graph_wanted(self.int8_graph, self.info.q8_matvec, layer_bytes) && int8_layers(&m.layers[..layers]);
         let widest = c.n_embd.max(c.q_dim()).max(c.n_ff);
         let chunks = capacity.div_ceil(ATT_CHUNK);
         let dev = &self.ctx.device;

@@ -17,7 +17,7 @@ use super::backend::{Activation, Backend, DeviceInfo, DeviceOutcome, FfnJob, Gra
 use crate::kv::KvCache;
 use super::memory::fingerprint;
 use super::planar;
-pub use context::{MatvecShape, PipelineCacheState, Variant, WgpuContext, XMode, Q8_CODECS};
+pub use context::{int8_layers, MatvecShape, PipelineCacheState, Variant, WgpuContext, XMode, Q8_CODECS};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;

@@ -14,7 +14,7 @@
 
 use super::super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform};
 use super::super::{Resident, WgpuBackend};
-use super::super::context::{Variant, XMode};
+use super::super::{int8_layers, Variant, XMode};
 use super::{graph_weights, plain_quant_slot, quantize_rows, relabel, step_block, ArgmaxBlock, At, ModelGraph, NormBlock, Readback, Recorded};
 use crate::gpu::backend::{DeviceOutcome, GraphReadback, PrefillGraphJob, WeightArg};
 use std::collections::HashMap;
@@ -43,13 +43,10 @@ pub(in crate::gpu::wgpu) struct PrefillBuffers {
 }
 
 impl WgpuBackend {
-    /// Whether this model's prompt GEMMs take int8 activations: asked for, the adapter has
-    /// the int8 dot product, and every layer matrix has an int8 kernel.
-    fn prefill_takes_int8(&self, m: &crate::model::llama::Llama) -> bool {
-        self.int8_prefill && self.info.q8_matvec && m.layers.iter().all(|l| l.matrices().iter().all(|w| super::super::Q8_CODECS.contains(&w.codec)))
-    }
-
-    fn prefill_buffers(&self, m: &crate::model::llama::Llama) -> PrefillBuffers {
+    /// The prefill buffers for `m`, whose graph runs its first `layers` layers; int8 scratch
+    /// where its prompt GEMMs take int8 activations (asked for, the adapter has the int8 dot
+    /// product, every matrix of those layers has an int8 kernel).
+    fn prefill_buffers(&self, m: &crate::model::llama::Llama, layers: usize) -> PrefillBuffers {
         let c = &m.cfg;
         let n = PREFILL_ROWS;
         let buf = |label: &str, floats: usize| self.storage_buf(label, floats);
@@ -64,7 +61,7 @@ impl WgpuBackend {
             g: buf("prefill-gate", n * c.n_ff),
             u: buf("prefill-up", n * c.n_ff),
             last: buf("prefill-last", c.n_embd),
-            int8: self.prefill_takes_int8(m).then(|| {
+            int8: (self.int8_prefill && self.info.q8_matvec && int8_layers(&m.layers[..layers])).then(|| {
                 let widest = c.n_embd.max(c.n_ff).max(c.q_dim());
                 (buf("prefill-xq", n * widest / 4), buf("prefill-xd", n * widest / 8))
             }),
@@ -96,7 +93,7 @@ impl WgpuBackend {
         self.on_graph(&at, rows, out, |g, mirror, map| {
             let ts = std::time::Instant::now();
             if g.prefill.is_none() {
-                g.prefill = Some(self.prefill_buffers(m));
+                g.prefill = Some(self.prefill_buffers(m, g.layers));
             }
             let g: &ModelGraph = g;
             let pb = g.prefill.as_ref().expect("made above");
