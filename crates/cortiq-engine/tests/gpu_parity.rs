@@ -47,9 +47,8 @@ fn backends(test: &str) -> Vec<(&'static str, Box<dyn Backend>)> {
     });
     let mut v: Vec<(&'static str, Box<dyn Backend>)> = Vec::new();
     #[cfg(feature = "gpu")]
-    match cortiq_engine::gpu::wgpu::WgpuBackend::new() {
-        Ok(b) => v.push(("wgpu", Box::new(b))),
-        Err(e) => missing(test, "no GPU adapter", e),
+    if let Some(b) = wgpu_or_skip(test) {
+        v.push(("wgpu", Box::new(b)));
     }
     #[cfg(feature = "cuda")]
     match cortiq_engine::gpu::cuda::CudaBackend::new(0) {
@@ -58,6 +57,12 @@ fn backends(test: &str) -> Vec<(&'static str, Box<dyn Backend>)> {
     }
     let _ = test;
     v
+}
+
+/// The wgpu backend for `test`, or None after `missing` has said why there is none.
+#[cfg(feature = "gpu")]
+fn wgpu_or_skip(test: &str) -> Option<cortiq_engine::gpu::wgpu::WgpuBackend> {
+    cortiq_engine::gpu::wgpu::WgpuBackend::new().map_err(|e| missing(test, "no GPU adapter", e)).ok()
 }
 
 struct Packed {
@@ -452,10 +457,7 @@ fn wgpu_device_prefix_decodes_as_the_cpu_path() {
         use cortiq_engine::pipeline::Session;
         use std::sync::Arc;
         let test = "wgpu_device_prefix_decodes_as_the_cpu_path";
-        let discrete = match WgpuBackend::new() {
-            Ok(b) => b.info().discrete,
-            Err(e) => return missing(test, "no GPU adapter", e),
-        };
+        let Some(discrete) = wgpu_or_skip(test).map(|b| b.info().discrete) else { return };
         let shape = if discrete { "smollm2-135m" } else { "tiny" };
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(format!("{shape}-q4_0.gguf"));
@@ -685,10 +687,7 @@ fn attention_matches_an_exact_softmax(backend: &str, run: AttentionRun, extra: &
 fn wgpu_attention_matches_an_exact_softmax() {
     #[cfg(feature = "gpu")]
     {
-        let be = match cortiq_engine::gpu::wgpu::WgpuBackend::new() {
-            Ok(b) => b,
-            Err(e) => return missing("wgpu_attention_matches_an_exact_softmax", "no GPU adapter", e),
-        };
+        let Some(be) = wgpu_or_skip("wgpu_attention_matches_an_exact_softmax") else { return };
         attention_matches_an_exact_softmax("wgpu", &|q, k, v, rows, nh, nkv, hd| be.attention(q, k, v, rows, nh, nkv, hd, 1.0 / (hd as f32).sqrt()), &[]);
     }
 }
@@ -720,10 +719,7 @@ fn cuda_attention_matches_an_exact_softmax() {
 fn wgpu_int8_matvec_matches_the_cpu_int8_kernels() {
     #[cfg(feature = "gpu")]
     {
-        let be = match cortiq_engine::gpu::wgpu::WgpuBackend::new() {
-            Ok(b) => b,
-            Err(e) => return missing("wgpu_int8_matvec_matches_the_cpu_int8_kernels", "no GPU adapter", e),
-        };
+        let Some(be) = wgpu_or_skip("wgpu_int8_matvec_matches_the_cpu_int8_kernels") else { return };
         let mut rng = SplitMix64::new(0x1A78);
         let mut n = 0;
         for codec in cortiq_engine::gpu::wgpu::Q8_CODECS {
@@ -751,10 +747,7 @@ fn wgpu_int8_matvec_matches_the_cpu_int8_kernels() {
 fn wgpu_quantizer_follows_the_cpu_rule() {
     #[cfg(feature = "gpu")]
     {
-        let be = match cortiq_engine::gpu::wgpu::WgpuBackend::new() {
-            Ok(b) => b,
-            Err(e) => return missing("wgpu_quantizer_follows_the_cpu_rule", "no GPU adapter", e),
-        };
+        let Some(be) = wgpu_or_skip("wgpu_quantizer_follows_the_cpu_rule") else { return };
         let mut rng = SplitMix64::new(0x0A17);
         for cols in [32, 96, 576, 8192, 14336] {
             for mode in 0..3u32 {
@@ -818,10 +811,7 @@ fn wgpu_per_op_greedy_matches_the_cpu_path() {
         use cortiq_engine::gpu::{GpuConfig, GraphMode, Gpu};
         use cortiq_engine::pipeline::Session;
         use std::sync::Arc;
-        let probe = match cortiq_engine::gpu::wgpu::WgpuBackend::new() {
-            Ok(b) => b,
-            Err(e) => return missing("wgpu_per_op_greedy_matches_the_cpu_path", "no GPU adapter", e),
-        };
+        let Some(probe) = wgpu_or_skip("wgpu_per_op_greedy_matches_the_cpu_path") else { return };
         let shapes: &[(&str, &str)] = if probe.info().discrete { &[("smollm2-135m", "q4_0"), ("llama-1b", "q4_0")] } else { &[("tiny", "q4_0")] };
         drop(probe);
         let dir = tempfile::tempdir().unwrap();
