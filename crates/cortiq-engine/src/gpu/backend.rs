@@ -158,10 +158,13 @@ pub enum GraphReadback<'a> {
     Hidden(&'a mut [f32]),
 }
 
-/// A token graph's readback as it arrives from the device.
+/// A token graph's readback as it arrives from the device (only wgpu runs device prefixes,
+/// so only it reads hidden states back).
+#[cfg(any(test, feature = "gpu", feature = "cuda"))]
 pub(crate) enum GraphRead {
     Logits(Vec<f32>),
     Argmax(u32),
+    #[cfg(any(test, feature = "gpu"))]
     Hidden(Vec<f32>),
 }
 
@@ -173,10 +176,12 @@ impl GraphReadback<'_> {
     }
 
     /// Write what arrived (of the kind asked for) to the caller's slot.
+    #[cfg(any(test, feature = "gpu", feature = "cuda"))]
     pub(crate) fn fill(self, read: GraphRead) {
         match (self, read) {
             (GraphReadback::Logits(l), GraphRead::Logits(v)) => l.copy_from_slice(&v),
             (GraphReadback::Argmax(b), GraphRead::Argmax(i)) => *b = i,
+            #[cfg(any(test, feature = "gpu"))]
             (GraphReadback::Hidden(h), GraphRead::Hidden(v)) => h.copy_from_slice(&v),
             _ => unreachable!("a backend reads back what was asked for"),
         }
