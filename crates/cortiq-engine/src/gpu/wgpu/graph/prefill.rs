@@ -9,8 +9,9 @@
 //! leading layers, every row's residual stream (its last down projection added) for the host. The embedding rows are decoded on the
 //! host and written with the chunk. The dispatches and their bind groups are recorded once per
 //! (sequence, chunk rows) and re-encoded for the next chunk of that many rows (the position
-//! travels in the chunk's uniform block). With `CMF_WGPU_PREFILL_INT8=1` each stage's input
-//! rows are quantized to int8 first and the GEMMs take them (`gemm_q8.wgsl`).
+//! travels in the chunk's uniform block). Where the adapter has packed int8 dot products and
+//! every layer matrix an int8 kernel, each stage's input rows are quantized to int8 first and
+//! the GEMMs take them (`gemm_q8.wgsl`; `CMF_WGPU_PREFILL_INT8=0` keeps f32).
 
 use super::super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform};
 use super::super::{Resident, WgpuBackend};
