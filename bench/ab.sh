@@ -5,8 +5,8 @@
 # Usage: BINS="./cortiq-base ./cortiq-new" bash bench/ab.sh OUTDIR SHAPE:CODEC...
 # Env: BACKEND (cuda), PROMPT (64), GEN (128), REPS (2), ROUNDS (2), DEADLINE (seconds from
 # the start after which no new run begins; 0: none), MODELS_DIR, VARIANTS (settings that
-# each binary runs under in turn, e.g. "CMF_WGPU_INT8=0 CMF_WGPU_INT8=1"; default: one run
-# as the environment is).
+# each binary runs under in turn, e.g. "CMF_WGPU_INT8=0 CMF_WGPU_INT8=1"; commas join several
+# settings into one variant, "A=1,B=2"; default: one run as the environment is).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/gpu-env.sh
@@ -35,7 +35,7 @@ for spec in "$@"; do
           echo "deadline: $spec round $round $label not run" >> "$out/ab-runs.txt"
           continue
         fi
-        json=$(env $var CMF_GPU=$backend CMF_PROBE_CACHE=0 timeout 300 "$bin" bench -m "$file" -p "$prompt" -n "$gen" -r "${REPS:-2}" --backend "$backend" --json 2>>"$out/ab.log") || { echo "$spec $label failed" >> "$out/ab-runs.txt"; continue; }
+        json=$(env ${var//,/ } CMF_GPU=$backend CMF_PROBE_CACHE=0 timeout 300 "$bin" bench -m "$file" -p "$prompt" -n "$gen" -r "${REPS:-2}" --backend "$backend" --json 2>>"$out/ab.log") || { echo "$spec $label failed" >> "$out/ab-runs.txt"; continue; }
         echo "$json" | python3 -c "
 import json, sys
 r = {x['test']: x for x in json.load(sys.stdin)['results']}

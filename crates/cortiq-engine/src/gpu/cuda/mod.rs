@@ -1,6 +1,6 @@
 //! The native CUDA backend (feature `cuda`): cudarc with the driver and NVRTC loaded at run
-//! time, so the build needs no CUDA toolkit. Kernels live in `kernels/*.cu`, compiled once per
-//! process. Weights are uploaded on first use and stay resident, keyed by the facade's weight
+//! time, so the build needs no CUDA toolkit. Kernels live in `kernels/*.cu`, compiled by NVRTC
+//! once per (source, architecture, NVRTC version) and kept on disk (`ptx_cache.rs`). Weights are uploaded on first use and stay resident, keyed by the facade's weight
 //! key and proven by a content fingerprint. Every job here is one stream, one synchronize;
 //! on any CUDA error nothing is written to the caller's outputs.
 //!
@@ -15,12 +15,14 @@
 
 mod graph;
 mod launch;
+mod ptx_cache;
 
 use super::backend::{Activation, Backend, DeviceInfo, DeviceOutcome, FfnJob, GraphReadback, MatmulJob, MultiMatmulJob, PrefillGraphJob, TokenGraphJob, WeightArg};
 use crate::kv::KvCache;
 use super::memory::fingerprint;
 use super::planar;
 use launch::KernelArgs;
+pub use ptx_cache::KernelCacheState;
 use cortiq_core::Codec;
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 use std::collections::HashMap;
@@ -228,6 +230,8 @@ pub struct CudaBackend {
     smem_limit: usize,
     /// Whether launches may overlap the kernel before them (compute capability 9.0+).
     overlap: bool,
+    /// Where the kernels' PTX came from (the disk cache or NVRTC).
+    kernel_cache: KernelCacheState,
     info: DeviceInfo,
 }
 
@@ -268,9 +272,19 @@ impl CudaBackend {
         if major < 8 {
             return Err(format!("compute capability {major}.{minor}: the kernels need 8.0 or newer (cp.async, __dp4a)"));
         }
-        let opts = cudarc::nvrtc::CompileOptions { options: vec![format!("--gpu-architecture=compute_{major}{minor}")], ..Default::default() };
-        let ptx = cudarc::nvrtc::compile_ptx_with_opts(kernel_source(), opts).map_err(|e| format!("NVRTC: {e:?}"))?;
-        let module = ctx.load_module(ptx).map_err(err)?;
+        let (arch, src) = (format!("compute_{major}{minor}"), kernel_source());
+        let cached = ptx_cache::cache_path(&crate::hub::cache_dir().join("cuda-kernels"), &src, &arch, ptx_cache::nvrtc_version());
+        let hit = ptx_cache::read(&cached).and_then(|text| {
+            let n = text.len();
+            ctx.load_module(cudarc::nvrtc::Ptx::from_src(text)).ok().map(|m| (m, KernelCacheState::Loaded(cached.clone(), n)))
+        });
+        let (module, kernel_cache) = match hit {
+            Some(hit) => hit,
+            None => {
+                let (ptx, state) = ptx_cache::compile_and_store(&src, &arch, cached)?;
+                (ctx.load_module(ptx).map_err(err)?, state)
+            }
+        };
         // The static shared memory (block_sum's 32 floats, the argmax's 32 keys) comes out of
         // the same budget.
         let smem_limit = (ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN).map_err(err)?.max(0) as usize).saturating_sub(512);
@@ -299,7 +313,7 @@ impl CudaBackend {
         let sms = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(err)?.max(1) as u32;
         let total = ctx.total_mem().map_err(err)? as u64;
         let info = DeviceInfo { backend: "cuda", name: ctx.name().map_err(err)?, discrete: true, memory_bytes: total, f16: true, subgroups: true, max_binding_bytes: total, q8_activations: true, q8_matvec: true };
-        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, info })
+        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, kernel_cache, info })
     }
 
     /// Make sure every weight is resident; `Ok(true)` when something was uploaded (cold).
@@ -559,6 +573,10 @@ impl Backend for CudaBackend {
 
     fn weight_budget(&self) -> u64 {
         self.budget
+    }
+
+    fn status_lines(&self) -> Vec<String> {
+        vec![format!("kernels: {}", self.kernel_cache)]
     }
 
     fn graph_profile(&self) -> Option<super::backend::GraphProfile> {
