@@ -2,7 +2,8 @@
 //! source, the target architecture and the NVRTC version, so a second process skips NVRTC
 //! (the driver keeps its own cache of the PTX -> machine code step). A file that cannot be
 //! read or written only costs the compile; a file whose key matches but which the driver
-//! rejects is recompiled and overwritten.
+//! rejects is recompiled and overwritten; each write prunes the directory to the newest
+//! `KEEP_FILES` files.
 
 use cudarc::nvrtc::{CompileOptions, Ptx};
 use sha2::{Digest, Sha256};
@@ -63,10 +64,39 @@ pub fn compile_and_store(src: &str, arch: &str, path: PathBuf) -> Result<(Ptx, K
         std::fs::rename(&tmp, &path)
     };
     let state = match write() {
-        Ok(()) => KernelCacheState::Written(path, ms, text.len()),
+        Ok(()) => {
+            prune(path.parent().expect("cache path has a parent"), KEEP_FILES);
+            KernelCacheState::Written(path, ms, text.len())
+        }
         Err(e) => KernelCacheState::NotWritten(path, ms, e.to_string()),
     };
     Ok((Ptx::from_src(text), state))
+}
+
+/// PTX files the cache keeps (one per kernel source and architecture in use: a few builds'
+/// worth on a machine with two kinds of card).
+const KEEP_FILES: usize = 8;
+
+/// Remove all but the `keep` most recently written PTX files in `dir`, and temp files a
+/// crashed writer left there over an hour ago. Best effort: errors are ignored.
+pub fn prune(dir: &Path, keep: usize) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut ptx = Vec::new();
+    for e in entries.flatten() {
+        let (path, Ok(meta)) = (e.path(), e.metadata()) else { continue };
+        let modified = meta.modified().unwrap_or(std::time::SystemTime::UNIX_EPOCH);
+        match path.extension().and_then(|x| x.to_str()) {
+            Some("ptx") => ptx.push((modified, path)),
+            Some(x) if x.starts_with("tmp") && modified.elapsed().is_ok_and(|age| age.as_secs() > 3600) => {
+                let _ = std::fs::remove_file(&path);
+            }
+            _ => {}
+        }
+    }
+    ptx.sort_by_key(|e| std::cmp::Reverse(e.0));
+    for (_, path) in ptx.into_iter().skip(keep) {
+        let _ = std::fs::remove_file(path);
+    }
 }
 
 /// The NVRTC library's version, (0, 0) where it does not say.
@@ -84,8 +114,26 @@ pub fn nvrtc_version() -> (i32, i32) {
 
 #[cfg(test)]
 mod tests {
-    use super::{cache_path, compile_and_store, read, KernelCacheState};
+    use super::{cache_path, compile_and_store, prune, read, KernelCacheState};
     use std::path::Path;
+
+    /// Pruning keeps the newest PTX files and leaves other files alone.
+    #[test]
+    fn pruning_keeps_the_newest_ptx_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let t0 = std::time::SystemTime::now() - std::time::Duration::from_secs(1000);
+        for i in 0..5u64 {
+            let f = std::fs::File::create(dir.path().join(format!("{i}.ptx"))).unwrap();
+            f.set_modified(t0 + std::time::Duration::from_secs(10 * i)).unwrap();
+        }
+        std::fs::write(dir.path().join("notes.txt"), b"x").unwrap();
+        let fresh_tmp = dir.path().join("9.tmp123");
+        std::fs::write(&fresh_tmp, b"x").unwrap();
+        prune(dir.path(), 2);
+        let mut left: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        left.sort();
+        assert_eq!(left, ["3.ptx", "4.ptx", "9.tmp123", "notes.txt"]);
+    }
 
     /// A compile writes the PTX where the key says and a later read returns exactly it; an
     /// unwritable directory costs only the file. Needs libnvrtc, no GPU (`.ci/run` installs it).
