@@ -1,7 +1,8 @@
 //! The native CUDA backend (feature `cuda`): cudarc with the driver and NVRTC loaded at run
 //! time, so the build needs no CUDA toolkit. Kernels live in `kernels/*.cu`, compiled by NVRTC
-//! once per (source, architecture, NVRTC version) and kept on disk (`ptx_cache.rs`). Weights are uploaded on first use and stay resident, keyed by the facade's weight
-//! key and proven by a content fingerprint. Every job here is one stream, one synchronize;
+//! once per (source, architecture, NVRTC version) and kept on disk (`ptx_cache.rs`). Weights
+//! are uploaded on first use and stay resident, keyed by the facade's weight key and proven
+//! by a content fingerprint. Every job here is one stream, one synchronize;
 //! on any CUDA error nothing is written to the caller's outputs.
 //!
 //! Weights are repacked into the planar layout (`gpu/planar.rs`, 16-byte aligned payloads,
@@ -22,7 +23,7 @@ use crate::kv::KvCache;
 use super::memory::fingerprint;
 use super::planar;
 use launch::KernelArgs;
-pub use ptx_cache::KernelCacheState;
+use ptx_cache::KernelCacheState;
 use cortiq_core::Codec;
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 use std::collections::HashMap;

@@ -1,9 +1,9 @@
 //! The kernel module's PTX kept on disk (`<cache>/cuda-kernels/`), keyed by the kernel
-//! source, the target architecture and the NVRTC version, so a second process skips NVRTC
-//! (the driver keeps its own cache of the PTX -> machine code step). A file that cannot be
-//! read or written only costs the compile; a file whose key matches but which the driver
-//! rejects is recompiled and overwritten; each write prunes the directory to the newest
-//! `KEEP_FILES` files.
+//! source, the target architecture, the NVRTC version and cortiq's, so a second process
+//! skips NVRTC (the driver keeps its own cache of the PTX -> machine code step). A file that
+//! cannot be read or written only costs the compile; a file whose key matches but which the
+//! driver rejects is recompiled and overwritten; each write prunes the directory to the
+//! newest `KEEP_FILES` files.
 
 use cudarc::nvrtc::{CompileOptions, Ptx};
 use sha2::{Digest, Sha256};
@@ -12,7 +12,7 @@ use std::time::Instant;
 
 /// Where this process's kernels came from, for `cortiq gpu`.
 #[derive(Clone, Debug)]
-pub enum KernelCacheState {
+pub(super) enum KernelCacheState {
     /// Read from the file (bytes); NVRTC did not run.
     Loaded(PathBuf, usize),
     /// Compiled by NVRTC (milliseconds) and written to the file (bytes).
@@ -33,7 +33,7 @@ impl std::fmt::Display for KernelCacheState {
 
 /// The cache file for `src` compiled for `arch` (an NVRTC `--gpu-architecture` value) by
 /// NVRTC `nvrtc` (major, minor), under `dir`.
-pub fn cache_path(dir: &Path, src: &str, arch: &str, nvrtc: (i32, i32)) -> PathBuf {
+pub(super) fn cache_path(dir: &Path, src: &str, arch: &str, nvrtc: (i32, i32)) -> PathBuf {
     let mut h = Sha256::new();
     for part in [src, arch, &format!("nvrtc {}.{}", nvrtc.0, nvrtc.1), env!("CARGO_PKG_VERSION")] {
         h.update((part.len() as u64).to_le_bytes());
@@ -44,13 +44,13 @@ pub fn cache_path(dir: &Path, src: &str, arch: &str, nvrtc: (i32, i32)) -> PathB
 }
 
 /// The PTX held in `path`, if the file is there and reads as text.
-pub fn read(path: &Path) -> Option<String> {
+pub(super) fn read(path: &Path) -> Option<String> {
     std::fs::read_to_string(path).ok().filter(|s| !s.is_empty())
 }
 
 /// Compile `src` for `arch` with NVRTC and write the PTX to `path` (temp file, then rename,
 /// so a concurrent reader never sees half a file).
-pub fn compile_and_store(src: &str, arch: &str, path: PathBuf) -> Result<(Ptx, KernelCacheState), String> {
+pub(super) fn compile_and_store(src: &str, arch: &str, path: PathBuf) -> Result<(Ptx, KernelCacheState), String> {
     let start = Instant::now();
     let opts = CompileOptions { options: vec![format!("--gpu-architecture={arch}")], ..Default::default() };
     let ptx = cudarc::nvrtc::compile_ptx_with_opts(src, opts).map_err(|e| format!("NVRTC: {e:?}"))?;
@@ -79,7 +79,7 @@ const KEEP_FILES: usize = 8;
 
 /// Remove all but the `keep` most recently written PTX files in `dir`, and temp files a
 /// crashed writer left there over an hour ago. Best effort: errors are ignored.
-pub fn prune(dir: &Path, keep: usize) {
+fn prune(dir: &Path, keep: usize) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     let mut ptx = Vec::new();
     for e in entries.flatten() {
@@ -100,7 +100,7 @@ pub fn prune(dir: &Path, keep: usize) {
 }
 
 /// The NVRTC library's version, (0, 0) where it does not say.
-pub fn nvrtc_version() -> (i32, i32) {
+pub(super) fn nvrtc_version() -> (i32, i32) {
     let (mut major, mut minor) = (0, 0);
     // SAFETY: nvrtcVersion writes two ints through the pointers given; the caller
     // (`CudaBackend::new`) checked that the library loads before any NVRTC call.
