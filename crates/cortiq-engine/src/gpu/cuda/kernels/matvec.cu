@@ -354,7 +354,11 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
     int warp = (blockIdx.x * ROW_THREADS + threadIdx.x) >> 5, warps = (gridDim.x * ROW_THREADS) >> 5;
     int units = units_per_row<K>(cols), iters = (units + 31) >> 5;
     int groups = (total + R - 1) / R;
+#ifdef CORTIQ_NO_STREAM
+    int items = 0;  // profiling (anatomy.rs): no weight stream, no dot products
+#else
     int items = warp < groups ? ((groups - 1 - warp) / warps + 1) * iters : 0;
+#endif
     // Where an item is: its unit iteration within the group and the group's first row;
     // stepped item by item (no divisions in the loop).
     struct Cursor {
@@ -395,7 +399,11 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
     };
     for (int t = 0; t < P - 1; t++) issue(t);
     pdl_wait_then_release();
+#ifdef CORTIQ_NO_STAGING
+    __syncthreads();  // profiling (anatomy.rs): the staging's closing barrier only
+#else
     for (int b = 0; b < n; b++) stage_x(K, x + (long)b * cols, nw, eps, cols, sm + b * (stride >> 2));
+#endif
     if (items && (K == 0 || K == 2)) find_shifts(now.row0);
     float acc[R][NB];
     #pragma unroll
