@@ -291,6 +291,8 @@ impl CudaBackend {
         let (module, kernel_cache) = match hit {
             Some(hit) => hit,
             None => {
+                // Tens of seconds on a first run (NVRTC, then the driver's own compile): say so.
+                eprintln!("cortiq: compiling the CUDA kernels for {arch} (first use of this build; kept in {})", cached.parent().map_or(String::new(), |d| d.display().to_string()));
                 let (ptx, state) = ptx_cache::compile_and_store(&src, &arch, cached)?;
                 (ctx.load_module(ptx).map_err(err)?, state)
             }
