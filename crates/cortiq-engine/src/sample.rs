@@ -166,7 +166,7 @@ mod tests {
             for variant in 0..3 {
                 let logits: Vec<f32> = (0..n)
                     .map(|i| {
-                        let v = (rng.uniform() * 20.0 - 10.0) as f32;
+                        let v = rng.uniform() * 20.0 - 10.0;
                         match variant {
                             0 => v,
                             1 => v.round(),
@@ -237,7 +237,7 @@ mod tests {
     fn sampler_speed() {
         let mut rng = SplitMix64::new(1);
         for vocab in [49152usize, 128256] {
-            let logits: Vec<f32> = (0..vocab).map(|_| (rng.uniform() * 20.0 - 10.0) as f32).collect();
+            let logits: Vec<f32> = (0..vocab).map(|_| rng.uniform() * 20.0 - 10.0).collect();
             let mut s = Sampler::new(SamplerConfig::default());
             let t = std::time::Instant::now();
             let checksum: u64 = (0..200).map(|_| s.sample(&logits, &[]) as u64).sum();
