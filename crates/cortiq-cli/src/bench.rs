@@ -1,14 +1,16 @@
 //! `cortiq bench`: llama-bench-like speed numbers. Prefill `ppP` = tokens/s over a P-token
 //! prompt from an empty cache; decode `tgN` = tokens/s over N single-token steps after that
-//! prompt, batch 1, after one untimed warm-up run. Token ids are drawn from the vocabulary
-//! with a fixed seed (speed does not depend on the text).
+//! prompt, batch 1, after one untimed warm-up run; greedy unless `--sample` (then every
+//! token is drawn by the CLI's default sampler from the whole logits, as `cortiq run` does at
+//! its defaults). Token ids are drawn from the vocabulary with a fixed seed (speed does not
+//! depend on the text).
 
 use crate::inspect::human;
 use anyhow::Result;
 use cortiq_core::rng::SplitMix64;
 use cortiq_engine::generate::Engine;
 use cortiq_engine::pipeline::Session;
-use cortiq_engine::sample::argmax;
+use cortiq_engine::sample::{argmax, Sampler, SamplerConfig};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Instant;
@@ -21,6 +23,8 @@ pub struct BenchArgs {
     pub json: bool,
     /// Memory bandwidth in GB/s for `floor_fraction`, when known.
     pub bandwidth_gbps: Option<f64>,
+    /// Decode with the default sampler (logits back every token) instead of greedy.
+    pub sample: bool,
 }
 
 struct Row {
@@ -36,18 +40,30 @@ fn mean_sd(xs: &[f64]) -> (f64, f64) {
 }
 
 /// One timed run: (prefill tok/s, decode tok/s).
-fn run_once(engine: &Engine, prompt: &[u32], gen: usize) -> Result<(f64, f64)> {
+fn run_once(engine: &Engine, prompt: &[u32], gen: usize, sample: bool) -> Result<(f64, f64)> {
     let mut s = Session::new(Arc::clone(&engine.model), prompt.len() + gen + 1);
     let t0 = Instant::now();
     let logits = s.prefill(prompt)?;
     let pp = prompt.len() as f64 / t0.elapsed().as_secs_f64();
     s.begin_generation();
     let t1 = Instant::now();
-    // Greedy decode, as `cortiq run` does at temperature 0: a token graph reads back only
-    // the picked token's index.
-    let mut next = argmax(&logits);
-    for _ in 0..gen {
-        next = s.step_greedy(next)?;
+    if sample {
+        // As `cortiq run` at its defaults: the whole logits back, the sampler on the host.
+        let mut sampler = Sampler::new(SamplerConfig::default());
+        let mut history = prompt.to_vec();
+        let mut next = sampler.sample(&logits, &history);
+        for _ in 0..gen {
+            history.push(next);
+            let l = s.step(next)?;
+            next = sampler.sample(&l, &history);
+        }
+    } else {
+        // Greedy decode, as `cortiq run` does at temperature 0: a token graph reads back only
+        // the picked token's index.
+        let mut next = argmax(&logits);
+        for _ in 0..gen {
+            next = s.step_greedy(next)?;
+        }
     }
     let tg = gen as f64 / t1.elapsed().as_secs_f64();
     Ok((pp, tg))
@@ -63,22 +79,23 @@ pub fn bench(engine: &Engine, model_name: &str, a: &BenchArgs) -> Result<String>
         anyhow::bail!("backend '{}' was asked for but '{}' is running (select it with CMF_GPU)", a.backend, gpu.backend_name());
     }
     let backend = gpu.backend_name();
+    let tg_name = if a.sample { format!("tg{} sampled", a.gen) } else { format!("tg{}", a.gen) };
     let mut rng = SplitMix64::new(1234);
     let vocab = engine.model.cfg.vocab as u64;
     let prompt: Vec<u32> = (0..a.prompt.max(1)).map(|_| (rng.next_u64() % vocab) as u32).collect();
-    run_once(engine, &prompt[..prompt.len().min(16)], a.gen.min(8))?;
+    run_once(engine, &prompt[..prompt.len().min(16)], a.gen.min(8), a.sample)?;
     let (mut pps, mut tgs) = (Vec::new(), Vec::new());
     let uploads_before = gpu.upload_bytes();
     for r in 0..a.reps.max(1) {
-        let (pp, tg) = run_once(engine, &prompt, a.gen)?;
-        eprintln!("run {}/{}: pp{} {:.1} tok/s, tg{} {:.1} tok/s", r + 1, a.reps, a.prompt, pp, a.gen, tg);
+        let (pp, tg) = run_once(engine, &prompt, a.gen, a.sample)?;
+        eprintln!("run {}/{}: pp{} {:.1} tok/s, {} {:.1} tok/s", r + 1, a.reps, a.prompt, pp, tg_name, tg);
         pps.push(pp);
         tgs.push(tg);
     }
     let upload_delta = gpu.upload_bytes() - uploads_before;
     let (ppm, pps_sd) = mean_sd(&pps);
     let (tgm, tg_sd) = mean_sd(&tgs);
-    let rows = [Row { test: format!("pp{}", a.prompt), mean: ppm, sd: pps_sd }, Row { test: format!("tg{}", a.gen), mean: tgm, sd: tg_sd }];
+    let rows = [Row { test: format!("pp{}", a.prompt), mean: ppm, sd: pps_sd }, Row { test: tg_name, mean: tgm, sd: tg_sd }];
     let wbytes = engine.model.weight_bytes_per_token();
     let size = engine.model.file.file_size();
     let params = engine.model.n_params();

@@ -135,6 +135,11 @@ enum Command {
         /// After the run, print where each op class ran and why.
         #[arg(long)]
         explain: bool,
+        /// Decode with `cortiq run`'s default sampler (temperature 0.8, top-k 40, top-p 0.95,
+        /// min-p 0.05: the logits come back every token) instead of greedy; the row is
+        /// `tgN sampled`.
+        #[arg(long)]
+        sample: bool,
     },
     /// GPU facade status: compiled backends, the selected backend, adapters, budget, probe cache.
     Gpu {
@@ -279,11 +284,11 @@ fn run(cmd: Command) -> Result<()> {
             }
             Ok(())
         }
-        Command::Bench { model, prompt, gen, reps, backend, json, bandwidth, explain } => {
+        Command::Bench { model, prompt, gen, reps, backend, json, bandwidth, explain, sample } => {
             let path = model_path(&model)?;
             let engine = Engine::load(&path).with_context(|| format!("loading {}", path.display()))?;
             let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let args = bench::BenchArgs { prompt, gen, reps, backend, json, bandwidth_gbps: bandwidth };
+            let args = bench::BenchArgs { prompt, gen, reps, backend, json, bandwidth_gbps: bandwidth, sample };
             emit(&format!("{}\n", bench::bench(&engine, &name, &args)?));
             if explain {
                 eprintln!("\n{}", cortiq_engine::gpu::Gpu::global().explain_table());

@@ -61,6 +61,10 @@ fn synth_inspect_run_bench_convert_end_to_end() {
     assert!(results.iter().all(|r| r["tokens_per_s"].as_f64().unwrap() > 0.0));
     assert_eq!(results[1]["upload_bytes_delta"], 0);
     assert!(results[1]["weight_bytes_per_token"].as_u64().unwrap() > 900_000);
+    let sampled = ok(&cortiq(&["bench", "-m", m, "-p", "8", "-n", "8", "-r", "1", "--json", "--sample"], dir.path()));
+    let v: serde_json::Value = serde_json::from_str(&sampled).unwrap();
+    assert_eq!(v["results"][1]["test"], "tg8 sampled");
+    assert!(v["results"][1]["tokens_per_s"].as_f64().unwrap() > 0.0);
 
     for codec in ["keep", "q8_row", "f16", "q4_tiled"] {
         let out = dir.path().join(format!("tiny-{codec}.cmf"));
