@@ -710,6 +710,39 @@ fn cuda_attention_matches_an_exact_softmax() {
     }
 }
 
+/// The stage ablation knob (`CMF_GRAPH_SKIP`) on the wgpu token graph: with every stage of
+/// every layer left out, a token is its embedding row through the final norm and the head,
+/// which the CPU computes directly (its int8 head against the graph's f32 one: 5e-2).
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "SKIP gpu parity: no wgpu backend compiled in (build with --features gpu)")]
+fn wgpu_token_graph_without_its_stages_is_embedding_norm_head() {
+    #[cfg(feature = "gpu")]
+    {
+        use cortiq_engine::gpu::backend::{GraphReadback, TokenGraphJob};
+        let Some(be) = wgpu_or_skip("wgpu_token_graph_without_its_stages_is_embedding_norm_head") else { return };
+        let be = be.with_stage_skip(cortiq_engine::gpu::stage_skip::StageSkip::parse(Some("qkv,attn,o,glu,down")).unwrap());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tiny.gguf");
+        cortiq_engine::synth::synth("tiny", "q4_0", &path, 11).unwrap();
+        let engine = cortiq_engine::generate::Engine::load(&path).unwrap();
+        let m = &engine.model;
+        let host = cortiq_engine::kv::KvCache::new(m.layers.len(), m.cfg.kv_dim(), 64);
+        let cpu = cortiq_engine::pipeline::Session::new(std::sync::Arc::clone(&engine.model), 64);
+        let d = m.cfg.n_embd;
+        for (pos, token) in [7u32, 300, 2047].into_iter().enumerate() {
+            let mut logits = vec![f32::NAN; m.cfg.vocab];
+            let job = TokenGraphJob { model: m, seq: 77, token, pos, host_kv: &host, layers: m.layers.len() };
+            let outcome = be.token_graph(&job, GraphReadback::Logits(&mut logits));
+            assert!(matches!(outcome, DeviceOutcome::Completed { .. }), "token {token}: {outcome:?}");
+            let (mut x, mut xn) = (vec![0f32; d], vec![0f32; d]);
+            m.embed_rows(&[token], &mut x);
+            cortiq_engine::cpu::ops::rmsnorm(&mut xn, &x, &m.output_norm, m.cfg.eps);
+            let rel = rel_l2(&cpu.logits(&xn), &logits);
+            assert!(rel < 5e-2, "token {token}: the stage-less graph's logits differ from norm + head by {rel:.2e}");
+        }
+    }
+}
+
 /// The wgpu int8-activation kernels (`XMode::Int8`, for `Q8_CODECS`: the matvec, and from 8
 /// activation rows the GEMM) against the CPU path's int8 kernels on the same quantized x:
 /// fresh random weights and x, odd row counts (one row, fewer than a workgroup's, not a

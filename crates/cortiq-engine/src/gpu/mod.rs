@@ -13,6 +13,8 @@ pub mod probe;
 pub mod race;
 pub mod scope;
 pub mod selection;
+#[cfg(any(feature = "gpu", feature = "cuda"))]
+pub mod stage_skip;
 #[cfg(test)]
 pub(crate) mod scripted;
 #[cfg(feature = "gpu")]

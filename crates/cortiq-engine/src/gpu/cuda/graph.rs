@@ -522,23 +522,23 @@ impl CudaBackend {
             a.buf(&wq.data, s).buf(&wk.data, s).buf(&wv.data, s).int(wq.a_off).int(wk.a_off).int(wv.a_off);
             a.buf(&g.x, s).buf(&g.norms[li].0, s).float(eps).buf(&g.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s);
             a.int(nh).int(nkv).int(hd).int(rot).int(neox).float(base).buf(&pos_ptr, s).int(d);
-            if self.anatomy.runs("qkv") {
+            if self.skip.runs("qkv") {
                 unsafe { launch(s, qkv_f, qkv_cfg, &a, ov) }.map_err(err)?;
             }
             let att = Attention { heads: Heads::of(c), q: &g.q, k: &mirror.k[li], v: &mirror.v[li], part: &g.part, done: &g.done, out: &g.att, pos: &pos_ptr, rows: 1, splits: grid_splits, part_splits: g.splits };
-            if self.anatomy.runs("attn") {
+            if self.skip.runs("attn") {
                 self.launch_attention(&att, ov)?;
             }
-            if self.anatomy.runs("o") {
+            if self.skip.runs("o") {
                 self.launch_matvec(&w[3], map, &g.att, &mut g.x, 1, MatvecHow { add: true, overlap: true, ..Default::default() })?;
             }
             let mut a = KernelArgs::default();
             a.buf(&wg.data, s).buf(&wu.data, s).int(wg.a_off).int(wu.a_off);
             a.buf(&g.x, s).buf(&g.norms[li].1, s).float(eps).buf(&g.h, s).int(ff).int(d);
-            if self.anatomy.runs("glu") {
+            if self.skip.runs("glu") {
                 unsafe { launch(s, glu_f, glu_cfg, &a, ov) }.map_err(err)?;
             }
-            if self.anatomy.runs("down") {
+            if self.skip.runs("down") {
                 self.launch_matvec(&w[6], map, &g.h, &mut g.x, 1, MatvecHow { add: true, overlap: true, ..Default::default() })?;
             }
         }

@@ -23,7 +23,8 @@ use super::backend::{Activation, Backend, DeviceInfo, DeviceOutcome, FfnJob, Gra
 use crate::kv::KvCache;
 use super::memory::fingerprint;
 use super::planar;
-use anatomy::Anatomy;
+use super::stage_skip::StageSkip;
+use anatomy::KernelSwitches;
 use launch::KernelArgs;
 use ptx_cache::KernelCacheState;
 use cortiq_core::Codec;
@@ -159,7 +160,7 @@ pub(super) fn mma_smem(kind: i32) -> usize {
 
 /// The kernel module's source: the layout #defines the kernels share with the host (the row
 /// kernels' block size and weight ring, the GEMM stages, the attention tile's pad), `extra`
-/// (the profiling switches of `anatomy.rs`, normally empty), then the kernel files.
+/// (the profiling switches of `anatomy.rs`, normally none), then the kernel files.
 fn kernel_source(extra: &str) -> String {
     let defines = format!(
         "#define ROW_THREADS {ROW_THREADS}\n#define RING_UNITS {RING_UNITS}\n#define RING_UNITS_Q8 {RING_UNITS_Q8}\n#define MMA_UNITS {MMA_UNITS}\n#define MMA_STAGES {MMA_STAGES}\n#define MMA_ROWS {MMA_ROWS}\n#define MMA_A_STRIDE {MMA_A_STRIDE}\n#define MMA_B_STRIDE_Q4 {}\n#define MMA_B_STRIDE_Q8 {}\n#define ATT_ROWS_PAD {}\n",
@@ -235,9 +236,10 @@ pub struct CudaBackend {
     overlap: bool,
     /// Where the kernels' PTX came from (the disk cache or NVRTC).
     kernel_cache: KernelCacheState,
-    /// Parts of the token left out for profiling (none unless `CMF_GRAPH_SKIP` /
-    /// `CMF_CUDA_DEFINES` say so).
-    anatomy: Anatomy,
+    /// Stages left out of the captured token for profiling (`CMF_GRAPH_SKIP`; none by default).
+    skip: StageSkip,
+    /// Profiling switches the kernels were compiled with (`CMF_CUDA_DEFINES`; none by default).
+    switches: KernelSwitches,
     info: DeviceInfo,
 }
 
@@ -278,11 +280,11 @@ impl CudaBackend {
         if major < 8 {
             return Err(format!("compute capability {major}.{minor}: the kernels need 8.0 or newer (cp.async, __dp4a)"));
         }
-        let anatomy = Anatomy::from_env()?;
-        if let Some(w) = anatomy.warning() {
-            eprintln!("cortiq: CUDA {w}");
+        let (skip, switches) = (StageSkip::from_env()?, KernelSwitches::from_env()?);
+        for w in skip.warning().iter().chain(&switches.warning()) {
+            eprintln!("cortiq: CUDA: {w}");
         }
-        let (arch, src) = (format!("compute_{major}{minor}"), kernel_source(&anatomy.source_defines()));
+        let (arch, src) = (format!("compute_{major}{minor}"), kernel_source(&switches.source_defines()));
         let cached = ptx_cache::cache_path(&crate::hub::cache_dir().join("cuda-kernels"), &src, &arch, ptx_cache::nvrtc_version());
         let hit = ptx_cache::read(&cached).and_then(|text| {
             let n = text.len();
@@ -325,7 +327,7 @@ impl CudaBackend {
         let sms = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(err)?.max(1) as u32;
         let total = ctx.total_mem().map_err(err)? as u64;
         let info = DeviceInfo { backend: "cuda", name: ctx.name().map_err(err)?, discrete: true, memory_bytes: total, f16: true, subgroups: true, max_binding_bytes: total, q8_activations: true, q8_matvec: true };
-        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, kernel_cache, anatomy, info })
+        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, kernel_cache, skip, switches, info })
     }
 
     /// Make sure every weight is resident; `Ok(true)` when something was uploaded (cold).
@@ -589,7 +591,8 @@ impl Backend for CudaBackend {
 
     fn status_lines(&self) -> Vec<String> {
         let mut lines = vec![format!("kernels: {}", self.kernel_cache)];
-        lines.extend(self.anatomy.warning());
+        lines.extend(self.skip.warning());
+        lines.extend(self.switches.warning());
         lines
     }
 
@@ -623,7 +626,7 @@ mod tests {
             return;
         }
         let plain = kernel_source("");
-        let switched = kernel_source(&super::anatomy::Anatomy::parse(None, Some(&super::anatomy::DEFINES.join(","))).unwrap().source_defines());
+        let switched = kernel_source(&super::anatomy::KernelSwitches::parse(Some(&super::anatomy::DEFINES.join(","))).unwrap().source_defines());
         for (arch, src) in [("sm_80", &plain), ("sm_90", &plain), ("sm_90", &switched)] {
             let src = std::ffi::CString::new(src.as_str()).expect("kernel source has no NUL");
             let prog = create_program(&src, None).expect("nvrtcCreateProgram");

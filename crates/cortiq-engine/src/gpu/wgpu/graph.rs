@@ -390,13 +390,24 @@ impl WgpuBackend {
             MatvecIo { x: &g.xq, x2: Some(&g.xd), y, y_base: 0, variant: Variant { x: XMode::Int8, add }, eps: 0.0 }
         }
         let rope_threads = ((c.n_head + c.n_head_kv) * c.rope_dims / 2 + c.kv_dim()) as u32;
+        // A stage left out for profiling (`CMF_GRAPH_SKIP`): its dispatches, from where it
+        // began, are dropped again, and its weights not counted.
+        let skip = &self.skip;
         let mut stage_bytes: BTreeMap<&'static str, u64> = BTreeMap::new();
-        let mut stage = |p: &mut [Planned], at: usize, label: &'static str, ws: &[WeightArg]| {
+        let mut stage = |p: &mut [Planned], at: usize, label: &'static str, ws: &[WeightArg], name: &str| {
             relabel(p, at, label);
-            *stage_bytes.entry(label).or_default() += ws.iter().map(|w| w.view.bytes.len() as u64).sum::<u64>();
+            if skip.runs(name) {
+                *stage_bytes.entry(label).or_default() += ws.iter().map(|w| w.view.bytes.len() as u64).sum::<u64>();
+            }
+        };
+        let drop_if_skipped = |p: &mut Vec<Planned>, from: usize, stage: &str| {
+            if !skip.runs(stage) {
+                p.truncate(from);
+            }
         };
         for (li, w) in args[..7 * g.layers].chunks_exact(7).enumerate() {
             let (attn_norm, ffn_norm) = &g.norms[li];
+            let begun = p.len();
             if g.int8 {
                 p.push(quant(&g.x, attn_norm, q_norm));
             } else if own_norm {
@@ -407,17 +418,23 @@ impl WgpuBackend {
                 let io = if g.int8 { int8_io(g, y, false) } else { normed(g, attn_norm, y, eps, own_norm) };
                 plan::matvec(ctx, res(&w[wi])?, io, d, 1, &mut params, &mut p)?;
             }
-            stage(&mut p, at, qkv_label, &w[0..3]);
+            stage(&mut p, at, qkv_label, &w[0..3], "qkv");
             p.push(Planned { label: "rope+kv append", pipe: ctx.rope_store.clone(), bufs: vec![&g.q, &g.k, &g.v, &mirror.k[li], &mirror.v[li]], uniform: Uniform::Whole(&g.step), grid: Grid::Fixed(rope_threads.div_ceil(64), 1, 1) });
+            drop_if_skipped(&mut p, begun, "qkv");
+            let begun = p.len();
             p.push(Planned { label: "attention split", pipe: ctx.attn_split.clone(), bufs: vec![&g.q, &mirror.k[li], &mirror.v[li], &g.part], uniform: Uniform::Whole(&g.step), grid: Grid::HeadsByChunks(c.n_head as u32) });
             p.push(Planned { label: "attention combine", pipe: ctx.attn_combine.clone(), bufs: vec![&g.part, &g.att], uniform: Uniform::Whole(&g.step), grid: Grid::Fixed(c.n_head as u32, 1, 1) });
+            drop_if_skipped(&mut p, begun, "attn");
+            let begun = p.len();
             if g.int8 {
                 p.push(quant(&g.att, &g.att, q_att));
             }
             let at = p.len();
             let io = if g.int8 { int8_io(g, &g.x, true) } else { added(g, &g.att, None, XMode::Plain) };
             plan::matvec(ctx, res(&w[3])?, io, qd, 1, &mut params, &mut p)?;
-            stage(&mut p, at, "o proj (+residual)", &w[3..4]);
+            stage(&mut p, at, "o proj (+residual)", &w[3..4], "o");
+            drop_if_skipped(&mut p, begun, "o");
+            let begun = p.len();
             if g.int8 {
                 p.push(quant(&g.x, ffn_norm, q_norm));
             } else if own_norm {
@@ -428,14 +445,17 @@ impl WgpuBackend {
                 let io = if g.int8 { int8_io(g, y, false) } else { normed(g, ffn_norm, y, eps, own_norm) };
                 plan::matvec(ctx, res(&w[wi])?, io, d, 1, &mut params, &mut p)?;
             }
-            stage(&mut p, at, ffn_label, &w[4..6]);
+            stage(&mut p, at, ffn_label, &w[4..6], "glu");
+            drop_if_skipped(&mut p, begun, "glu");
+            let begun = p.len();
             if g.int8 {
                 p.push(quant(&g.g, &g.u, q_glu));
             }
             let at = p.len();
             let io = if g.int8 { int8_io(g, &g.x, true) } else { added(g, &g.g, Some(&g.u), XMode::Glu) };
             plan::matvec(ctx, res(&w[6])?, io, ff, 1, &mut params, &mut p)?;
-            stage(&mut p, at, "down (silu*up fused, +residual)", &w[6..7]);
+            stage(&mut p, at, "down (silu*up fused, +residual)", &w[6..7], "down");
+            drop_if_skipped(&mut p, begun, "down");
         }
         if g.layers < m.layers.len() {
             // A device prefix: the residual stream after it is what comes back.
@@ -455,7 +475,7 @@ impl WgpuBackend {
         };
         let at = p.len();
         plan::matvec(ctx, res(head)?, io, d, 1, &mut params, &mut p)?;
-        stage(&mut p, at, "head", &args[args.len() - 1..]);
+        stage(&mut p, at, "head", &args[args.len() - 1..], "head");
         // The greedy pick, read back instead of the logits when only it is wanted.
         let at = params.slot(bytemuck::bytes_of(&ArgmaxBlock { n: c.vocab as u32, pad: [0; 3] }));
         p.push(Planned { label: "argmax", pipe: ctx.argmax.clone(), bufs: vec![&g.logits, &g.best], uniform: Uniform::Slot(at), grid: Grid::Fixed(1, 1, 1) });

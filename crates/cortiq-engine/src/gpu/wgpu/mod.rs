@@ -116,6 +116,8 @@ pub struct WgpuBackend {
     /// an int8 kernel (on unless `CMF_WGPU_PREFILL_INT8=0`; measured on the H200,
     /// `bench/results/h200-s11/call1/`: llama-8b q4_0 pp512 1176 -> 2286 tok/s).
     int8_prefill: bool,
+    /// Stages left out of the recorded token for profiling (`CMF_GRAPH_SKIP`; none by default).
+    skip: crate::gpu::stage_skip::StageSkip,
 }
 
 /// Weight bytes a layer must hold for the token graph to take int8 activations by default.
@@ -150,18 +152,28 @@ impl WgpuBackend {
     pub fn open(pin: Option<&str>, budget: Option<&str>, binding_cap: Option<u64>) -> Result<WgpuBackend, String> {
         let ctx = WgpuContext::open(pin, budget, binding_cap)?;
         let info = ctx.info.clone();
+        let skip = crate::gpu::stage_skip::StageSkip::from_env()?;
+        if let Some(w) = skip.warning() {
+            eprintln!("cortiq: wgpu: {w}");
+        }
         let int8_graph = match std::env::var("CMF_WGPU_INT8").as_deref() {
             Ok("1") => Some(true),
             Ok("0") => Some(false),
             _ => None,
         };
-        Ok(WgpuBackend { ctx, weights: Mutex::new(HashMap::new()), scratch: Mutex::new(Scratch::default()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), info, int8_graph, int8_prefill: std::env::var("CMF_WGPU_PREFILL_INT8").map_or(true, |v| v != "0") })
+        Ok(WgpuBackend { ctx, weights: Mutex::new(HashMap::new()), scratch: Mutex::new(Scratch::default()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), info, int8_graph, int8_prefill: std::env::var("CMF_WGPU_PREFILL_INT8").map_or(true, |v| v != "0"), skip })
     }
 
     /// The same backend with the token graph's int8 activations on or off (`CMF_WGPU_INT8`),
     /// for tests and measurements that compare both in one process.
     pub fn with_int8_graph(mut self, on: bool) -> WgpuBackend {
         self.int8_graph = Some(on);
+        self
+    }
+
+    /// The same backend with these token-graph stages left out (`CMF_GRAPH_SKIP`), for tests.
+    pub fn with_stage_skip(mut self, skip: crate::gpu::stage_skip::StageSkip) -> WgpuBackend {
+        self.skip = skip;
         self
     }
 
@@ -618,6 +630,9 @@ impl Backend for WgpuBackend {
             format!("largest binding: {} MiB (larger matrices are split by rows)", self.ctx.max_binding >> 20),
             format!("matvec reduction: {}", if self.info.subgroups { "subgroup operations" } else { "shared memory (no subgroups)" }),
         ]
+        .into_iter()
+        .chain(self.skip.warning())
+        .collect()
     }
 
     fn resident_bytes(&self) -> u64 {
