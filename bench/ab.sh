@@ -9,19 +9,14 @@
 # settings into one variant, "A=1,B=2"; default: one run as the environment is).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-. bench/gpu-env.sh
-out=${1:?output directory}
-shift
-mkdir -p "$out"
+. bench/script-start.sh
 read -r -a bins <<< "${BINS:?binaries to compare}"
 read -r -a variants <<< "${VARIANTS:-}"
 [ ${#variants[@]} -gt 0 ] || variants=("")
-models=${MODELS_DIR:-/tmp/cortiq-models}
 backend=${BACKEND:-cuda}
 prompt=${PROMPT:-64}
 gen=${GEN:-128}
 start=$SECONDS
-mkdir -p "$models"
 : > "$out/ab-runs.txt"
 for spec in "$@"; do
   shape=${spec%%:*}; codec=${spec##*:}

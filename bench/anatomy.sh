@@ -12,13 +12,7 @@
 # for CUDA), PROMPT (512), GEN (128), MODELS_DIR.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-. bench/gpu-env.sh
-out=${1:?output directory}
-shift
-mkdir -p "$out"
-bin=${CORTIQ_BIN:-./cortiq}
-models=${MODELS_DIR:-/tmp/cortiq-models}
-mkdir -p "$models"
+. bench/script-start.sh
 specs=("$@")
 [ ${#specs[@]} -gt 0 ] || specs=(smollm2-135m:q4_0 llama-1b:q4_0 llama-8b:q4_0)
 prompt=${PROMPT:-512}

@@ -6,13 +6,7 @@
 # fraction; 4350 on the H200), PROMPT, GEN, REPS, BENCH_TIMEOUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-. bench/gpu-env.sh
-out=${1:?output directory}
-shift
-mkdir -p "$out"
-bin=${CORTIQ_BIN:-./cortiq}
-models=${MODELS_DIR:-/tmp/cortiq-models}
-mkdir -p "$models"
+. bench/script-start.sh
 specs=("$@")
 [ ${#specs[@]} -gt 0 ] || specs=(smollm2-135m:q4_0 smollm2-135m:q8_0 llama-1b:q4_0 llama-1b:q8_0 llama-8b:q4_0 llama-8b:q8_0)
 backends=${BACKENDS:-$($bin gpu | sed -n "s/^compiled backends: //p" | tr -d ",")}

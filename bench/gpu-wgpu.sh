@@ -10,13 +10,8 @@
 # Usage: bash bench/gpu-wgpu.sh OUTDIR   (env: CORTIQ_BIN, PARITY_BIN, BANDWIDTH=3800)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-. bench/gpu-env.sh
-out=${1:?output directory}
-mkdir -p "$out"
-bin=${CORTIQ_BIN:-./cortiq}
+. bench/script-start.sh
 parity=${PARITY_BIN:?the gpu_parity test binary}
-models=${MODELS_DIR:-/tmp/cortiq-models}
-mkdir -p "$models"
 export CORTIQ_REQUIRE_GPU=1
 CMF_GPU=wgpu $bin gpu > "$out/gpu.txt" 2>&1
 # In three processes: the whole suite in one found no adapter for its last two tests on the

@@ -11,13 +11,8 @@
 #        CODEC=q4_0, BACKENDS="wgpu cuda", NCU_PROMPT=1: 256 profiles one prefill-graph chunk)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-. bench/gpu-env.sh
-out=${1:?output directory}
-mkdir -p "$out"
-bin=${CORTIQ_BIN:-./cortiq}
-models=${MODELS_DIR:-/tmp/cortiq-models}
+. bench/script-start.sh
 codec=${CODEC:-q4_0}
-mkdir -p "$models"
 ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
 for shape in ${SHAPES:-smollm2-135m llama-1b}; do
   f="$models/$shape-$codec.gguf"

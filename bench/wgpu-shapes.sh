@@ -7,11 +7,7 @@
 # Usage: bash bench/wgpu-shapes.sh OUTDIR [SHAPE ...]   (env: CORTIQ_BIN, BANDWIDTH=3800)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-. bench/gpu-env.sh
-out=${1:?output directory}
-shift
-mkdir -p "$out"
-bin=${CORTIQ_BIN:-./cortiq}
+. bench/script-start.sh
 shapes=("$@")
 [ ${#shapes[@]} -gt 0 ] || shapes=(default 32x4 32x8 64x4 64x8 128x4 128x8 256x8)
 for s in "${shapes[@]}"; do
