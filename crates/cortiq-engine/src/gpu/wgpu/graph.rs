@@ -62,11 +62,17 @@ pub(super) struct NormBlock {
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct QuantBlock {
     cols: u32,
-    /// 0: x as it is, 1: silu(x) * x2, 2: RMSNorm with the weights x2.
+    /// One of `QUANT_PLAIN`, `QUANT_SILU`, `QUANT_NORM`.
     mode: u32,
     eps: f32,
     pad: u32,
 }
+
+/// What the quantizer makes of its input first (`mode` in quant.wgsl): x as it is,
+/// SiLU(x) * x2 (the gated FFN's hidden state), or x RMS-normed with the weights x2.
+pub(super) const QUANT_PLAIN: u32 = 0;
+pub(super) const QUANT_SILU: u32 = 1;
+pub(super) const QUANT_NORM: u32 = 2;
 
 /// The quantizer (quant.wgsl) over `rows` rows of `cols` values of x (and x2) into xq / xd,
 /// its uniform block at `at`: one invocation per 32-value unit, 256 to a workgroup.
@@ -80,9 +86,10 @@ fn quantize<'b>(ctx: &super::WgpuContext, x: &'b wgpu::Buffer, x2: &'b wgpu::Buf
     quantize_rows(ctx, x, x2, xq, xd, at, cols, 1)
 }
 
-/// The uniform block of a quantizer taking x as it is (mode 0), added to `params`.
-pub(super) fn plain_quant_slot(params: &mut Params, cols: u32) -> u64 {
-    params.slot(bytemuck::bytes_of(&QuantBlock { cols, mode: 0, eps: 0.0, pad: 0 }))
+/// The uniform block of a quantizer over rows of `cols` values in `mode` (`QUANT_*`; `eps`
+/// for the norm), added to `params`.
+pub(super) fn quant_slot(params: &mut Params, cols: u32, mode: u32, eps: f32) -> u64 {
+    params.slot(bytemuck::bytes_of(&QuantBlock { cols, mode, eps, pad: 0 }))
 }
 
 /// `ArgmaxParams` in argmax.wgsl.
@@ -383,8 +390,8 @@ impl WgpuBackend {
         }
         // Int8 activations (`g.int8`): each stage's input quantized by a dispatch of its own
         // (the RMSNorm or SiLU(gate) * up folded into it), then the int8-activation matvecs.
-        let quant_slot = |params: &mut Params, cols: u32, mode: u32| (params.slot(bytemuck::bytes_of(&QuantBlock { cols, mode, eps, pad: 0 })), cols);
-        let (q_norm, q_att, q_glu) = (quant_slot(&mut params, d, 2), quant_slot(&mut params, qd, 0), quant_slot(&mut params, ff, 1));
+        let slot = |params: &mut Params, cols: u32, mode: u32| (quant_slot(params, cols, mode, eps), cols);
+        let (q_norm, q_att, q_glu) = (slot(&mut params, d, QUANT_NORM), slot(&mut params, qd, QUANT_PLAIN), slot(&mut params, ff, QUANT_SILU));
         let quant = |x, x2, (at, cols)| quantize(ctx, x, x2, &g.xq, &g.xd, at, cols);
         fn int8_io<'b>(g: &'b ModelGraph, y: &'b wgpu::Buffer, add: bool) -> MatvecIo<'b> {
             MatvecIo { x: &g.xq, x2: Some(&g.xd), y, y_base: 0, variant: Variant { x: XMode::Int8, add }, eps: 0.0 }

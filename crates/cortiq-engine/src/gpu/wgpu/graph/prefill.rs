@@ -10,13 +10,14 @@
 //! host and written with the chunk. The dispatches and their bind groups are recorded once per
 //! (sequence, chunk rows) and re-encoded for the next chunk of that many rows (the position
 //! travels in the chunk's uniform block). Where the adapter has packed int8 dot products and
-//! every layer matrix an int8 kernel, each stage's input rows are quantized to int8 first and
-//! the GEMMs take them (`gemm_q8.wgsl`; `CMF_WGPU_PREFILL_INT8=0` keeps f32).
+//! every layer matrix an int8 kernel, each stage's input rows are quantized to int8 first (down's
+//! with SiLU(gate) * up folded into the quantizer) and the GEMMs take them (`gemm_q8.wgsl`;
+//! `CMF_WGPU_PREFILL_INT8=0` keeps f32).
 
 use super::super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform};
 use super::super::{Resident, WgpuBackend};
 use super::super::{int8_layers, Variant, XMode};
-use super::{graph_weights, plain_quant_slot, quantize_rows, relabel, step_block, ArgmaxBlock, At, ModelGraph, NormBlock, Readback, Recorded};
+use super::{graph_weights, quant_slot, quantize_rows, relabel, step_block, ArgmaxBlock, At, ModelGraph, NormBlock, Readback, Recorded, QUANT_PLAIN, QUANT_SILU};
 use crate::gpu::backend::{DeviceOutcome, GraphReadback, PrefillGraphJob, WeightArg};
 use std::collections::HashMap;
 
@@ -136,12 +137,16 @@ impl WgpuBackend {
         let mut p: Vec<Planned> = Vec::new();
         // y (rows, w.rows) = x (rows, cols) . W^T
         let proj = |w: &'a Resident, x: &'a wgpu::Buffer, y: &'a wgpu::Buffer, cols: u32, params: &mut Params, p: &mut Vec<Planned<'a>>| plan::matmul(ctx, w, MatvecIo::plain(x, y, 0), cols, n, params, p);
-        // With int8 activations a stage's input (rows, cols) is quantized once (`input`), then
-        // every projection of the stage reads the int8 rows (`proj_in`).
-        let input = |x: &'a wgpu::Buffer, cols: u32, params: &mut Params, p: &mut Vec<Planned<'a>>| {
+        // With int8 activations a stage's input (rows, cols) is quantized once (`input`; down's
+        // as SiLU(gate) * up, so no activation step of its own), then every projection of the
+        // stage reads the int8 rows (`proj_in`). One uniform block per kind of input.
+        let (q_d, q_qd, q_glu) = match pb.int8 {
+            Some(_) => (quant_slot(params, d, QUANT_PLAIN, 0.0), quant_slot(params, qd, QUANT_PLAIN, 0.0), quant_slot(params, ff, QUANT_SILU, 0.0)),
+            None => (0, 0, 0),
+        };
+        let input = |x: &'a wgpu::Buffer, x2: &'a wgpu::Buffer, cols: u32, at: u64, p: &mut Vec<Planned<'a>>| {
             if let Some((xq, xd)) = &pb.int8 {
-                let at = plain_quant_slot(params, cols);
-                p.push(quantize_rows(ctx, x, x, xq, xd, at, cols, n));
+                p.push(quantize_rows(ctx, x, x2, xq, xd, at, cols, n));
             }
         };
         let proj_in = |w: &'a Resident, x: &'a wgpu::Buffer, y: &'a wgpu::Buffer, cols: u32, params: &mut Params, p: &mut Vec<Planned<'a>>| match &pb.int8 {
@@ -155,7 +160,7 @@ impl WgpuBackend {
             let at = norm(params, li > 0, 0);
             p.push(Planned { label: "norm", pipe: ctx.norm.clone(), bufs: vec![&pb.x, &pb.o, attn_norm, &pb.xn], uniform: Uniform::Slot(at), grid: Grid::Fixed(n, 1, 1) });
             let at = p.len();
-            input(&pb.xn, d, params, &mut p);
+            input(&pb.xn, &pb.xn, d, q_d, &mut p);
             proj_in(res(&w[0])?, &pb.xn, &pb.q, d, params, &mut p)?;
             proj_in(res(&w[1])?, &pb.xn, &pb.k, d, params, &mut p)?;
             proj_in(res(&w[2])?, &pb.xn, &pb.v, d, params, &mut p)?;
@@ -163,19 +168,21 @@ impl WgpuBackend {
             p.push(Planned { label: "rope+kv append", pipe: ctx.rope_store.clone(), bufs: vec![&pb.q, &pb.k, &pb.v, &mk[li], &mv[li]], uniform: Uniform::Whole(&pb.step), grid: Grid::Fixed(rope_threads.div_ceil(64), n, 1) });
             p.push(Planned { label: "attention", pipe: ctx.attn_rows.clone(), bufs: vec![&pb.q, &mk[li], &mv[li], &pb.att], uniform: Uniform::Whole(&pb.step), grid: Grid::Fixed(c.n_head as u32, n, 1) });
             let at = p.len();
-            input(&pb.att, qd, params, &mut p);
+            input(&pb.att, &pb.att, qd, q_qd, &mut p);
             proj_in(res(&w[3])?, &pb.att, &pb.o, qd, params, &mut p)?;
             relabel(&mut p, at, "o proj");
             let at = norm(params, true, 0);
             p.push(Planned { label: "norm", pipe: ctx.norm.clone(), bufs: vec![&pb.x, &pb.o, ffn_norm, &pb.xn], uniform: Uniform::Slot(at), grid: Grid::Fixed(n, 1, 1) });
             let at = p.len();
-            input(&pb.xn, d, params, &mut p);
+            input(&pb.xn, &pb.xn, d, q_d, &mut p);
             proj_in(res(&w[4])?, &pb.xn, &pb.g, d, params, &mut p)?;
             proj_in(res(&w[5])?, &pb.xn, &pb.u, d, params, &mut p)?;
             relabel(&mut p, at, "gate, up");
-            plan::act(ctx, &pb.g, &pb.u, n * ff, 0, params, &mut p);
+            if pb.int8.is_none() {
+                plan::act(ctx, &pb.g, &pb.u, n * ff, 0, params, &mut p);
+            }
             let at = p.len();
-            input(&pb.g, ff, params, &mut p);
+            input(&pb.g, &pb.u, ff, q_glu, &mut p);
             proj_in(res(&w[6])?, &pb.g, &pb.o, ff, params, &mut p)?;
             relabel(&mut p, at, "down");
         }
