@@ -31,26 +31,28 @@ struct Cli {
     cmd: Command,
 }
 
+/// Sampling flags; their defaults are `SamplerConfig::default()`'s (llama.cpp's), which
+/// `cortiq bench --sample` also decodes with.
 #[derive(Args, Clone)]
 struct SampleArgs {
     /// Temperature; 0 = greedy.
-    #[arg(long, default_value_t = 0.8)]
+    #[arg(long, default_value_t = SamplerConfig::default().temperature)]
     temp: f32,
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    #[arg(long, default_value_t = 40)]
+    #[arg(long, default_value_t = SamplerConfig::default().top_k)]
     top_k: usize,
-    #[arg(long, default_value_t = 0.95)]
+    #[arg(long, default_value_t = SamplerConfig::default().top_p)]
     top_p: f32,
-    #[arg(long, default_value_t = 0.05)]
+    #[arg(long, default_value_t = SamplerConfig::default().min_p)]
     min_p: f32,
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = SamplerConfig::default().repeat_penalty)]
     repeat_penalty: f32,
 }
 
 impl SampleArgs {
     fn config(&self) -> SamplerConfig {
-        SamplerConfig { temperature: self.temp, top_k: self.top_k, top_p: self.top_p, min_p: self.min_p, repeat_penalty: self.repeat_penalty, repeat_last_n: 64, seed: self.seed }
+        SamplerConfig { temperature: self.temp, top_k: self.top_k, top_p: self.top_p, min_p: self.min_p, repeat_penalty: self.repeat_penalty, seed: self.seed, ..SamplerConfig::default() }
     }
 }
 
