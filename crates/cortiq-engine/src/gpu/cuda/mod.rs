@@ -17,6 +17,7 @@
 mod anatomy;
 mod graph;
 mod launch;
+mod probe;
 mod ptx_cache;
 
 use super::backend::{Activation, Backend, DeviceInfo, DeviceOutcome, FfnJob, GraphReadback, MatmulJob, MultiMatmulJob, PrefillGraphJob, TokenGraphJob, WeightArg};
@@ -26,6 +27,7 @@ use super::planar;
 use super::stage_skip::StageSkip;
 use anatomy::KernelSwitches;
 use launch::KernelArgs;
+pub use probe::GemmProbe;
 use ptx_cache::KernelCacheState;
 use cortiq_core::Codec;
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
@@ -36,7 +38,7 @@ use std::sync::{Arc, Mutex};
 /// One module: the matvec helpers, then the graph kernels and the tensor-core GEMMs that use them.
 const KERNELS: [&str; 3] = [include_str!("kernels/matvec.cu"), include_str!("kernels/graph.cu"), include_str!("kernels/mma.cu")];
 /// Kernels without variants.
-const FIXED_KERNELS: [&str; 5] = ["silu_mul", "embed_row", graph::ATTENTION_SPLIT[0].1, graph::ATTENTION_SPLIT[1].1, graph::ATTENTION_SPLIT[2].1];
+const FIXED_KERNELS: [&str; 7] = ["silu_mul", "embed_row", "dequant_f16", "to_f16", graph::ATTENTION_SPLIT[0].1, graph::ATTENTION_SPLIT[1].1, graph::ATTENTION_SPLIT[2].1];
 /// Kernels instantiated per codec kind (0..=4) and rows per warp group, which stage their
 /// activation row in dynamic shared memory: (name prefix, row counts).
 const ROW_KERNELS: [(&str, &[usize]); 6] = [("matvec", &[1, 2, 4]), ("qkv_rope", &[2]), ("gate_up_silu", &[2, 4]), ("matmul", &[2]), ("qkv_rope_tile", &[2]), ("gate_up_silu_tile", &[2])];

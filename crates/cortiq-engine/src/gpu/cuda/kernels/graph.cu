@@ -411,3 +411,55 @@ GATE_UP_R(0) GATE_UP_R(1) GATE_UP_R(2) GATE_UP_R(3) GATE_UP_R(4)
         run_rows<K, 2, MATMUL_TILE>(m, 2 * rows, cols, x + (long)b0 * cols, min(nb, batch - b0), nb, nw, eps, sm);   \
     }
 GATE_UP_TILE(0) GATE_UP_TILE(1) GATE_UP_TILE(2) GATE_UP_TILE(3) GATE_UP_TILE(4)
+
+// f32 -> f16 bits (round to nearest even).
+__device__ __forceinline__ unsigned short f2h(float v) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+    return h;
+}
+
+// out (rows, cols) f16 = a planar Q4_0 / Q4_1 / Q8_0 matrix (kind 0 / 1 / 2) decoded, each
+// value rounded to f16: the input of the f16 GEMM the prefill probe times. Thread t decodes
+// values 8 (t % 4) .. + 8 of unit t / 4 (unit u = row * cols / 32 + column / 32).
+extern "C" __global__ void dequant_f16(const unsigned char* w, int kind, int a_off, unsigned short* out, int rows, int cols) {
+    long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    long iu = t >> 2;
+    int g = (int)(t & 3);
+    if (iu >= (long)rows * (cols >> 5)) return;
+    const unsigned int* a = (const unsigned int*)w + a_off;
+    float v[8];
+    if (kind == 2) {
+        float d = h2f(((const unsigned short*)a)[iu]);
+        uint2 q = *(const uint2*)(w + iu * 32 + 8 * g);
+        unsigned int qs[2] = {q.x, q.y};
+        #pragma unroll
+        for (int k = 0; k < 8; k++) v[k] = d * (float)(signed char)((qs[k >> 2] >> (8 * (k & 3))) & 0xff);
+    } else {
+        uint2 q = *(const uint2*)(w + iu * 16 + 8 * (g & 1));
+        unsigned int qs[2] = {q.x, q.y};
+        float d, m = 0.f;
+        if (kind == 0) {
+            d = h2f(((const unsigned short*)a)[iu]);
+        } else {
+            d = h2f(a[iu] & 0xffff);
+            m = h2f(a[iu] >> 16);
+        }
+        #pragma unroll
+        for (int k = 0; k < 8; k++) {
+            unsigned int byte = (qs[k >> 2] >> (8 * (k & 3))) & 0xff;
+            float n = (float)(g < 2 ? (byte & 15) : (byte >> 4));
+            v[k] = kind == 0 ? d * (n - 8.f) : d * n + m;
+        }
+    }
+    unsigned int p[4];
+    #pragma unroll
+    for (int k = 0; k < 4; k++) p[k] = f2h(v[2 * k]) | ((unsigned int)f2h(v[2 * k + 1]) << 16);
+    *(uint4*)(out + iu * 32 + 8 * g) = make_uint4(p[0], p[1], p[2], p[3]);
+}
+
+// out (n) f16 = x (n) f32, rounded to nearest even.
+extern "C" __global__ void to_f16(const float* x, unsigned short* out, long n) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = f2h(x[i]);
+}
