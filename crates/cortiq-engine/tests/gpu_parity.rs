@@ -574,6 +574,12 @@ fn prefill_graph_chunks_match_the_cpu_prefill() {
     if all.iter().any(|(n, _)| *n == "wgpu") {
         all.push(("wgpu f32", Box::new(cortiq_engine::gpu::wgpu::WgpuBackend::new().unwrap().with_int8_prefill(false))));
     }
+    // CUDA a second time on the int8 tensor-core GEMMs (the first run takes cuBLAS's f16
+    // GEMMs where libcublas loads).
+    #[cfg(feature = "cuda")]
+    if all.iter().any(|(n, _)| *n == "cuda") {
+        all.push(("cuda int8", Box::new(cortiq_engine::gpu::cuda::CudaBackend::new(0).unwrap().without_cublas())));
+    }
     for (name, be) in all {
         let shapes: &[(&str, &str)] = if be.info().discrete { &[("tiny", "q4_0"), ("smollm2-135m", "q8_0"), ("llama-1b", "q4_0")] } else { &[("tiny", "q4_0")] };
         for &(shape, codec) in shapes {

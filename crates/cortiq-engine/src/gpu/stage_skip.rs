@@ -1,6 +1,7 @@
-//! The stage ablation knob of the token graphs (both backends): `CMF_GRAPH_SKIP=qkv,attn,
-//! o,glu,down` leaves those stages out of every layer of the recorded or captured token, so
-//! the GPU time per token (`CMF_GRAPH_HOSTPROF=1`) shows what each costs in the real chain.
+//! The stage ablation knob of the token graphs (both backends) and of CUDA's prefill graph:
+//! `CMF_GRAPH_SKIP=qkv,attn,o,glu,down` leaves those stages out of every layer of the
+//! recorded or captured token (and of every prompt chunk on CUDA), so the GPU time per token
+//! (`CMF_GRAPH_HOSTPROF=1`), or the prompt's speed, shows what each costs in the real chain.
 //! Outputs are wrong while it is set; `bench/anatomy.sh` runs it and tabulates the savings.
 //! A stage is the work that prepares its input and the launches that use it: qkv (norm,
 //! projections, RoPE, KV append), attn (attention over the mirror), o (projection and

@@ -9,8 +9,9 @@
 //! the down projection adding into the stream.
 //!
 //! The batched prefill graph (SPEC section 9) is the same layer for a chunk of prompt rows:
-//! the projections and the FFN run as tensor-core GEMMs over 64-row tiles (mma.cu; the row
-//! kernels' tiles of up to 8 rows where the codec or the chunk does not allow), attention
+//! the projections and the FFN run as cuBLAS f16 GEMMs over weights decoded to f16 per chunk
+//! (`blas.rs`), or without cuBLAS as int8 tensor-core GEMMs over 64-row tiles (mma.cu; the
+//! row kernels' tiles of up to 8 rows where the codec or the chunk does not allow), attention
 //! takes 32 query rows per block over the mirror, and only the last row goes through the
 //! head.
 
@@ -115,6 +116,20 @@ pub(super) struct PrefillBuffers {
     part: CudaSlice<f32>,
     /// Per (row, head): split blocks finished this layer.
     done: CudaSlice<i32>,
+    /// The cuBLAS path's scratch, where cuBLAS loaded and the model's layers are all Q4_0,
+    /// Q4_1 or Q8_0 (and the scratch could be allocated).
+    f16: Option<F16Scratch>,
+}
+
+/// Scratch of the cuBLAS prompt GEMMs (`blas.rs`).
+pub(super) struct F16Scratch {
+    /// The weights of one GEMM decoded to f16, side by side (Q, K, V; gate, up): the largest
+    /// of (q_dim + 2 kv_dim, n_embd), (2 n_ff, n_embd), (n_embd, n_ff), (n_embd, q_dim).
+    w: CudaSlice<u16>,
+    /// A GEMM's f16 input (rows, widest input).
+    x: CudaSlice<u16>,
+    /// A fused GEMM's f32 output (rows, max(q_dim + 2 kv_dim, 2 n_ff)).
+    y: CudaSlice<f32>,
 }
 
 /// A captured CUDA graph of one token's launches.
@@ -253,6 +268,25 @@ impl CudaBackend {
             xd: zeros(n * widest / 16)?,
             part: zeros(n * c.n_head * splits * (c.head_dim + 2))?,
             done: s.alloc_zeros::<i32>(n * c.n_head).map_err(err)?,
+            f16: self.f16_scratch(m),
+        })
+    }
+
+    /// The cuBLAS path's scratch for `m`: None without cuBLAS, where a layer weight has no
+    /// f16 decoder (`dequant_f16`: Q4_0, Q4_1, Q8_0), or where the device has no room for it
+    /// (the int8 GEMMs need none).
+    fn f16_scratch(&self, m: &Llama) -> Option<F16Scratch> {
+        let c = &m.cfg;
+        self.blas.as_ref().ok()?;
+        if !m.layers.iter().flat_map(|l| l.matrices()).all(|w| kind(w.codec).is_some_and(|k| k <= 2)) {
+            return None;
+        }
+        let (n, d, ff, qkv) = (PREFILL_ROWS, c.n_embd, c.n_ff, c.q_dim() + 2 * c.kv_dim());
+        let s = &self.stream;
+        Some(F16Scratch {
+            w: s.alloc_zeros::<u16>((qkv * d).max(2 * ff * d).max(d * c.q_dim())).ok()?,
+            x: s.alloc_zeros::<u16>(n * d.max(ff).max(c.q_dim())).ok()?,
+            y: s.alloc_zeros::<f32>(n * qkv.max(2 * ff)).ok()?,
         })
     }
 
@@ -595,42 +629,108 @@ impl CudaBackend {
         // graph.cu, matvec.cu and mma.cu.
         unsafe { launch(s, &self.funcs["embed_row"], embed_cfg, &a, false) }.map_err(err)?;
         let quant = Some((&pb.xq, &pb.xd));
+        // cuBLAS where it loaded and the chunk would take the tensor-core GEMMs.
+        let mut f16 = if rows >= super::MMA_MIN_ROWS { self.blas.as_ref().ok().zip(pb.f16.as_mut()) } else { None };
         for li in 0..c.n_layer {
             let w = &args[li * 7..li * 7 + 7];
+            if let Some((blas, f)) = f16.as_mut() {
+                let ff = c.n_ff * c.n_embd;
+                let grid = |threads: usize, rows: usize| LaunchConfig { grid_dim: (threads.div_ceil(256) as u32, rows as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+                // SAFETY (the launches below): x, q and att hold `rows` rows of the model's
+                // widths, f's scratch the sizes `f16_scratch` names for PREFILL_ROWS >= rows;
+                // the arguments follow the parameter lists in graph.cu.
+                let norm_f16 = |x: &CudaSlice<f32>, nw: &CudaSlice<f32>, out: &CudaSlice<u16>| {
+                    let mut a = KernelArgs::default();
+                    a.buf(x, s).buf(nw, s).float(eps).int(d).buf(out, s);
+                    unsafe { launch(s, &self.funcs["rms_norm_f16"], LaunchConfig { grid_dim: (rows as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }, &a, false) }.map_err(err)
+                };
+                // Q, K, V: one GEMM over the three decoded side by side; RoPE and the append.
+                if self.skip.runs("qkv") {
+                    norm_f16(&pb.x, &g.norms[li].0, &f.x)?;
+                    let mut at = 0;
+                    for wi in &w[..3] {
+                        self.queue_dequant(wi, dev(wi)?, &f.w.slice(at..))?;
+                        at += wi.view.rows * wi.view.cols;
+                    }
+                    blas.gemm(s, &f.x, &f.w, &mut f.y, (rows, qkv_rows, c.n_embd), false)?;
+                    let mut a = KernelArgs::default();
+                    a.buf(&f.y, s).buf(&pb.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s);
+                    a.int(nh).int(nkv).int(hd).int(rot).int(neox).float(base).buf(&pos_ptr, s);
+                    unsafe { launch(s, &self.funcs["rope_append_rows"], grid(qkv_rows / 2, rows), &a, false) }.map_err(err)?;
+                }
+                if self.skip.runs("attn") {
+                    let att = Attention { heads: Heads::of(c), q: &pb.q, k: &mirror.k[li], v: &mirror.v[li], part: &pb.part, done: &pb.done, out: &pb.att, pos: &pos_ptr, rows, splits: capacity.div_ceil(ATT_CHUNK), part_splits: g.splits };
+                    self.launch_attention(&att, ov)?;
+                }
+                // O, added into the residual stream.
+                if self.skip.runs("o") {
+                    let mut a = KernelArgs::default();
+                    a.buf(&pb.att, s).buf(&f.x, s).long((rows * c.q_dim()) as i64);
+                    unsafe { launch(s, &self.funcs["to_f16"], grid(rows * c.q_dim(), 1), &a, false) }.map_err(err)?;
+                    self.queue_dequant(&w[3], dev(&w[3])?, &f.w)?;
+                    blas.gemm(s, &f.x, &f.w, &mut pb.x, (rows, c.n_embd, c.q_dim()), true)?;
+                }
+                // Gate and up: one GEMM over both decoded side by side; SiLU(gate) * up in f16.
+                if self.skip.runs("glu") {
+                    norm_f16(&pb.x, &g.norms[li].1, &f.x)?;
+                    self.queue_dequant(&w[4], dev(&w[4])?, &f.w)?;
+                    self.queue_dequant(&w[5], dev(&w[5])?, &f.w.slice(ff..))?;
+                    blas.gemm(s, &f.x, &f.w, &mut f.y, (rows, 2 * c.n_ff, c.n_embd), false)?;
+                }
+                // Down, added into the residual stream.
+                if self.skip.runs("down") {
+                    let mut a = KernelArgs::default();
+                    a.buf(&f.y, s).int(c.n_ff as i32).buf(&f.x, s);
+                    unsafe { launch(s, &self.funcs["silu_mul_f16"], grid(c.n_ff, rows), &a, false) }.map_err(err)?;
+                    self.queue_dequant(&w[6], dev(&w[6])?, &f.w)?;
+                    blas.gemm(s, &f.x, &f.w, &mut pb.x, (rows, c.n_embd, c.n_ff), true)?;
+                }
+                continue;
+            }
             let (wq, wk, wv, wg, wu) = (dev(&w[0])?, dev(&w[1])?, dev(&w[2])?, dev(&w[4])?, dev(&w[5])?);
-            let mut a = KernelArgs::default();
-            a.buf(&wq.data, s).buf(&wk.data, s).buf(&wv.data, s).int(wq.a_off).int(wk.a_off).int(wv.a_off);
-            // The two kernels differ in their input (int8 rows, or f32 rows normed while
-            // staged) and the tile kernel's trailing tile size.
-            if qkv_mma {
-                self.launch_quantize(&pb.x, Some((&g.norms[li].0, eps)), c.n_embd, rows, (&pb.xq, &pb.xd), true)?;
-                a.buf(&pb.xq, s).buf(&pb.xd, s);
-            } else {
-                a.buf(&pb.x, s).buf(&g.norms[li].0, s).float(eps);
+            if self.skip.runs("qkv") {
+                let mut a = KernelArgs::default();
+                a.buf(&wq.data, s).buf(&wk.data, s).buf(&wv.data, s).int(wq.a_off).int(wk.a_off).int(wv.a_off);
+                // The two kernels differ in their input (int8 rows, or f32 rows normed while
+                // staged) and the tile kernel's trailing tile size.
+                if qkv_mma {
+                    self.launch_quantize(&pb.x, Some((&g.norms[li].0, eps)), c.n_embd, rows, (&pb.xq, &pb.xd), true)?;
+                    a.buf(&pb.xq, s).buf(&pb.xd, s);
+                } else {
+                    a.buf(&pb.x, s).buf(&g.norms[li].0, s).float(eps);
+                }
+                a.buf(&pb.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s);
+                a.int(nh).int(nkv).int(hd).int(rot).int(neox).float(base).buf(&pos_ptr, s).int(d).int(n);
+                if !qkv_mma {
+                    a.int(qnb as i32);
+                }
+                unsafe { launch(s, qkv_f, qkv_cfg, &a, ov) }.map_err(err)?;
             }
-            a.buf(&pb.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s);
-            a.int(nh).int(nkv).int(hd).int(rot).int(neox).float(base).buf(&pos_ptr, s).int(d).int(n);
-            if !qkv_mma {
-                a.int(qnb as i32);
+            if self.skip.runs("attn") {
+                let att = Attention { heads: Heads::of(c), q: &pb.q, k: &mirror.k[li], v: &mirror.v[li], part: &pb.part, done: &pb.done, out: &pb.att, pos: &pos_ptr, rows, splits: capacity.div_ceil(ATT_CHUNK), part_splits: g.splits };
+                self.launch_attention(&att, ov)?;
             }
-            unsafe { launch(s, qkv_f, qkv_cfg, &a, ov) }.map_err(err)?;
-            let att = Attention { heads: Heads::of(c), q: &pb.q, k: &mirror.k[li], v: &mirror.v[li], part: &pb.part, done: &pb.done, out: &pb.att, pos: &pos_ptr, rows, splits: capacity.div_ceil(ATT_CHUNK), part_splits: g.splits };
-            self.launch_attention(&att, ov)?;
-            self.launch_matvec(&w[3], map, &pb.att, &mut pb.x, rows, MatvecHow { add: true, overlap: true, quant, ..Default::default() })?;
-            let mut a = KernelArgs::default();
-            a.buf(&wg.data, s).buf(&wu.data, s).int(wg.a_off).int(wu.a_off);
-            if glu_mma {
-                self.launch_quantize(&pb.x, Some((&g.norms[li].1, eps)), c.n_embd, rows, (&pb.xq, &pb.xd), true)?;
-                a.buf(&pb.xq, s).buf(&pb.xd, s);
-            } else {
-                a.buf(&pb.x, s).buf(&g.norms[li].1, s).float(eps);
+            if self.skip.runs("o") {
+                self.launch_matvec(&w[3], map, &pb.att, &mut pb.x, rows, MatvecHow { add: true, overlap: true, quant, ..Default::default() })?;
             }
-            a.buf(&pb.h, s).int(ff).int(d).int(n);
-            if !glu_mma {
-                a.int(gnb as i32);
+            if self.skip.runs("glu") {
+                let mut a = KernelArgs::default();
+                a.buf(&wg.data, s).buf(&wu.data, s).int(wg.a_off).int(wu.a_off);
+                if glu_mma {
+                    self.launch_quantize(&pb.x, Some((&g.norms[li].1, eps)), c.n_embd, rows, (&pb.xq, &pb.xd), true)?;
+                    a.buf(&pb.xq, s).buf(&pb.xd, s);
+                } else {
+                    a.buf(&pb.x, s).buf(&g.norms[li].1, s).float(eps);
+                }
+                a.buf(&pb.h, s).int(ff).int(d).int(n);
+                if !glu_mma {
+                    a.int(gnb as i32);
+                }
+                unsafe { launch(s, glu_f, glu_cfg, &a, ov) }.map_err(err)?;
             }
-            unsafe { launch(s, glu_f, glu_cfg, &a, ov) }.map_err(err)?;
-            self.launch_matvec(&w[6], map, &pb.h, &mut pb.x, rows, MatvecHow { add: true, overlap: true, quant, ..Default::default() })?;
+            if self.skip.runs("down") {
+                self.launch_matvec(&w[6], map, &pb.h, &mut pb.x, rows, MatvecHow { add: true, overlap: true, quant, ..Default::default() })?;
+            }
         }
         let last = pb.x.slice((rows - 1) * c.n_embd..rows * c.n_embd);
         let head = MatvecHow { norm: Some((&g.out_norm, eps)), argmax: Some(&g.best), overlap: true, ..Default::default() };

@@ -36,6 +36,11 @@ impl KernelArgs {
         self
     }
 
+    pub fn long(&mut self, v: i64) -> &mut Self {
+        self.values.push(v as u64);
+        self
+    }
+
     pub fn float(&mut self, v: f32) -> &mut Self {
         self.values.push(v.to_bits() as u64);
         self

@@ -11,10 +11,12 @@
 //! dense FFN, the whole-token decode graph and the batched prefill graph (`graph.rs`) use the
 //! same row kernels (`run_rows` in matvec.cu); from `MMA_MIN_ROWS` activation rows, Q4_0,
 //! Q4_1 and Q8_0 weights go through int8 tensor-core GEMMs instead (mma.cu), whose input is
-//! quantized once per op by the same rule. Launches in the graphs may overlap the kernel before them
-//! (`launch.rs`).
+//! quantized once per op by the same rule; the prefill graph takes cuBLAS's f16 GEMMs behind
+//! a dequant step where libcublas loads (`blas.rs`). Launches in the graphs may overlap the
+//! kernel before them (`launch.rs`).
 
 mod anatomy;
+mod blas;
 mod graph;
 mod launch;
 mod probe;
@@ -38,7 +40,7 @@ use std::sync::{Arc, Mutex};
 /// One module: the matvec helpers, then the graph kernels and the tensor-core GEMMs that use them.
 const KERNELS: [&str; 3] = [include_str!("kernels/matvec.cu"), include_str!("kernels/graph.cu"), include_str!("kernels/mma.cu")];
 /// Kernels without variants.
-const FIXED_KERNELS: [&str; 7] = ["silu_mul", "embed_row", "dequant_f16", "to_f16", graph::ATTENTION_SPLIT[0].1, graph::ATTENTION_SPLIT[1].1, graph::ATTENTION_SPLIT[2].1];
+const FIXED_KERNELS: [&str; 10] = ["silu_mul", "embed_row", "dequant_f16", "to_f16", "rms_norm_f16", "rope_append_rows", "silu_mul_f16", graph::ATTENTION_SPLIT[0].1, graph::ATTENTION_SPLIT[1].1, graph::ATTENTION_SPLIT[2].1];
 /// Kernels instantiated per codec kind (0..=4) and rows per warp group, which stage their
 /// activation row in dynamic shared memory: (name prefix, row counts).
 const ROW_KERNELS: [(&str, &[usize]); 6] = [("matvec", &[1, 2, 4]), ("qkv_rope", &[2]), ("gate_up_silu", &[2, 4]), ("matmul", &[2]), ("qkv_rope_tile", &[2]), ("gate_up_silu_tile", &[2])];
@@ -242,6 +244,8 @@ pub struct CudaBackend {
     skip: StageSkip,
     /// Profiling switches the kernels were compiled with (`CMF_CUDA_DEFINES`; none by default).
     switches: KernelSwitches,
+    /// cuBLAS for the prefill graph's f16 GEMMs, or why they stay int8 (`blas.rs`).
+    blas: Result<blas::Blas, String>,
     info: DeviceInfo,
 }
 
@@ -328,8 +332,16 @@ impl CudaBackend {
         }
         let sms = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(err)?.max(1) as u32;
         let total = ctx.total_mem().map_err(err)? as u64;
+        let blas = blas::Blas::new(&stream);
         let info = DeviceInfo { backend: "cuda", name: ctx.name().map_err(err)?, discrete: true, memory_bytes: total, f16: true, subgroups: true, max_binding_bytes: total, q8_activations: true, q8_matvec: true };
-        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, kernel_cache, skip, switches, info })
+        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, kernel_cache, skip, switches, blas, info })
+    }
+
+    /// This backend with the prefill graph on the int8 tensor-core GEMMs, cuBLAS left out
+    /// (as `CMF_CUDA_CUBLAS=0` does; the parity tests run both paths).
+    pub fn without_cublas(mut self) -> CudaBackend {
+        self.blas = Err("left out by the caller".into());
+        self
     }
 
     /// Make sure every weight is resident; `Ok(true)` when something was uploaded (cold).
@@ -592,7 +604,11 @@ impl Backend for CudaBackend {
     }
 
     fn status_lines(&self) -> Vec<String> {
-        let mut lines = vec![format!("kernels: {}", self.kernel_cache)];
+        let prompt = match &self.blas {
+            Ok(_) => "cuBLAS f16 GEMMs behind a dequant step".to_string(),
+            Err(why) => format!("int8 tensor-core GEMMs (cuBLAS: {why})"),
+        };
+        let mut lines = vec![format!("kernels: {}", self.kernel_cache), format!("prompt chunks: {prompt}")];
         lines.extend(self.skip.warning());
         lines.extend(self.switches.warning());
         lines

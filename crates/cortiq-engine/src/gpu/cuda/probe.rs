@@ -1,12 +1,13 @@
 //! Issue #8's prefill question, measured: a prompt chunk's projection through cortiq's int8
 //! tensor-core GEMM (mma.cu) against cuBLAS's f16 GEMM behind a dequant step (the weight
 //! decoded to f16 per call, the activations rounded to f16), both timed by CUDA events on
-//! the backend's stream. A test hook: nothing in the pipeline takes the cuBLAS path.
+//! the backend's stream. A test hook; the prefill graph's cuBLAS path (`blas.rs`) was chosen
+//! by its timings.
 
+use super::launch::{launch, KernelArgs};
 use super::{err, CudaBackend, MatvecHow, WeightArg};
-use cudarc::cublas::{result as blas, sys as blas_sys, CudaBlas};
 use cudarc::driver::sys::CUevent_flags;
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::LaunchConfig;
 
 /// Both results of y (batch, rows) = x (batch, cols) . W^T and what each step took.
 pub struct GemmProbe {
@@ -26,11 +27,7 @@ impl CudaBackend {
     /// between two events after one untimed run. Err where cuBLAS is not installed or the
     /// codec has no tensor-core path.
     pub fn prefill_gemm_probe(&self, w: &WeightArg, x: &[f32], batch: usize, reps: usize) -> Result<GemmProbe, String> {
-        // SAFETY: only tries to dlopen the library and reports whether that worked.
-        if !unsafe { blas_sys::is_culib_present() } {
-            return Err("libcublas not found (LD_LIBRARY_PATH)".into());
-        }
-        let kind = super::kind(w.view.codec).filter(|&k| k <= 2).ok_or("the probe takes Q4_0, Q4_1 or Q8_0")?;
+        super::kind(w.view.codec).filter(|&k| k <= 2).ok_or("the probe takes Q4_0, Q4_1 or Q8_0")?;
         let (rows, cols) = (w.view.rows, w.view.cols);
         if batch < super::MMA_MIN_ROWS || x.len() != batch * cols || cols % 32 != 0 {
             return Err(format!("batch {batch} (at least {}) of {cols} columns expected", super::MMA_MIN_ROWS));
@@ -48,57 +45,18 @@ impl CudaBackend {
         let mut yh = s.alloc_zeros::<f32>(batch * rows).map_err(err)?;
         let wh = s.alloc_zeros::<u16>(rows * cols).map_err(err)?;
         let xh = s.alloc_zeros::<u16>(batch * cols).map_err(err)?;
-        let blas_handle = CudaBlas::new(s.clone()).map_err(|e| format!("cuBLAS: {e:?}"))?;
+        let blas = super::blas::Blas::new(s)?;
         let ev = || self._ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(err);
         let (e0, e1, e2, e3) = (ev()?, ev()?, ev()?, ev()?);
-        let units = (rows * cols / 32) as u32;
-        let dequant = || -> Result<(), String> {
-            let mut b = s.launch_builder(&self.funcs["dequant_f16"]);
-            let (kind_i, a_off, rows_i, cols_i) = (kind, res.a_off, rows as i32, cols as i32);
-            b.arg(&res.data).arg(&kind_i).arg(&a_off).arg(&wh).arg(&rows_i).arg(&cols_i);
-            // SAFETY: the kernel reads the resident planar weight (rows x cols of `kind`)
-            // and writes rows * cols f16 values of wh, allocated above for exactly that.
-            unsafe { b.launch(LaunchConfig { grid_dim: ((4 * units).div_ceil(256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }) }.map(|_| ()).map_err(err)
-        };
+        let dequant = || self.queue_dequant(w, res, &wh);
         let f16_gemm = |y: &mut cudarc::driver::CudaSlice<f32>| -> Result<(), String> {
             let n = (batch * cols) as i64;
-            let mut b = s.launch_builder(&self.funcs["to_f16"]);
-            b.arg(&xd).arg(&xh).arg(&n);
+            let mut a = KernelArgs::default();
+            a.buf(&xd, s).buf(&xh, s).long(n);
+            let cfg = LaunchConfig { grid_dim: ((n as u32).div_ceil(256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
             // SAFETY: n floats of xd in, n halves of xh out, both allocated for n.
-            unsafe { b.launch(LaunchConfig { grid_dim: ((n as u32).div_ceil(256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }) }.map_err(err)?;
-            let (alpha, beta) = (1f32, 0f32);
-            use cudarc::driver::{DevicePtr, DevicePtrMut};
-            let (wp, _rw) = wh.device_ptr(s);
-            let (xp, _rx) = xh.device_ptr(s);
-            let (yp, _ry) = y.device_ptr_mut(s);
-            // Column-major: y^T (rows x batch, ld rows) = W (W^T stored cols x rows, ld cols,
-            // transposed) . x^T (cols x batch, ld cols).
-            // SAFETY: the pointers are live allocations of the sizes the dimensions name;
-            // alpha and beta are f32 as CUBLAS_COMPUTE_32F wants.
-            unsafe {
-                blas::gemm_ex(
-                    *blas_handle.handle(),
-                    blas_sys::cublasOperation_t::CUBLAS_OP_T,
-                    blas_sys::cublasOperation_t::CUBLAS_OP_N,
-                    rows as i32,
-                    batch as i32,
-                    cols as i32,
-                    (&alpha) as *const f32 as *const _,
-                    wp as *const _,
-                    blas_sys::cudaDataType_t::CUDA_R_16F,
-                    cols as i32,
-                    xp as *const _,
-                    blas_sys::cudaDataType_t::CUDA_R_16F,
-                    cols as i32,
-                    (&beta) as *const f32 as *const _,
-                    yp as *mut _,
-                    blas_sys::cudaDataType_t::CUDA_R_32F,
-                    rows as i32,
-                    blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
-                    blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
-                )
-            }
-            .map_err(|e| format!("cuBLAS gemm: {e:?}"))
+            unsafe { launch(s, &self.funcs["to_f16"], cfg, &a, false) }.map_err(err)?;
+            blas.gemm(s, &xh, &wh, y, (batch, rows, cols), false)
         };
         // One untimed run of each (the results kept), then the timed repetitions.
         self.launch_matvec(w, &map, &xd, &mut y8, batch, MatvecHow::default())?;

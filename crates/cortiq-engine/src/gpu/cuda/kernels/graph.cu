@@ -420,7 +420,7 @@ __device__ __forceinline__ unsigned short f2h(float v) {
 }
 
 // out (rows, cols) f16 = a planar Q4_0 / Q4_1 / Q8_0 matrix (kind 0 / 1 / 2) decoded, each
-// value rounded to f16: the input of the f16 GEMM the prefill probe times. Thread t decodes
+// value rounded to f16: the weight of a prompt chunk's cuBLAS GEMM (host: `gpu/cuda/blas.rs`). Thread t decodes
 // values 8 (t % 4) .. + 8 of unit t / 4 (unit u = row * cols / 32 + column / 32).
 extern "C" __global__ void dequant_f16(const unsigned char* w, int kind, int a_off, unsigned short* out, int rows, int cols) {
     long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -462,4 +462,41 @@ extern "C" __global__ void dequant_f16(const unsigned char* w, int kind, int a_o
 extern "C" __global__ void to_f16(const float* x, unsigned short* out, long n) {
     long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = f2h(x[i]);
+}
+
+// The cuBLAS prompt path's glue (host: `queue_prefill` in graph.rs, `gpu/cuda/blas.rs`).
+
+// out (rows, cols) f16 = row blockIdx.x of x RMS-normed with nw (the rule of stage_x: the
+// mean square over cols, plus eps). 256 threads.
+extern "C" __global__ void __launch_bounds__(256) rms_norm_f16(const float* x, const float* nw, float eps, int cols, unsigned short* out) {
+    long b = blockIdx.x;
+    const float* xr = x + b * cols;
+    float ss = 0.f;
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) ss += xr[i] * xr[i];
+    float scale = rsqrtf(block_sum(ss) / cols + eps);
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) out[b * cols + i] = f2h(xr[i] * scale * nw[i]);
+}
+
+// y (n, (n_head + 2 n_head_kv) head_dim): Q, K and V of n prompt rows at positions *pos..,
+// side by side per row; RoPE on q and k, q to q (n, n_head * head_dim), k and v appended to
+// the KV mirror (RopeQkvMap's pairs and rule). Grid (pairs / 256, n).
+extern "C" __global__ void __launch_bounds__(256) rope_append_rows(const float* y, float* q, float* kc, float* vc, int n_head, int n_head_kv, int head_dim, int rot, int neox, float base, const int* pos) {
+    int width = (n_head + 2 * n_head_kv) * head_dim;
+    int pair = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y;
+    if (pair >= (width >> 1)) return;
+    RopeQkvMap m{nullptr, nullptr, nullptr, 0, 0, 0, q, kc, vc, n_head, n_head_kv, head_dim, rot, neox, *pos, base};
+    int which, h, j, a, b;
+    m.locate(pair, which, h, j, a, b);
+    const float* yr = y + (long)r * width + (which == 0 ? 0 : (which == 1 ? n_head : n_head + n_head_kv) * head_dim) + h * head_dim;
+    float s[2] = {yr[a], yr[b]};
+    m.finish(r, 2 * pair, width, s);
+}
+
+// h (n, ff) f16 = silu(gate) * up, gate and up side by side in gu (n, 2 ff). Grid (ff / 256, n).
+extern "C" __global__ void __launch_bounds__(256) silu_mul_f16(const float* gu, int ff, unsigned short* h) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    long r = blockIdx.y;
+    if (i >= ff) return;
+    float g = gu[r * 2 * ff + i];
+    h[r * ff + i] = f2h(g / (1.f + expf(-g)) * gu[r * 2 * ff + ff + i]);
 }

@@ -1,0 +1,105 @@
+//! Prompt-chunk GEMMs through cuBLAS: each quantized weight decoded to f16 into a scratch
+//! matrix (`dequant_f16` in graph.cu), the activations in f16, `cublasGemmEx` f16 x f16 with
+//! f32 accumulation into f32 outputs. On the H200 this beat cortiq's int8 tensor-core GEMM
+//! (mma.cu) by 1.8-2.7x per op on llama-8b's shapes, the dequant included (bench/NOTES.md,
+//! "CUDA prefill, twelfth session"), so the prefill graph takes it wherever libcublas loads;
+//! `CMF_CUDA_CUBLAS=0` keeps the int8 GEMMs.
+
+use super::launch::{launch, KernelArgs};
+use super::{err, kind, CudaBackend, Resident};
+use crate::gpu::backend::WeightArg;
+use cudarc::cublas::{result as blas, sys as blas_sys, CudaBlas};
+use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut, LaunchConfig};
+use std::sync::Arc;
+
+/// A cuBLAS handle bound to the backend's stream.
+pub(super) struct Blas(CudaBlas);
+
+/// Whether the environment turns the cuBLAS prompt GEMMs off (`CMF_CUDA_CUBLAS=0`).
+pub(super) fn disabled_by(setting: Option<&str>) -> bool {
+    matches!(setting.map(str::trim), Some("0" | "off" | "false" | "no"))
+}
+
+impl Blas {
+    /// cuBLAS on `stream`, or why the prompt GEMMs stay int8: turned off by
+    /// `CMF_CUDA_CUBLAS=0`, the library not found, or its handle not made.
+    pub fn new(stream: &Arc<CudaStream>) -> Result<Blas, String> {
+        if disabled_by(std::env::var("CMF_CUDA_CUBLAS").ok().as_deref()) {
+            return Err("turned off by CMF_CUDA_CUBLAS=0".into());
+        }
+        // SAFETY: only tries to dlopen the library and reports whether that worked.
+        if !unsafe { blas_sys::is_culib_present() } {
+            return Err("libcublas not found (LD_LIBRARY_PATH)".into());
+        }
+        CudaBlas::new(Arc::clone(stream)).map(Blas).map_err(|e| format!("cuBLAS handle: {e:?}"))
+    }
+
+    /// Queue y (batch, rows) = x (batch, cols) . W^T, plus y's old values where `add`; W is
+    /// (rows, cols) f16 row-major, x f16, y f32, all contiguous.
+    pub fn gemm(&self, s: &CudaStream, x: &impl DevicePtr<u16>, w: &impl DevicePtr<u16>, y: &mut impl DevicePtrMut<f32>, (batch, rows, cols): (usize, usize, usize), add: bool) -> Result<(), String> {
+        let dim = |v: usize| i32::try_from(v).map_err(|_| format!("GEMM dimension {v} beyond i32"));
+        let (m, n, k) = (dim(rows)?, dim(batch)?, dim(cols)?);
+        let (alpha, beta) = (1f32, if add { 1f32 } else { 0f32 });
+        let (wp, _rw) = w.device_ptr(s);
+        let (xp, _rx) = x.device_ptr(s);
+        let (yp, _ry) = y.device_ptr_mut(s);
+        // Column-major: y^T (rows x batch, ld rows) = W (stored as W^T: cols x rows, ld cols,
+        // transposed) . x^T (cols x batch, ld cols).
+        // SAFETY: the caller's buffers hold the sizes the dimensions name; alpha and beta
+        // are f32 as CUBLAS_COMPUTE_32F wants; the handle runs on `s`, the buffers' stream.
+        unsafe {
+            blas::gemm_ex(
+                *self.0.handle(),
+                blas_sys::cublasOperation_t::CUBLAS_OP_T,
+                blas_sys::cublasOperation_t::CUBLAS_OP_N,
+                m,
+                n,
+                k,
+                (&alpha) as *const f32 as *const _,
+                wp as *const _,
+                blas_sys::cudaDataType_t::CUDA_R_16F,
+                k,
+                xp as *const _,
+                blas_sys::cudaDataType_t::CUDA_R_16F,
+                k,
+                (&beta) as *const f32 as *const _,
+                yp as *mut _,
+                blas_sys::cudaDataType_t::CUDA_R_32F,
+                m,
+                blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+            )
+        }
+        .map_err(|e| format!("cuBLAS GEMM {batch} x {cols} . ({rows} x {cols})^T: {}", err(e)))
+    }
+}
+
+impl CudaBackend {
+    /// Queue resident weight `w` (Q4_0, Q4_1 or Q8_0; rows x cols) decoded to f16 into the
+    /// rows * cols halves at `into`.
+    pub(super) fn queue_dequant(&self, w: &WeightArg, res: &Resident, into: &impl DevicePtr<u16>) -> Result<(), String> {
+        let k = kind(w.view.codec).filter(|&k| k <= 2).ok_or_else(|| format!("{}: no f16 decoder", w.view.codec))?;
+        let units = w.view.rows * w.view.cols / 32;
+        let threads = u32::try_from(4 * units).map_err(|_| "weight too large for one dequant launch".to_string())?;
+        let s = &self.stream;
+        let mut a = KernelArgs::default();
+        a.buf(&res.data, s).int(k).int(res.a_off).buf(into, s).int(w.view.rows as i32).int(w.view.cols as i32);
+        let cfg = LaunchConfig { grid_dim: (threads.div_ceil(256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: the kernel reads the resident planar weight (rows x cols of kind k) and
+        // writes rows * cols halves at `into`, which the caller sized for them.
+        unsafe { launch(s, &self.funcs["dequant_f16"], cfg, &a, false) }.map_err(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_an_explicit_off_turns_cublas_off() {
+        for off in ["0", "off", "false", " no "] {
+            assert!(super::disabled_by(Some(off)), "{off}");
+        }
+        for on in [None, Some("1"), Some(""), Some("on")] {
+            assert!(!super::disabled_by(on), "{on:?}");
+        }
+    }
+}
