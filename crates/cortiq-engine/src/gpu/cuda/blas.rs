@@ -15,16 +15,11 @@ use std::sync::Arc;
 /// A cuBLAS handle bound to the backend's stream.
 pub(super) struct Blas(CudaBlas);
 
-/// Whether the environment turns the cuBLAS prompt GEMMs off (`CMF_CUDA_CUBLAS=0`).
-pub(super) fn disabled_by(setting: Option<&str>) -> bool {
-    matches!(setting.map(str::trim), Some("0" | "off" | "false" | "no"))
-}
-
 impl Blas {
     /// cuBLAS on `stream`, or why the prompt GEMMs stay int8: turned off by
     /// `CMF_CUDA_CUBLAS=0`, the library not found, or its handle not made.
     pub fn new(stream: &Arc<CudaStream>) -> Result<Blas, String> {
-        if disabled_by(std::env::var("CMF_CUDA_CUBLAS").ok().as_deref()) {
+        if super::switched_off("CMF_CUDA_CUBLAS") {
             return Err("turned off by CMF_CUDA_CUBLAS=0".into());
         }
         // SAFETY: only tries to dlopen the library and reports whether that worked.
@@ -88,18 +83,5 @@ impl CudaBackend {
         // SAFETY: the kernel reads the resident planar weight (rows x cols of kind k) and
         // writes rows * cols halves at `into`, which the caller sized for them.
         unsafe { launch(s, &self.funcs["dequant_f16"], cfg, &a, false) }.map_err(err)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn only_an_explicit_off_turns_cublas_off() {
-        for off in ["0", "off", "false", " no "] {
-            assert!(super::disabled_by(Some(off)), "{off}");
-        }
-        for on in [None, Some("1"), Some(""), Some("on")] {
-            assert!(!super::disabled_by(on), "{on:?}");
-        }
     }
 }

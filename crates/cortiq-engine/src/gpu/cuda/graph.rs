@@ -35,6 +35,10 @@ const MAX_HEAD_DIM: usize = 256;
 /// its HD (its per-thread K and V registers are sized for HD).
 pub(super) const ATTENTION_SPLIT: [(usize, &str); 3] = [(64, "attention_h64"), (128, "attention_h128"), (256, "attention_h256")];
 
+/// The prompt chunk's tensor-core attention kernels (`flash_rows_h{HD}` in flash.cu), per
+/// head size they take exactly; other head sizes take `attention_rows_d*` or the split kernel.
+pub(super) const FLASH_ROWS: [(usize, &str); 2] = [(64, "flash_rows_h64"), (128, "flash_rows_h128")];
+
 /// The split attention kernel for `head_dim` (<= MAX_HEAD_DIM): the smallest that holds it.
 pub(super) fn attention_split_kernel(head_dim: usize) -> &'static str {
     ATTENTION_SPLIT.iter().find(|(hd, _)| head_dim <= *hd).map_or(ATTENTION_SPLIT[2].1, |(_, name)| name)
@@ -290,9 +294,10 @@ impl CudaBackend {
         })
     }
 
-    /// Queue one attention launch: a prompt chunk's rows 32 to a block where the head size
-    /// has the tiled kernel (`attention_rows_d*`), otherwise (a decode token, or other head
-    /// sizes) the split kernel with one grid layer per row.
+    /// Queue one attention launch: a prompt chunk's rows 64 to a block on the tensor cores
+    /// where the head size has a kernel for it (`FLASH_ROWS`), else 32 to a block where it has
+    /// the tiled kernel (`attention_rows_d*`), otherwise (a decode token, or other head sizes)
+    /// the split kernel with one grid layer per row.
     fn launch_attention(&self, a: &Attention, overlap: bool) -> Result<(), String> {
         let s = &self.stream;
         let c = a.heads;
@@ -300,7 +305,11 @@ impl CudaBackend {
         let (nh, nkv, hd) = (c.n_head as i32, c.n_head_kv as i32, c.head_dim as i32);
         let mut args = KernelArgs::default();
         let tiled = a.rows > 1 && ATTENTION_ROWS_DIMS.contains(&c.head_dim) && attention_rows_smem(c.head_dim) <= self.smem_limit;
-        let (f, cfg) = if tiled {
+        let flash = FLASH_ROWS.iter().find(|(hd, _)| *hd == c.head_dim && a.rows > 1 && self.flash).map(|(_, name)| *name);
+        let (f, cfg) = if let Some(name) = flash {
+            args.buf(a.q, s).buf(a.k, s).buf(a.v, s).buf(a.out, s).int(nh).int(nkv).buf(a.pos, s).float(scale).int(a.rows as i32);
+            (&self.funcs[name], LaunchConfig { grid_dim: (c.n_head as u32, a.rows.div_ceil(64) as u32, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 })
+        } else if tiled {
             args.buf(a.q, s).buf(a.k, s).buf(a.v, s).buf(a.out, s).int(nh).int(nkv).buf(a.pos, s).float(scale).int(a.rows as i32);
             (&self.funcs[&format!("attention_rows_d{}", c.head_dim / 32)], LaunchConfig { grid_dim: (c.n_head as u32, a.rows.div_ceil(32) as u32, 1), block_dim: (128, 1, 1), shared_mem_bytes: attention_rows_smem(c.head_dim) as u32 })
         } else {

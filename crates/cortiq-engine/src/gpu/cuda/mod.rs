@@ -37,10 +37,11 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// One module: the matvec helpers, then the graph kernels and the tensor-core GEMMs that use them.
-const KERNELS: [&str; 3] = [include_str!("kernels/matvec.cu"), include_str!("kernels/graph.cu"), include_str!("kernels/mma.cu")];
+/// One module: the matvec helpers, then the graph kernels, the tensor-core GEMMs and the
+/// prompt chunk's tensor-core attention that use them.
+const KERNELS: [&str; 4] = [include_str!("kernels/matvec.cu"), include_str!("kernels/graph.cu"), include_str!("kernels/mma.cu"), include_str!("kernels/flash.cu")];
 /// Kernels without variants.
-const FIXED_KERNELS: [&str; 10] = ["silu_mul", "embed_row", "dequant_f16", "to_f16", "rms_norm_f16", "rope_append_rows", "silu_mul_f16", graph::ATTENTION_SPLIT[0].1, graph::ATTENTION_SPLIT[1].1, graph::ATTENTION_SPLIT[2].1];
+const FIXED_KERNELS: [&str; 12] = ["silu_mul", "embed_row", "dequant_f16", "to_f16", "rms_norm_f16", "rope_append_rows", "silu_mul_f16", graph::FLASH_ROWS[0].1, graph::FLASH_ROWS[1].1, graph::ATTENTION_SPLIT[0].1, graph::ATTENTION_SPLIT[1].1, graph::ATTENTION_SPLIT[2].1];
 /// Kernels instantiated per codec kind (0..=4) and rows per warp group, which stage their
 /// activation row in dynamic shared memory: (name prefix, row counts).
 const ROW_KERNELS: [(&str, &[usize]); 6] = [("matvec", &[1, 2, 4]), ("qkv_rope", &[2]), ("gate_up_silu", &[2, 4]), ("matmul", &[2]), ("qkv_rope_tile", &[2]), ("gate_up_silu_tile", &[2])];
@@ -246,7 +247,20 @@ pub struct CudaBackend {
     switches: KernelSwitches,
     /// cuBLAS for the prefill graph's f16 GEMMs, or why they stay int8 (`blas.rs`).
     blas: Result<blas::Blas, String>,
+    /// Whether prompt chunks take the tensor-core attention (flash.cu) where the head size
+    /// has it (`CMF_CUDA_FLASH=0`: the FP32 tiled kernel).
+    flash: bool,
     info: DeviceInfo,
+}
+
+/// Whether `setting` turns a default-on path off: 0, off, false or no.
+fn off_setting(setting: Option<&str>) -> bool {
+    matches!(setting.map(str::trim), Some("0" | "off" | "false" | "no"))
+}
+
+/// Whether environment variable `var` turns a default-on path off (`off_setting`).
+fn switched_off(var: &str) -> bool {
+    off_setting(std::env::var(var).ok().as_deref())
 }
 
 fn err(e: impl std::fmt::Debug) -> String {
@@ -334,7 +348,7 @@ impl CudaBackend {
         let total = ctx.total_mem().map_err(err)? as u64;
         let blas = blas::Blas::new(&stream);
         let info = DeviceInfo { backend: "cuda", name: ctx.name().map_err(err)?, discrete: true, memory_bytes: total, f16: true, subgroups: true, max_binding_bytes: total, q8_activations: true, q8_matvec: true };
-        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, kernel_cache, skip, switches, blas, info })
+        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, kernel_cache, skip, switches, blas, flash: !switched_off("CMF_CUDA_FLASH"), info })
     }
 
     /// This backend with the prefill graph on the int8 tensor-core GEMMs, cuBLAS left out
@@ -630,6 +644,16 @@ impl Backend for CudaBackend {
 #[cfg(test)]
 mod tests {
     use super::kernel_source;
+
+    #[test]
+    fn only_an_explicit_off_turns_a_default_path_off() {
+        for off in ["0", "off", "false", " no "] {
+            assert!(super::off_setting(Some(off)), "{off}");
+        }
+        for on in [None, Some("1"), Some(""), Some("on")] {
+            assert!(!super::off_setting(on), "{on:?}");
+        }
+    }
     use cudarc::nvrtc::result::{compile_program, create_program, destroy_program, get_program_log};
 
     /// The kernel module compiles to machine code (NVRTC runs ptxas for a real architecture,
