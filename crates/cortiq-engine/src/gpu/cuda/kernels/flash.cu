@@ -1,0 +1,141 @@
+// Causal attention of a prompt chunk's rows over the KV mirror on the tensor cores,
+// FlashAttention-2 style (host: `launch_attention` in graph.rs). Block (h, tile) takes
+// query rows [64 tile, 64 tile + 64) of head h; warp w holds rows 16 w .. 16 w + 15 as
+// m16n8k16 A fragments (q scaled, rounded to f16; lane: rows g and g + 8, g = lane / 4).
+// Keys stream through shared memory 32 at a time in f16 (K as rows, V transposed);
+// S = q . K^T and O += P . V run as mma.sync with f32 accumulation, the online softmax per
+// row in f32 between them (P rounded to f16, as the CPU path's and llama.cpp's flash
+// attention do). Rows past `rows` compute on zeros and are not written; a NaN in a score
+// reaches the row's output.
+
+// c (16 x 8, f32) += a (16 x 16, f16, row) . b (16 x 8, f16, col).
+__device__ __forceinline__ void mma_f16(float* c, const unsigned* a, unsigned b0, unsigned b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Two floats as f16x2 (lo in the low half, the lower index).
+__device__ __forceinline__ unsigned pack_h2(float lo, float hi) { return (unsigned)f2h(lo) | ((unsigned)f2h(hi) << 16); }
+
+template <int HD>
+__device__ __forceinline__ void flash_rows(const float* q, const float* kc, const float* vc, float* out, int n_head, int n_head_kv, const int* pos, float scale, int rows) {
+    constexpr int KS = HD + 8;  // K row stride in halves (8 rows of a fragment load hit distinct banks)
+    constexpr int VS = 32 + 8;  // V^T row stride in halves
+    constexpr int KT = HD / 16; // 16-dimension steps of S = q . K^T
+    constexpr int DT = HD / 8;  // 8-dimension tiles of O
+    __shared__ __align__(16) unsigned short ks[32 * KS];  // (32 keys, HD)
+    __shared__ __align__(16) unsigned short vt[HD * VS];  // (HD, 32 keys)
+    pdl_wait_then_release();
+    int h = blockIdx.x, r0 = blockIdx.y * 64;
+    int tid = threadIdx.x, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+    int p0 = *pos, kvh = h / (n_head / n_head_kv), kvd = n_head_kv * HD, qd = n_head * HD;
+    int ra = r0 + (tid >> 5) * 16 + g, rb = ra + 8;
+    unsigned qf[KT][4];
+    #pragma unroll
+    for (int kt = 0; kt < KT; kt++) {
+        #pragma unroll
+        for (int half = 0; half < 2; half++) {
+            int col = h * HD + kt * 16 + half * 8 + t4 * 2;
+            float2 va = ra < rows ? *(const float2*)(q + (long)ra * qd + col) : make_float2(0.f, 0.f);
+            float2 vb = rb < rows ? *(const float2*)(q + (long)rb * qd + col) : make_float2(0.f, 0.f);
+            qf[kt][2 * half] = pack_h2(va.x * scale, va.y * scale);
+            qf[kt][2 * half + 1] = pack_h2(vb.x * scale, vb.y * scale);
+        }
+    }
+    float o[DT][4];
+    #pragma unroll
+    for (int dt = 0; dt < DT; dt++) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.f;
+    float m[2] = {-__int_as_float(0x7f800000), -__int_as_float(0x7f800000)}, l[2] = {0.f, 0.f};
+    int last = p0 + min(r0 + 64, rows) - 1;
+    for (int t0 = 0; t0 <= last; t0 += 32) {
+        // Every warp is done with the previous chunk.
+        __syncthreads();
+        for (int e = tid; e < 32 * HD / 4; e += blockDim.x) {
+            int j = e / (HD / 4), c = (e % (HD / 4)) * 4;
+            bool ok = t0 + j <= last;
+            long off = (long)(t0 + j) * kvd + kvh * HD + c;
+            float4 kv = ok ? *(const float4*)(kc + off) : make_float4(0.f, 0.f, 0.f, 0.f);
+            float4 vv = ok ? *(const float4*)(vc + off) : make_float4(0.f, 0.f, 0.f, 0.f);
+            *(uint2*)(ks + j * KS + c) = make_uint2(pack_h2(kv.x, kv.y), pack_h2(kv.z, kv.w));
+            vt[(c + 0) * VS + j] = f2h(vv.x);
+            vt[(c + 1) * VS + j] = f2h(vv.y);
+            vt[(c + 2) * VS + j] = f2h(vv.z);
+            vt[(c + 3) * VS + j] = f2h(vv.w);
+        }
+        __syncthreads();
+        // S (16 rows x 32 keys) in four 8-key tiles: [tile][0, 1] row ra, [2, 3] row rb.
+        float s[4][4];
+        #pragma unroll
+        for (int nt = 0; nt < 4; nt++) {
+            s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
+            const unsigned short* kr = ks + (nt * 8 + g) * KS + t4 * 2;
+            #pragma unroll
+            for (int kt = 0; kt < KT; kt++) mma_f16(s[nt], qf[kt], *(const unsigned*)(kr + kt * 16), *(const unsigned*)(kr + kt * 16 + 8));
+        }
+        float mx[2] = {m[0], m[1]};
+        #pragma unroll
+        for (int nt = 0; nt < 4; nt++) {
+            #pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int key = t0 + nt * 8 + t4 * 2 + (e & 1);
+                if (key > p0 + (e < 2 ? ra : rb)) s[nt][e] = -__int_as_float(0x7f800000);
+                mx[e >> 1] = fmaxf(mx[e >> 1], s[nt][e]);
+            }
+        }
+        float corr[2], sum[2] = {0.f, 0.f};
+        #pragma unroll
+        for (int i = 0; i < 2; i++) {
+            mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+            mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+            corr[i] = expf(m[i] - mx[i]);
+            m[i] = mx[i];
+        }
+        #pragma unroll
+        for (int nt = 0; nt < 4; nt++) {
+            #pragma unroll
+            for (int e = 0; e < 4; e++) {
+                s[nt][e] = expf(s[nt][e] - mx[e >> 1]);
+                sum[e >> 1] += s[nt][e];
+            }
+        }
+        l[0] = l[0] * corr[0] + sum[0];
+        l[1] = l[1] * corr[1] + sum[1];
+        #pragma unroll
+        for (int dt = 0; dt < DT; dt++) {
+            o[dt][0] *= corr[0];
+            o[dt][1] *= corr[0];
+            o[dt][2] *= corr[1];
+            o[dt][3] *= corr[1];
+        }
+        // O += P . V, 16 keys a step: S's C fragments are P's A fragments.
+        #pragma unroll
+        for (int kk = 0; kk < 2; kk++) {
+            unsigned pa[4] = {pack_h2(s[2 * kk][0], s[2 * kk][1]), pack_h2(s[2 * kk][2], s[2 * kk][3]), pack_h2(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack_h2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+            #pragma unroll
+            for (int dt = 0; dt < DT; dt++) {
+                const unsigned short* vr = vt + (dt * 8 + g) * VS + kk * 16 + t4 * 2;
+                mma_f16(o[dt], pa, *(const unsigned*)vr, *(const unsigned*)(vr + 8));
+            }
+        }
+    }
+    #pragma unroll
+    for (int i = 0; i < 2; i++) {
+        l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
+        l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
+    }
+    #pragma unroll
+    for (int dt = 0; dt < DT; dt++) {
+        int col = h * HD + dt * 8 + t4 * 2;
+        if (ra < rows) *(float2*)(out + (long)ra * qd + col) = make_float2(o[dt][0] / l[0], o[dt][1] / l[0]);
+        if (rb < rows) *(float2*)(out + (long)rb * qd + col) = make_float2(o[dt][2] / l[1], o[dt][3] / l[1]);
+    }
+}
+
+// q, out (rows, n_head * HD). Grid (n_head, rows / 64 rounded up), 128 threads.
+#define FLASH_ROWS(HD)                                                                                                \
+    extern "C" __global__ void __launch_bounds__(128) flash_rows_h##HD(const float* q, const float* kc, const float* vc, \
+            float* out, int n_head, int n_head_kv, const int* pos, float scale, int rows) {                          \
+        flash_rows<HD>(q, kc, vc, out, n_head, n_head_kv, pos, scale, rows);                                           \
+    }
+FLASH_ROWS(64) FLASH_ROWS(128)
