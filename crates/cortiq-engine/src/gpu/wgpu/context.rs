@@ -260,7 +260,12 @@ impl WgpuContext {
         if int8 && !Q8_CODECS.contains(&codec) {
             return Err(format!("no int8-activation GEMM for {codec}"));
         }
-        let (src, label) = if int8 { (gemm_q8_source(suffix), format!("gemm int8 x {suffix}")) } else { (gemm_source(suffix), format!("gemm {suffix}")) };
+        let (src, label) = if int8 {
+            let units = gemm_stage_units(std::env::var("CMF_WGPU_GEMM_UNITS").ok().as_deref(), self.device.limits().max_compute_workgroup_storage_size)?;
+            (gemm_q8_source(suffix, units), format!("gemm int8 x {suffix}, {units} units a stage"))
+        } else {
+            (gemm_source(suffix), format!("gemm {suffix}"))
+        };
         let built = build(&self.device, &src, &self.matvec_layout, self.pipeline_cache.as_ref(), &label)?;
         map.insert((codec, int8), built.clone());
         Ok(built)
@@ -492,10 +497,32 @@ fn gemm_source(suffix: &str) -> String {
     format!("{WEIGHTS_IO}\n{GEMM}\n{GEMM_STORE}\n{CODECS}\n{SLICES}\nfn slice_vals(r: u32, s: u32, part: u32) -> vec4<f32> {{ return slice_vals_{suffix}(r, s, part); }}\n")
 }
 
-/// The int8-activation GEMM shader for one codec of `Q8_CODECS`: x bound as int8 units.
-fn gemm_q8_source(suffix: &str) -> String {
+/// Workgroup memory of the int8-activation GEMM per 32-value unit of a stage: the weight and
+/// activation tiles' 64 rows of two vec4<u32> each, their vec2 and vec4 scales.
+const GEMM_Q8_UNIT_BYTES: u32 = 64 * (2 * 16 + 2 * 16 + 8 + 16);
+
+/// Units per stage of the int8-activation GEMM: `setting` (`CMF_WGPU_GEMM_UNITS`: 1, 2 or
+/// 4) if given, else 2 where its tiles fit `workgroup_bytes` (11 KiB: every adapter with
+/// wgpu's default 16 KiB), else 1. On the H200, pp512 with 1 / 2 / 4 units: llama-8b q4_0
+/// 2188 / 2737 / 2686, llama-1b 10488 / 12729 / 13110, smollm2 18852 / 24268 / 22113
+/// (bench/NOTES.md, "wgpu prefill, twelfth session").
+fn gemm_stage_units(setting: Option<&str>, workgroup_bytes: u32) -> Result<u32, String> {
+    let fits = |u: u32| u * GEMM_Q8_UNIT_BYTES <= workgroup_bytes;
+    match setting.map(str::trim) {
+        None | Some("") => Ok(if fits(2) { 2 } else { 1 }),
+        Some(v) => match v.parse::<u32>() {
+            Ok(u @ (1 | 2 | 4)) if fits(u) => Ok(u),
+            Ok(u @ (1 | 2 | 4)) => Err(format!("CMF_WGPU_GEMM_UNITS={u}: {} bytes of workgroup memory, the adapter has {workgroup_bytes}", u * GEMM_Q8_UNIT_BYTES)),
+            _ => Err(format!("CMF_WGPU_GEMM_UNITS={v:?}: expected 1, 2 or 4")),
+        },
+    }
+}
+
+/// The int8-activation GEMM shader for one codec of `Q8_CODECS` with `units` 32-value units
+/// a stage: x bound as int8 units.
+fn gemm_q8_source(suffix: &str, units: u32) -> String {
     let io = WEIGHTS_IO.replace("var<storage, read> x: array<vec4<f32>>;", "var<storage, read> x: array<vec4<u32>>;");
-    format!("{io}\n{GEMM_Q8}\n{GEMM_STORE}\n{CODECS}\n{CODECS_Q8}\nfn gemm_words(r: u32, s: u32, h: u32) -> vec4<u32> {{ return gemm_words_{suffix}(r, s, h); }}\nfn gemm_scale(r: u32, s: u32) -> vec2<f32> {{ return gemm_scale_{suffix}(r, s); }}\nfn gemm_combine(dot: i32, w: vec2<f32>, xd: vec4<f32>) -> f32 {{ return gemm_combine_{suffix}(dot, w, xd); }}\n")
+    format!("const STAGE_UNITS: u32 = {units}u;\n{io}\n{GEMM_Q8}\n{GEMM_STORE}\n{CODECS}\n{CODECS_Q8}\nfn gemm_words(r: u32, s: u32, h: u32) -> vec4<u32> {{ return gemm_words_{suffix}(r, s, h); }}\nfn gemm_scale(r: u32, s: u32) -> vec2<f32> {{ return gemm_scale_{suffix}(r, s); }}\nfn gemm_combine(dot: i32, w: vec2<f32>, xd: vec4<f32>) -> f32 {{ return gemm_combine_{suffix}(dot, w, xd); }}\n")
 }
 
 /// An explicit bind group layout (bindings 0.. in order), so every pipeline of a kind takes
@@ -597,6 +624,19 @@ mod tests {
     /// The kernels are compiled by the driver only where an adapter exists; this checks every
     /// generated shader with wgpu's own front end everywhere, CI included.
     #[test]
+    fn the_int8_gemm_stages_as_many_units_as_fit() {
+        use super::{gemm_stage_units, GEMM_Q8_UNIT_BYTES};
+        assert_eq!(GEMM_Q8_UNIT_BYTES, 5632);
+        assert_eq!(gemm_stage_units(None, 49152), Ok(2));
+        assert_eq!(gemm_stage_units(Some("4"), 49152), Ok(4));
+        assert_eq!(gemm_stage_units(None, 16384), Ok(2));
+        assert_eq!(gemm_stage_units(Some(" "), 8192), Ok(1));
+        assert_eq!(gemm_stage_units(Some("1"), 49152), Ok(1));
+        assert!(gemm_stage_units(Some("4"), 16384).unwrap_err().contains("16384"));
+        assert!(gemm_stage_units(Some("3"), 49152).unwrap_err().contains("expected 1, 2 or 4"));
+    }
+
+    #[test]
     fn every_generated_shader_parses_and_validates() {
         for (codec, suffix, vec4s) in MATVEC_CODECS {
             for subgroups in [false, true] {
@@ -615,7 +655,9 @@ mod tests {
         for (codec, suffix, _) in MATVEC_CODECS {
             validate(&format!("gemm {suffix}"), &gemm_source(suffix));
             if Q8_CODECS.contains(&codec) {
-                validate(&format!("gemm int8 x {suffix}"), &gemm_q8_source(suffix));
+                for units in [1, 2, 4] {
+                    validate(&format!("gemm int8 x {suffix}, {units} units a stage"), &gemm_q8_source(suffix, units));
+                }
             }
         }
         for (name, src) in [("act", ACT.to_string()), ("norm", norm_source()), ("quant", quant_source()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_split", format!("{STEP}{ATTN_CHUNK}{ATTN_SPLIT}")), ("attn_combine", format!("{STEP}{ATTN_COMBINE}")), ("attn_rows", format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}")), ("argmax", ARGMAX.to_string())] {
