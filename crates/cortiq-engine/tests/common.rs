@@ -53,6 +53,15 @@ pub fn rel_l2(a: &[f32], b: &[f32]) -> f32 {
     (num / a.iter().map(|x| x * x).sum::<f32>()).sqrt()
 }
 
+/// Where the greedy picks of two runs differ (`t` from logits `a`, `u` from `b`): the gap
+/// between the two tokens in `a` and the runs' largest logit difference. The pick moved at
+/// a near-tie when the gap is within that difference.
+#[allow(dead_code)]
+pub fn pick_gap(a: &[f32], b: &[f32], t: u32, u: u32) -> (f32, f32) {
+    let noise = a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max);
+    (a[t as usize] - a[u as usize], noise)
+}
+
 /// A copy of the model file at `path` with the lowest mantissa bit of every
 /// blk.0.attn_norm weight flipped, next to it: the smallest change a device's different
 /// summation order could make, to measure how far the int8 path amplifies it.

@@ -10,22 +10,33 @@
 //! hiding something else.
 mod common;
 
-use common::{rel_l2, ulp_moved};
+use common::{pick_gap, rel_l2, ulp_moved};
+use cortiq_engine::pipeline::Session;
 use std::sync::Arc;
+
+/// The same synthesized q4_0 model (seed 7) twice, the second with one ulp moved in one norm,
+/// each prefilled with the per-op greedy test's prompt in a session with room for `steps`
+/// more tokens: the two sessions and their logits.
+fn twin_runs(dir: &std::path::Path, shape: &str, steps: usize) -> ((Session, Vec<f32>), (Session, Vec<f32>)) {
+    let path = dir.join(format!("{shape}.gguf"));
+    cortiq_engine::synth::synth(shape, "q4_0", &path, 7).unwrap();
+    let moved = ulp_moved(&path);
+    let (a, b) = (cortiq_engine::generate::Engine::load(&path).unwrap(), cortiq_engine::generate::Engine::load(&moved).unwrap());
+    let prompt = a.tokenize("The quick brown fox jumps over the lazy dog, 1 2 3").unwrap();
+    let run = |e: &cortiq_engine::generate::Engine| {
+        let mut s = Session::new(Arc::clone(&e.model), prompt.len() + steps + 1);
+        let l = s.prefill(&prompt).unwrap();
+        (s, l)
+    };
+    (run(&a), run(&b))
+}
 
 #[test]
 fn one_ulp_in_one_norm_moves_int8_logits_by_the_quantization_noise() {
     let dir = tempfile::tempdir().unwrap();
     for shape in ["tiny", "smollm2-135m"] {
-        let path = dir.path().join(format!("{shape}.gguf"));
-        cortiq_engine::synth::synth(shape, "q4_0", &path, 7).unwrap();
-        let moved = ulp_moved(&path);
-        let (a, b) = (cortiq_engine::generate::Engine::load(&path).unwrap(), cortiq_engine::generate::Engine::load(&moved).unwrap());
-        let prompt = a.tokenize("The quick brown fox jumps over the lazy dog, 1 2 3").unwrap();
         let steps = 32;
-        let mut sa = cortiq_engine::pipeline::Session::new(Arc::clone(&a.model), prompt.len() + steps);
-        let mut sb = cortiq_engine::pipeline::Session::new(Arc::clone(&b.model), prompt.len() + steps);
-        let (mut la, mut lb) = (sa.prefill(&prompt).unwrap(), sb.prefill(&prompt).unwrap());
+        let ((mut sa, mut la), (mut sb, mut lb)) = twin_runs(dir.path(), shape, steps);
         let mut worst = rel_l2(&la, &lb);
         for _ in 0..steps {
             let t = cortiq_engine::sample::argmax(&la);
@@ -51,23 +62,15 @@ fn one_ulp_in_one_norm_moves_int8_logits_by_the_quantization_noise() {
 fn one_ulp_flips_the_cpus_own_greedy_picks_only_at_near_ties() {
     let dir = tempfile::tempdir().unwrap();
     for shape in ["smollm2-135m", "llama-1b"] {
-        let path = dir.path().join(format!("{shape}.gguf"));
-        cortiq_engine::synth::synth(shape, "q4_0", &path, 7).unwrap();
-        let moved = ulp_moved(&path);
-        let (a, b) = (cortiq_engine::generate::Engine::load(&path).unwrap(), cortiq_engine::generate::Engine::load(&moved).unwrap());
-        let prompt = a.tokenize("The quick brown fox jumps over the lazy dog, 1 2 3").unwrap();
         let steps = 64;
-        let mut sa = cortiq_engine::pipeline::Session::new(Arc::clone(&a.model), prompt.len() + steps + 1);
-        let mut sb = cortiq_engine::pipeline::Session::new(Arc::clone(&b.model), prompt.len() + steps + 1);
-        let (mut la, mut lb) = (sa.prefill(&prompt).unwrap(), sb.prefill(&prompt).unwrap());
+        let ((mut sa, mut la), (mut sb, mut lb)) = twin_runs(dir.path(), shape, steps);
         let mut same = 0;
         for i in 0..steps {
             let (t, u) = (cortiq_engine::sample::argmax(&la), cortiq_engine::sample::argmax(&lb));
             if t == u {
                 same += 1;
             } else {
-                let noise = la.iter().zip(&lb).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max);
-                let gap = la[t as usize] - la[u as usize];
+                let (gap, noise) = pick_gap(&la, &lb, t, u);
                 eprintln!("{shape} q4_0: step {i}: {t} vs {u} with one ulp moved (gap {gap:.3}, largest logit difference {noise:.3})");
                 assert!(gap <= noise, "{shape}: step {i}: the pick moved beyond a near-tie");
             }
