@@ -1,7 +1,7 @@
 //! Prompt-chunk GEMMs through cuBLAS: each quantized weight decoded to f16 into a scratch
 //! matrix (`dequant_f16` in graph.cu), the activations in f16, `cublasGemmEx` f16 x f16 with
 //! f32 accumulation into f32 outputs. On the H200 this beat cortiq's int8 tensor-core GEMM
-//! (mma.cu) by 1.8-2.7x per op on llama-8b's shapes, the dequant included (bench/NOTES.md,
+//! (mma.cu) by 1.4-2.7x per op on llama-8b's shapes, the dequant included (bench/NOTES.md,
 //! "CUDA prefill, twelfth session"), so the prefill graph takes it wherever libcublas loads;
 //! `CMF_CUDA_CUBLAS=0` keeps the int8 GEMMs.
 

@@ -12,8 +12,8 @@
 //! the projections and the FFN run as cuBLAS f16 GEMMs over weights decoded to f16 per chunk
 //! (`blas.rs`), or without cuBLAS as int8 tensor-core GEMMs over 64-row tiles (mma.cu; the
 //! row kernels' tiles of up to 8 rows where the codec or the chunk does not allow), attention
-//! takes 32 query rows per block over the mirror, and only the last row goes through the
-//! head.
+//! takes 64 query rows per block over the mirror on the tensor cores (flash.cu; 32 rows in
+//! FP32 for other head sizes), and only the last row goes through the head.
 
 use super::launch::{launch, KernelArgs};
 use super::{err, kind, row_smem, CudaBackend, MatvecHow, Resident, Unfit};

@@ -644,6 +644,7 @@ impl Backend for CudaBackend {
 #[cfg(test)]
 mod tests {
     use super::kernel_source;
+    use cudarc::nvrtc::result::{compile_program, create_program, destroy_program, get_program_log};
 
     #[test]
     fn only_an_explicit_off_turns_a_default_path_off() {
@@ -654,7 +655,6 @@ mod tests {
             assert!(!super::off_setting(on), "{on:?}");
         }
     }
-    use cudarc::nvrtc::result::{compile_program, create_program, destroy_program, get_program_log};
 
     /// The kernel module compiles to machine code (NVRTC runs ptxas for a real architecture,
     /// so inline PTX such as mma.sync and cp.async is checked too) for the oldest and the
