@@ -84,4 +84,16 @@ impl CudaBackend {
         // writes rows * cols halves at `into`, which the caller sized for them.
         unsafe { launch(s, &self.funcs["dequant_f16"], cfg, &a, false) }.map_err(err)
     }
+
+    /// Queue the first `n` floats of `x` rounded to f16 into `out` (the f16 GEMMs' input).
+    pub(super) fn queue_to_f16(&self, x: &impl DevicePtr<f32>, out: &impl DevicePtr<u16>, n: usize) -> Result<(), String> {
+        let blocks = u32::try_from(n.div_ceil(256)).map_err(|_| "too many values for one f16 rounding launch".to_string())?;
+        let s = &self.stream;
+        let mut a = KernelArgs::default();
+        a.buf(x, s).buf(out, s).long(n as i64);
+        let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: the kernel reads n floats at x and writes n halves at out; the caller sized
+        // both for them.
+        unsafe { launch(s, &self.funcs["to_f16"], cfg, &a, false) }.map_err(err)
+    }
 }

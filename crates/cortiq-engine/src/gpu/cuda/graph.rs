@@ -640,105 +640,110 @@ impl CudaBackend {
         let quant = Some((&pb.xq, &pb.xd));
         // cuBLAS where it loaded and the chunk would take the tensor-core GEMMs.
         let mut f16 = if rows >= super::MMA_MIN_ROWS { self.blas.as_ref().ok().zip(pb.f16.as_mut()) } else { None };
+        // The cuBLAS path's glue launches, 256 threads a block. SAFETY (these and every
+        // launch below): x, q and att hold `rows` rows of the model's widths, the f16 scratch
+        // the sizes `f16_scratch` names for PREFILL_ROWS >= rows; the arguments follow the
+        // parameter lists in graph.cu.
+        let grid = |threads: usize, rows: usize| LaunchConfig { grid_dim: (threads.div_ceil(256) as u32, rows as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let norm_f16 = |x: &CudaSlice<f32>, nw: &CudaSlice<f32>, out: &CudaSlice<u16>| {
+            let mut a = KernelArgs::default();
+            a.buf(x, s).buf(nw, s).float(eps).int(d).buf(out, s);
+            unsafe { launch(s, &self.funcs["rms_norm_f16"], LaunchConfig { grid_dim: (rows as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }, &a, false) }.map_err(err)
+        };
         for li in 0..c.n_layer {
             let w = &args[li * 7..li * 7 + 7];
-            if let Some((blas, f)) = f16.as_mut() {
-                let ff = c.n_ff * c.n_embd;
-                let grid = |threads: usize, rows: usize| LaunchConfig { grid_dim: (threads.div_ceil(256) as u32, rows as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-                // SAFETY (the launches below): x, q and att hold `rows` rows of the model's
-                // widths, f's scratch the sizes `f16_scratch` names for PREFILL_ROWS >= rows;
-                // the arguments follow the parameter lists in graph.cu.
-                let norm_f16 = |x: &CudaSlice<f32>, nw: &CudaSlice<f32>, out: &CudaSlice<u16>| {
-                    let mut a = KernelArgs::default();
-                    a.buf(x, s).buf(nw, s).float(eps).int(d).buf(out, s);
-                    unsafe { launch(s, &self.funcs["rms_norm_f16"], LaunchConfig { grid_dim: (rows as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }, &a, false) }.map_err(err)
-                };
-                // Q, K, V: one GEMM over the three decoded side by side; RoPE and the append.
-                if self.skip.runs("qkv") {
-                    norm_f16(&pb.x, &g.norms[li].0, &f.x)?;
-                    let mut at = 0;
-                    for wi in &w[..3] {
-                        self.queue_dequant(wi, dev(wi)?, &f.w.slice(at..))?;
-                        at += wi.view.rows * wi.view.cols;
-                    }
-                    blas.gemm(s, &f.x, &f.w, &mut f.y, (rows, qkv_rows, c.n_embd), false)?;
-                    let mut a = KernelArgs::default();
-                    a.buf(&f.y, s).buf(&pb.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s);
-                    a.int(nh).int(nkv).int(hd).int(rot).int(neox).float(base).buf(&pos_ptr, s);
-                    unsafe { launch(s, &self.funcs["rope_append_rows"], grid(qkv_rows / 2, rows), &a, false) }.map_err(err)?;
-                }
-                if self.skip.runs("attn") {
-                    let att = Attention { heads: Heads::of(c), q: &pb.q, k: &mirror.k[li], v: &mirror.v[li], part: &pb.part, done: &pb.done, out: &pb.att, pos: &pos_ptr, rows, splits: capacity.div_ceil(ATT_CHUNK), part_splits: g.splits };
-                    self.launch_attention(&att, ov)?;
-                }
-                // O, added into the residual stream.
-                if self.skip.runs("o") {
-                    let mut a = KernelArgs::default();
-                    a.buf(&pb.att, s).buf(&f.x, s).long((rows * c.q_dim()) as i64);
-                    unsafe { launch(s, &self.funcs["to_f16"], grid(rows * c.q_dim(), 1), &a, false) }.map_err(err)?;
-                    self.queue_dequant(&w[3], dev(&w[3])?, &f.w)?;
-                    blas.gemm(s, &f.x, &f.w, &mut pb.x, (rows, c.n_embd, c.q_dim()), true)?;
-                }
-                // Gate and up: one GEMM over both decoded side by side; SiLU(gate) * up in f16.
-                if self.skip.runs("glu") {
-                    norm_f16(&pb.x, &g.norms[li].1, &f.x)?;
-                    self.queue_dequant(&w[4], dev(&w[4])?, &f.w)?;
-                    self.queue_dequant(&w[5], dev(&w[5])?, &f.w.slice(ff..))?;
-                    blas.gemm(s, &f.x, &f.w, &mut f.y, (rows, 2 * c.n_ff, c.n_embd), false)?;
-                }
-                // Down, added into the residual stream.
-                if self.skip.runs("down") {
-                    let mut a = KernelArgs::default();
-                    a.buf(&f.y, s).int(c.n_ff as i32).buf(&f.x, s);
-                    unsafe { launch(s, &self.funcs["silu_mul_f16"], grid(c.n_ff, rows), &a, false) }.map_err(err)?;
-                    self.queue_dequant(&w[6], dev(&w[6])?, &f.w)?;
-                    blas.gemm(s, &f.x, &f.w, &mut pb.x, (rows, c.n_embd, c.n_ff), true)?;
-                }
-                continue;
-            }
-            let (wq, wk, wv, wg, wu) = (dev(&w[0])?, dev(&w[1])?, dev(&w[2])?, dev(&w[4])?, dev(&w[5])?);
+            // Q, K, V (cuBLAS: one GEMM over the three decoded side by side), RoPE and the
+            // mirror append.
             if self.skip.runs("qkv") {
-                let mut a = KernelArgs::default();
-                a.buf(&wq.data, s).buf(&wk.data, s).buf(&wv.data, s).int(wq.a_off).int(wk.a_off).int(wv.a_off);
-                // The two kernels differ in their input (int8 rows, or f32 rows normed while
-                // staged) and the tile kernel's trailing tile size.
-                if qkv_mma {
-                    self.launch_quantize(&pb.x, Some((&g.norms[li].0, eps)), c.n_embd, rows, (&pb.xq, &pb.xd), true)?;
-                    a.buf(&pb.xq, s).buf(&pb.xd, s);
-                } else {
-                    a.buf(&pb.x, s).buf(&g.norms[li].0, s).float(eps);
+                match f16.as_mut() {
+                    Some((blas, f)) => {
+                        norm_f16(&pb.x, &g.norms[li].0, &f.x)?;
+                        let mut at = 0;
+                        for wi in &w[..3] {
+                            self.queue_dequant(wi, dev(wi)?, &f.w.slice(at..))?;
+                            at += wi.view.rows * wi.view.cols;
+                        }
+                        blas.gemm(s, &f.x, &f.w, &mut f.y, (rows, qkv_rows, c.n_embd), false)?;
+                        let mut a = KernelArgs::default();
+                        a.buf(&f.y, s).buf(&pb.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s);
+                        a.int(nh).int(nkv).int(hd).int(rot).int(neox).float(base).buf(&pos_ptr, s);
+                        unsafe { launch(s, &self.funcs["rope_append_rows"], grid(qkv_rows / 2, rows), &a, false) }.map_err(err)?;
+                    }
+                    None => {
+                        let (wq, wk, wv) = (dev(&w[0])?, dev(&w[1])?, dev(&w[2])?);
+                        let mut a = KernelArgs::default();
+                        a.buf(&wq.data, s).buf(&wk.data, s).buf(&wv.data, s).int(wq.a_off).int(wk.a_off).int(wv.a_off);
+                        // The two kernels differ in their input (int8 rows, or f32 rows normed
+                        // while staged) and the tile kernel's trailing tile size.
+                        if qkv_mma {
+                            self.launch_quantize(&pb.x, Some((&g.norms[li].0, eps)), c.n_embd, rows, (&pb.xq, &pb.xd), true)?;
+                            a.buf(&pb.xq, s).buf(&pb.xd, s);
+                        } else {
+                            a.buf(&pb.x, s).buf(&g.norms[li].0, s).float(eps);
+                        }
+                        a.buf(&pb.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s);
+                        a.int(nh).int(nkv).int(hd).int(rot).int(neox).float(base).buf(&pos_ptr, s).int(d).int(n);
+                        if !qkv_mma {
+                            a.int(qnb as i32);
+                        }
+                        unsafe { launch(s, qkv_f, qkv_cfg, &a, ov) }.map_err(err)?;
+                    }
                 }
-                a.buf(&pb.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s);
-                a.int(nh).int(nkv).int(hd).int(rot).int(neox).float(base).buf(&pos_ptr, s).int(d).int(n);
-                if !qkv_mma {
-                    a.int(qnb as i32);
-                }
-                unsafe { launch(s, qkv_f, qkv_cfg, &a, ov) }.map_err(err)?;
             }
             if self.skip.runs("attn") {
                 let att = Attention { heads: Heads::of(c), q: &pb.q, k: &mirror.k[li], v: &mirror.v[li], part: &pb.part, done: &pb.done, out: &pb.att, pos: &pos_ptr, rows, splits: capacity.div_ceil(ATT_CHUNK), part_splits: g.splits };
                 self.launch_attention(&att, ov)?;
             }
+            // O, added into the residual stream.
             if self.skip.runs("o") {
-                self.launch_matvec(&w[3], map, &pb.att, &mut pb.x, rows, MatvecHow { add: true, overlap: true, quant, ..Default::default() })?;
+                match f16.as_mut() {
+                    Some((blas, f)) => {
+                        self.queue_to_f16(&pb.att, &f.x, rows * c.q_dim())?;
+                        self.queue_dequant(&w[3], dev(&w[3])?, &f.w)?;
+                        blas.gemm(s, &f.x, &f.w, &mut pb.x, (rows, c.n_embd, c.q_dim()), true)?;
+                    }
+                    None => self.launch_matvec(&w[3], map, &pb.att, &mut pb.x, rows, MatvecHow { add: true, overlap: true, quant, ..Default::default() })?,
+                }
             }
+            // Gate and up (cuBLAS: one GEMM over both decoded side by side).
             if self.skip.runs("glu") {
-                let mut a = KernelArgs::default();
-                a.buf(&wg.data, s).buf(&wu.data, s).int(wg.a_off).int(wu.a_off);
-                if glu_mma {
-                    self.launch_quantize(&pb.x, Some((&g.norms[li].1, eps)), c.n_embd, rows, (&pb.xq, &pb.xd), true)?;
-                    a.buf(&pb.xq, s).buf(&pb.xd, s);
-                } else {
-                    a.buf(&pb.x, s).buf(&g.norms[li].1, s).float(eps);
+                match f16.as_mut() {
+                    Some((blas, f)) => {
+                        norm_f16(&pb.x, &g.norms[li].1, &f.x)?;
+                        self.queue_dequant(&w[4], dev(&w[4])?, &f.w)?;
+                        self.queue_dequant(&w[5], dev(&w[5])?, &f.w.slice(c.n_ff * c.n_embd..))?;
+                        blas.gemm(s, &f.x, &f.w, &mut f.y, (rows, 2 * c.n_ff, c.n_embd), false)?;
+                    }
+                    None => {
+                        let (wg, wu) = (dev(&w[4])?, dev(&w[5])?);
+                        let mut a = KernelArgs::default();
+                        a.buf(&wg.data, s).buf(&wu.data, s).int(wg.a_off).int(wu.a_off);
+                        if glu_mma {
+                            self.launch_quantize(&pb.x, Some((&g.norms[li].1, eps)), c.n_embd, rows, (&pb.xq, &pb.xd), true)?;
+                            a.buf(&pb.xq, s).buf(&pb.xd, s);
+                        } else {
+                            a.buf(&pb.x, s).buf(&g.norms[li].1, s).float(eps);
+                        }
+                        a.buf(&pb.h, s).int(ff).int(d).int(n);
+                        if !glu_mma {
+                            a.int(gnb as i32);
+                        }
+                        unsafe { launch(s, glu_f, glu_cfg, &a, ov) }.map_err(err)?;
+                    }
                 }
-                a.buf(&pb.h, s).int(ff).int(d).int(n);
-                if !glu_mma {
-                    a.int(gnb as i32);
-                }
-                unsafe { launch(s, glu_f, glu_cfg, &a, ov) }.map_err(err)?;
             }
+            // Down (cuBLAS: SiLU(gate) * up into f16 first), added into the residual stream.
             if self.skip.runs("down") {
-                self.launch_matvec(&w[6], map, &pb.h, &mut pb.x, rows, MatvecHow { add: true, overlap: true, quant, ..Default::default() })?;
+                match f16.as_mut() {
+                    Some((blas, f)) => {
+                        let mut a = KernelArgs::default();
+                        a.buf(&f.y, s).int(c.n_ff as i32).buf(&f.x, s);
+                        unsafe { launch(s, &self.funcs["silu_mul_f16"], grid(c.n_ff, rows), &a, false) }.map_err(err)?;
+                        self.queue_dequant(&w[6], dev(&w[6])?, &f.w)?;
+                        blas.gemm(s, &f.x, &f.w, &mut pb.x, (rows, c.n_embd, c.n_ff), true)?;
+                    }
+                    None => self.launch_matvec(&w[6], map, &pb.h, &mut pb.x, rows, MatvecHow { add: true, overlap: true, quant, ..Default::default() })?,
+                }
             }
         }
         let last = pb.x.slice((rows - 1) * c.n_embd..rows * c.n_embd);

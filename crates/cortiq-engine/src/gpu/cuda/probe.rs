@@ -4,10 +4,8 @@
 //! the backend's stream. A test hook; the prefill graph's cuBLAS path (`blas.rs`) was chosen
 //! by its timings.
 
-use super::launch::{launch, KernelArgs};
 use super::{err, CudaBackend, MatvecHow, WeightArg};
 use cudarc::driver::sys::CUevent_flags;
-use cudarc::driver::LaunchConfig;
 
 /// Both results of y (batch, rows) = x (batch, cols) . W^T and what each step took.
 pub struct GemmProbe {
@@ -50,12 +48,7 @@ impl CudaBackend {
         let (e0, e1, e2, e3) = (ev()?, ev()?, ev()?, ev()?);
         let dequant = || self.queue_dequant(w, res, &wh);
         let f16_gemm = |y: &mut cudarc::driver::CudaSlice<f32>| -> Result<(), String> {
-            let n = (batch * cols) as i64;
-            let mut a = KernelArgs::default();
-            a.buf(&xd, s).buf(&xh, s).long(n);
-            let cfg = LaunchConfig { grid_dim: ((n as u32).div_ceil(256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-            // SAFETY: n floats of xd in, n halves of xh out, both allocated for n.
-            unsafe { launch(s, &self.funcs["to_f16"], cfg, &a, false) }.map_err(err)?;
+            self.queue_to_f16(&xd, &xh, batch * cols)?;
             blas.gemm(s, &xh, &wh, y, (batch, rows, cols), false)
         };
         // One untimed run of each (the results kept), then the timed repetitions.

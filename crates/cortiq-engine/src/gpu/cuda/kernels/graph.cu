@@ -381,7 +381,7 @@ template <int R> struct GluMap {
         float* hr = h + (long)r * (total >> 1);
         #pragma unroll
         for (int p = 0; p < R / 2; p++)
-            if (i0 + 2 * p < total) hr[(i0 >> 1) + p] = s[2 * p] / (1.f + expf(-s[2 * p])) * s[2 * p + 1];
+            if (i0 + 2 * p < total) hr[(i0 >> 1) + p] = silu_times(s[2 * p], s[2 * p + 1]);
     }
     __device__ void flush() {}
 };
@@ -497,6 +497,5 @@ extern "C" __global__ void __launch_bounds__(256) silu_mul_f16(const float* gu, 
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     long r = blockIdx.y;
     if (i >= ff) return;
-    float g = gu[r * 2 * ff + i];
-    h[r * ff + i] = f2h(g / (1.f + expf(-g)) * gu[r * 2 * ff + ff + i]);
+    h[r * ff + i] = f2h(silu_times(gu[r * 2 * ff + i], gu[r * 2 * ff + ff + i]));
 }

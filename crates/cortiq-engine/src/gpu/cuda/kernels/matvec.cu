@@ -528,11 +528,11 @@ MATVEC_R(0) MATVEC_R(1) MATVEC_R(2) MATVEC_R(3) MATVEC_R(4)
     }
 MATMUL(0) MATMUL(1) MATMUL(2) MATMUL(3) MATMUL(4)
 
+// silu(g) * u: the gated FFN's hidden value (every kernel that forms it).
+__device__ __forceinline__ float silu_times(float g, float u) { return g / (1.f + expf(-g)) * u; }
+
 // g = silu(g) * u, element-wise over n values.
 extern "C" __global__ void silu_mul(float* g, const float* u, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) {
-        float v = g[i];
-        g[i] = v / (1.f + expf(-v)) * u[i];
-    }
+    if (i < n) g[i] = silu_times(g[i], u[i]);
 }
