@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{pick_gap, rel_l2, ulp_moved};
+use common::{rel_l2, ulp_moved};
 use cortiq_core::rng::SplitMix64;
 use cortiq_core::Codec;
 use cortiq_engine::cpu::matmul::WeightView;
@@ -45,6 +45,7 @@ fn backends(test: &str) -> Vec<(&'static str, Box<dyn Backend>)> {
     SEGFAULT_REPORT.call_once(|| unsafe {
         signal(SIGSEGV, report_segfault);
     });
+    #[allow(unused_mut)]
     let mut v: Vec<(&'static str, Box<dyn Backend>)> = Vec::new();
     #[cfg(feature = "gpu")]
     if let Some(b) = wgpu_or_skip(test) {
@@ -651,6 +652,7 @@ fn prefill_graph_chunks_match_the_cpu_prefill() {
 /// Attention outputs are convex combinations of V values (|v| <~ 4 here): f32 sums over the
 /// positions stay well inside 1e-5 of V's scale; with q, K, V and the softmax weights
 /// rounded to f16 (2^-11 relative each, the tensor-core kernel) within 1e-2.
+#[cfg(any(feature = "gpu", feature = "cuda"))]
 const F32_ATTENTION: f32 = 1e-5;
 #[cfg(feature = "cuda")]
 const F16_ATTENTION: f32 = 1e-2;
@@ -662,7 +664,9 @@ const F16_ATTENTION: f32 = 1e-2;
 /// whose vec4 count does not divide the workgroup (80: 20 vec4s) and the largest (256), then
 /// `extra` cases. The kernels poison their output with NaN first, so an unwritten element
 /// fails. `bound(head_dim, rows)`: the largest difference allowed per output, of V's scale.
+#[cfg(any(feature = "gpu", feature = "cuda"))]
 type AttentionRun<'a> = &'a dyn Fn(&[f32], &[f32], &[f32], usize, usize, usize, usize) -> Result<Vec<f32>, String>;
+#[cfg(any(feature = "gpu", feature = "cuda"))]
 fn attention_matches_an_exact_softmax(backend: &str, run: AttentionRun, bound: &dyn Fn(usize, usize) -> f32, extra: &[(usize, usize, usize, usize, usize)]) {
     // (n_head, n_head_kv, head_dim, positions, query rows ending at the last position)
     let cases = [(4, 4, 64, 1, 1), (8, 2, 64, 63, 1), (8, 2, 64, 65, 1), (32, 8, 128, 200, 1), (6, 3, 80, 130, 1), (2, 1, 256, 64, 1), (3, 1, 16, 300, 1), (4, 4, 64, 5, 5), (8, 2, 64, 130, 67), (6, 3, 80, 70, 3), (2, 1, 256, 129, 2)];
@@ -970,7 +974,7 @@ fn wgpu_per_op_greedy_matches_the_cpu_path() {
                 if t == u {
                     same += 1;
                 } else {
-                    let (gap, noise) = pick_gap(&a, &b, t, u);
+                    let (gap, noise) = common::pick_gap(&a, &b, t, u);
                     eprintln!("{shape} {codec}: step {i}: cpu {t} vs wgpu {u}, CPU logits {} vs {} (gap {gap:.3}, largest path difference {noise:.3})", a[t as usize], a[u as usize]);
                     assert!(gap <= noise, "{shape} {codec}: step {i} differs beyond a near-tie");
                 }

@@ -24,6 +24,19 @@ pub fn parse_request(value: Option<&str>) -> (Request, Option<String>) {
     }
 }
 
+/// Whether `setting` turns a default-on path off: 0, off, false or no.
+#[cfg_attr(not(any(feature = "gpu", feature = "cuda")), allow(dead_code))]
+pub(crate) fn off_setting(setting: Option<&str>) -> bool {
+    matches!(setting.map(str::trim), Some("0" | "off" | "false" | "no"))
+}
+
+/// Whether environment variable `var` turns a default-on path off (`off_setting`): the
+/// backends' switches such as `CMF_CUDA_CUBLAS=0`, `CMF_WGPU_PREFILL_INT8=0`.
+#[cfg_attr(not(any(feature = "gpu", feature = "cuda")), allow(dead_code))]
+pub(crate) fn switched_off(var: &str) -> bool {
+    off_setting(std::env::var(var).ok().as_deref())
+}
+
 /// Backends compiled into this build, in the names `backend_name()` reports. GPU backends
 /// join this list when their modules land (features `gpu`, `cuda`; Metal on macOS).
 pub fn compiled_backends() -> Vec<&'static str> {
@@ -55,6 +68,16 @@ pub fn resolve(req: Request, compiled: &[&'static str]) -> (&'static str, Option
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_an_explicit_off_turns_a_default_path_off() {
+        for off in ["0", "off", "false", " no "] {
+            assert!(off_setting(Some(off)), "{off}");
+        }
+        for on in [None, Some("1"), Some(""), Some("on")] {
+            assert!(!off_setting(on), "{on:?}");
+        }
+    }
 
     #[test]
     fn cmf_gpu_values_select_as_the_spec_says() {

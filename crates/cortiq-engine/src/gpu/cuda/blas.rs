@@ -19,7 +19,7 @@ impl Blas {
     /// cuBLAS on `stream`, or why the prompt GEMMs stay int8: turned off by
     /// `CMF_CUDA_CUBLAS=0`, the library not found, or its handle not made.
     pub fn new(stream: &Arc<CudaStream>) -> Result<Blas, String> {
-        if super::switched_off("CMF_CUDA_CUBLAS") {
+        if crate::gpu::selection::switched_off("CMF_CUDA_CUBLAS") {
             return Err("turned off by CMF_CUDA_CUBLAS=0".into());
         }
         // SAFETY: only tries to dlopen the library and reports whether that worked.

@@ -253,16 +253,6 @@ pub struct CudaBackend {
     info: DeviceInfo,
 }
 
-/// Whether `setting` turns a default-on path off: 0, off, false or no.
-fn off_setting(setting: Option<&str>) -> bool {
-    matches!(setting.map(str::trim), Some("0" | "off" | "false" | "no"))
-}
-
-/// Whether environment variable `var` turns a default-on path off (`off_setting`).
-fn switched_off(var: &str) -> bool {
-    off_setting(std::env::var(var).ok().as_deref())
-}
-
 fn err(e: impl std::fmt::Debug) -> String {
     format!("{e:?}")
 }
@@ -348,7 +338,7 @@ impl CudaBackend {
         let total = ctx.total_mem().map_err(err)? as u64;
         let blas = blas::Blas::new(&stream);
         let info = DeviceInfo { backend: "cuda", name: ctx.name().map_err(err)?, discrete: true, memory_bytes: total, f16: true, subgroups: true, max_binding_bytes: total, q8_activations: true, q8_matvec: true };
-        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, kernel_cache, skip, switches, blas, flash: !switched_off("CMF_CUDA_FLASH"), info })
+        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, kernel_cache, skip, switches, blas, flash: !crate::gpu::selection::switched_off("CMF_CUDA_FLASH"), info })
     }
 
     /// This backend with the prefill graph on the int8 tensor-core GEMMs, cuBLAS left out
@@ -645,16 +635,6 @@ impl Backend for CudaBackend {
 mod tests {
     use super::kernel_source;
     use cudarc::nvrtc::result::{compile_program, create_program, destroy_program, get_program_log};
-
-    #[test]
-    fn only_an_explicit_off_turns_a_default_path_off() {
-        for off in ["0", "off", "false", " no "] {
-            assert!(super::off_setting(Some(off)), "{off}");
-        }
-        for on in [None, Some("1"), Some(""), Some("on")] {
-            assert!(!super::off_setting(on), "{on:?}");
-        }
-    }
 
     /// The kernel module compiles to machine code (NVRTC runs ptxas for a real architecture,
     /// so inline PTX such as mma.sync and cp.async is checked too) for the oldest and the

@@ -168,7 +168,7 @@ impl WgpuContext {
         let adapter = &adapters[adapter::choose(&descs, pin)?];
         let desc = describe(adapter);
         let mut wanted = wgpu::Features::SUBGROUP | wgpu::Features::SHADER_F16 | wgpu::Features::PIPELINE_CACHE | wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES;
-        if std::env::var("CMF_WGPU_SUBGROUPS").is_ok_and(|v| v == "0") {
+        if crate::gpu::selection::switched_off("CMF_WGPU_SUBGROUPS") {
             // Forces the portable shared-memory reduction (to test that path on any adapter).
             wanted.remove(wgpu::Features::SUBGROUP);
         }
