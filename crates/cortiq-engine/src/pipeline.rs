@@ -30,7 +30,8 @@ impl AttPtr {
 }
 
 /// Prompt positions per forward call during prefill: big enough for weight reuse across
-/// tokens, small enough that activations stay in cache.
+/// tokens, small enough that activations stay in cache. A backend's prefill graph may take
+/// more per call (`Backend::prefill_rows`).
 pub const PREFILL_CHUNK: usize = 256;
 
 static NEXT_SEQ: AtomicU64 = AtomicU64::new(1);
@@ -258,15 +259,17 @@ impl Session {
     }
 
     /// Feed a prompt in chunks and return the logits of its last position. Where the facade
-    /// runs prompts as batched prefill graphs, each chunk is one device submission (only the
-    /// last one reads its logits back); a chunk the graph declines runs per op.
+    /// runs prompts as batched prefill graphs, each chunk (as many rows as the backend's graph
+    /// takes, `Gpu::prefill_rows`) is one device submission (only the last one reads its logits
+    /// back); a chunk the graph declines runs per op.
     pub fn prefill(&mut self, tokens: &[u32]) -> Result<Vec<f32>, EngineError> {
         if tokens.is_empty() {
             return Err(EngineError::EmptyPrompt);
         }
-        let chunks = tokens.len().div_ceil(PREFILL_CHUNK);
+        let rows = self.gpu.prefill_rows(&self.model);
+        let chunks = tokens.len().div_ceil(rows);
         let mut last = Vec::new();
-        for (i, chunk) in tokens.chunks(PREFILL_CHUNK).enumerate() {
+        for (i, chunk) in tokens.chunks(rows).enumerate() {
             let mut logits = Vec::new();
             if self.graph_prefill(chunk, (i + 1 == chunks).then_some(&mut logits))? {
                 if i + 1 == chunks {

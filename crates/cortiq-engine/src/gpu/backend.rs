@@ -320,6 +320,12 @@ pub trait Backend: Send + Sync {
         DeviceOutcome::Declined("prefill graph not implemented")
     }
 
+    /// Most prompt rows one `prefill_graph` call takes for `model`; the session cuts prompts
+    /// into chunks of this many rows where they run as prefill graphs.
+    fn prefill_rows(&self, _model: &Llama) -> usize {
+        crate::pipeline::PREFILL_CHUNK
+    }
+
     /// Copy mirror rows `from..to` of `seq` into the host cache layout.
     fn pull_kv(&self, _seq: u64, _from: usize, _to: usize, _host: &mut KvCache) -> Result<(), String> {
         Err("no KV mirror".into())

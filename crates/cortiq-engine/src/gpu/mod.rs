@@ -361,6 +361,15 @@ impl Gpu {
         self.backend.is_some() && self.gate_reason().is_none() && self.cfg.graph != GraphMode::Off && self.discrete()
     }
 
+    /// Prompt rows per chunk for `model`: the backend's prefill-graph capacity where prompts
+    /// run as prefill graphs, else the session's default chunk.
+    pub fn prefill_rows(&self, model: &crate::model::Llama) -> usize {
+        match &self.backend {
+            Some(b) if self.prefill_graph_enabled() => b.prefill_rows(model).max(1),
+            _ => crate::pipeline::PREFILL_CHUNK,
+        }
+    }
+
     /// A prompt chunk through the backend's batched prefill graph; `out` is the last
     /// position's logits or their argmax.
     pub fn prefill_graph(&self, job: &PrefillGraphJob, out: GraphReadback) -> GraphOutcome {

@@ -23,6 +23,8 @@ pub struct Scripted {
     pub graph: bool,
     /// Whether the batched prefill graph is offered.
     pub prefill: bool,
+    /// Most rows a prefill-graph call takes (`Backend::prefill_rows`; None: the session's chunk).
+    pub prefill_rows: Option<usize>,
     /// A device prefix: the token graph runs this many leading layers (`graph_layers`).
     pub prefix_layers: Option<usize>,
     /// Fail the n-th graph call (token or prefill, 1-based) after admitting state.
@@ -142,6 +144,9 @@ impl Backend for Scripted {
         if !self.prefill {
             return DeviceOutcome::Declined("prefill graph not offered (scripted)");
         }
+        if job.tokens.len() > self.prefill_rows(job.model) {
+            return DeviceOutcome::Declined("prompt chunk longer than the prefill graph takes (scripted)");
+        }
         if job.layers < job.model.layers.len() {
             return self.on_mirror(job.model, job.seq, job.pos, job.host_kv, |m| GraphRead::Hidden(m.prefix_for_tests(job.tokens, job.layers)), out);
         }
@@ -157,6 +162,10 @@ impl Backend for Scripted {
             },
             out,
         )
+    }
+
+    fn prefill_rows(&self, _model: &crate::model::Llama) -> usize {
+        self.prefill_rows.unwrap_or(crate::pipeline::PREFILL_CHUNK)
     }
 
     fn pull_kv(&self, seq: u64, from: usize, to: usize, host: &mut KvCache) -> Result<(), String> {

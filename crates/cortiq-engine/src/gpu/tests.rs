@@ -103,6 +103,27 @@ fn a_graph_that_cannot_be_built_is_remembered_and_per_op_runs() {
 }
 
 #[test]
+fn prompts_are_cut_into_chunks_as_long_as_the_backends_prefill_graph_takes() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::load(&tiny_model(&dir)).unwrap();
+    let prompt: Vec<u32> = (0..300u32).map(|i| i * 7 % 2048).collect();
+    let want = Session::with_gpu(Arc::clone(&engine.model), 400, Arc::new(Gpu::new(None, GpuConfig::for_tests()))).prefill(&prompt).unwrap();
+    // (the backend's rows per call, the chunks a 300-row prompt takes)
+    for (rows, chunks) in [(Some(120), 3), (Some(1024), 1), (None, 2)] {
+        let gpu = facade(Scripted { discrete: true, graph: true, prefill: true, prefill_rows: rows, ..Default::default() });
+        assert_eq!(gpu.prefill_rows(&engine.model), rows.unwrap_or(crate::pipeline::PREFILL_CHUNK));
+        let mut dev = Session::with_gpu(Arc::clone(&engine.model), 400, Arc::clone(&gpu));
+        assert_eq!(dev.prefill(&prompt).unwrap(), want, "{rows:?} rows a call");
+        let e = gpu.explain.lock().unwrap().clone();
+        assert_eq!((e.prefill_chunks, e.prefill_rows), (chunks, 300), "{rows:?} rows a call");
+    }
+    // Where prompts do not run as prefill graphs (not trusted on an integrated device), the
+    // session's own chunk.
+    let gpu = facade(Scripted { discrete: false, graph: true, prefill: true, prefill_rows: Some(1024), ..Default::default() });
+    assert_eq!(gpu.prefill_rows(&engine.model), crate::pipeline::PREFILL_CHUNK);
+}
+
+#[test]
 fn the_prefill_graph_takes_a_long_prompt_in_chunks_and_decode_continues_from_its_mirror() {
     let dir = tempfile::tempdir().unwrap();
     let engine = Engine::load(&tiny_model(&dir)).unwrap();

@@ -93,8 +93,22 @@ fn argmax_of_key(key: u64) -> u32 {
     }
 }
 
-/// Prompt rows one prefill submission takes at most (the session's prefill chunk).
+/// Prompt rows one prefill submission takes at most where a prompt chunk's attention runs
+/// tiled (`prompt_attention_tiled`: the GEMMs and the tiled kernels take any row count, the
+/// split kernel's partials grow with the rows): most prompts in one call, so each layer's
+/// weights are decoded to f16 once per prompt rather than once per 256 rows.
+/// `CMF_CUDA_PREFILL_ROWS` (16..=4096) sets it for measurement.
+pub(super) const LONG_PREFILL_ROWS: usize = 1024;
+/// Elsewhere, the session's chunk.
 pub(super) const PREFILL_ROWS: usize = crate::pipeline::PREFILL_CHUNK;
+
+/// The long-prompt row cap from its setting (`CMF_CUDA_PREFILL_ROWS`), or why not.
+pub(super) fn long_prefill_rows(setting: Option<&str>) -> Result<usize, String> {
+    match setting.map(str::trim) {
+        None | Some("") => Ok(LONG_PREFILL_ROWS),
+        Some(v) => v.parse::<usize>().ok().filter(|n| (16..=4096).contains(n)).ok_or_else(|| format!("CMF_CUDA_PREFILL_ROWS={v:?}: expected a row count from 16 to 4096")),
+    }
+}
 
 /// Where a graph call lands: the model, the sequence and its position, and the host cache
 /// that seeds the mirror when the mirror does not hold exactly `pos` rows.
@@ -105,8 +119,9 @@ struct At<'a> {
     host_kv: &'a KvCache,
 }
 
-/// Device buffers of the batched prefill graph, for up to `PREFILL_ROWS` prompt rows.
+/// Device buffers of the batched prefill graph, for up to `rows` prompt rows.
 pub(super) struct PrefillBuffers {
+    rows: usize,
     tokens: CudaSlice<i32>, // (rows)
     x: CudaSlice<f32>,      // (rows, n_embd) residual stream
     q: CudaSlice<f32>,      // (rows, n_head * head_dim), after RoPE
@@ -116,7 +131,8 @@ pub(super) struct PrefillBuffers {
     /// per 32-value group scale and scaled sum (rows, widest input / 32, 2).
     xq: CudaSlice<u8>,
     xd: CudaSlice<f32>,
-    /// Split-attention partials (rows, n_head, splits, head_dim + 2).
+    /// Split-attention partials (rows, n_head, splits, head_dim + 2); one row's where a
+    /// prompt chunk's attention runs tiled (no partials).
     part: CudaSlice<f32>,
     /// Per (row, head): split blocks finished this layer.
     done: CudaSlice<i32>,
@@ -255,14 +271,37 @@ impl CudaBackend {
         })
     }
 
+    /// Most prompt rows one prefill submission takes for `m` (`LONG_PREFILL_ROWS` or its
+    /// setting where its attention runs tiled, else `PREFILL_ROWS`).
+    pub(super) fn prefill_capacity(&self, m: &Llama) -> usize {
+        if self.prompt_attention_tiled(m.cfg.head_dim) {
+            self.long_prefill_rows
+        } else {
+            PREFILL_ROWS
+        }
+    }
+
+    /// Whether a prompt chunk's attention for `head_dim` runs as row tiles (the tensor-core
+    /// kernel, or the FP32 tiled one where its shared memory fits) rather than the split kernel.
+    fn prompt_attention_tiled(&self, head_dim: usize) -> bool {
+        self.prompt_flash(head_dim).is_some() || (ATTENTION_ROWS_DIMS.contains(&head_dim) && attention_rows_smem(head_dim) <= self.smem_limit)
+    }
+
+    /// The tensor-core prompt attention kernel for `head_dim`, where there is one and it is on.
+    fn prompt_flash(&self, head_dim: usize) -> Option<&'static str> {
+        FLASH_ROWS.iter().find(|(hd, _)| *hd == head_dim && self.flash).map(|(_, name)| *name)
+    }
+
     /// The prefill graph's buffers for `m`, its partials sized for `splits` per row and head.
     fn prefill_buffers(&self, m: &Llama, splits: usize) -> Result<PrefillBuffers, String> {
         let c = &m.cfg;
         let s = &self.stream;
-        let n = PREFILL_ROWS;
+        let n = self.prefill_capacity(m);
+        let part_rows = if self.prompt_attention_tiled(c.head_dim) { 1 } else { n };
         let zeros = |len: usize| s.alloc_zeros::<f32>(len).map_err(err);
         let widest = c.n_embd.max(c.n_ff).max(c.q_dim());
         Ok(PrefillBuffers {
+            rows: n,
             tokens: s.alloc_zeros::<i32>(n).map_err(err)?,
             x: zeros(n * c.n_embd)?,
             q: zeros(n * c.q_dim())?,
@@ -270,22 +309,22 @@ impl CudaBackend {
             h: zeros(n * c.n_ff)?,
             xq: s.alloc_zeros::<u8>(n * widest).map_err(err)?,
             xd: zeros(n * widest / 16)?,
-            part: zeros(n * c.n_head * splits * (c.head_dim + 2))?,
-            done: s.alloc_zeros::<i32>(n * c.n_head).map_err(err)?,
-            f16: self.f16_scratch(m),
+            part: zeros(part_rows * c.n_head * splits * (c.head_dim + 2))?,
+            done: s.alloc_zeros::<i32>(part_rows * c.n_head).map_err(err)?,
+            f16: self.f16_scratch(m, n),
         })
     }
 
-    /// The cuBLAS path's scratch for `m`: None without cuBLAS, where a layer weight has no
-    /// f16 decoder (`dequant_f16`: Q4_0, Q4_1, Q8_0), or where the device has no room for it
-    /// (the int8 GEMMs need none).
-    fn f16_scratch(&self, m: &Llama) -> Option<F16Scratch> {
+    /// The cuBLAS path's scratch for `m` and `n` prompt rows: None without cuBLAS, where a
+    /// layer weight has no f16 decoder (`dequant_f16`: Q4_0, Q4_1, Q8_0), or where the device
+    /// has no room for it (the int8 GEMMs need none).
+    fn f16_scratch(&self, m: &Llama, n: usize) -> Option<F16Scratch> {
         let c = &m.cfg;
         self.blas.as_ref().ok()?;
         if !m.layers.iter().flat_map(|l| l.matrices()).all(|w| kind(w.codec).is_some_and(|k| k <= 2)) {
             return None;
         }
-        let (n, d, ff, qkv) = (PREFILL_ROWS, c.n_embd, c.n_ff, c.q_dim() + 2 * c.kv_dim());
+        let (d, ff, qkv) = (c.n_embd, c.n_ff, c.q_dim() + 2 * c.kv_dim());
         let s = &self.stream;
         Some(F16Scratch {
             w: s.alloc_zeros::<u16>((qkv * d).max(2 * ff * d).max(d * c.q_dim())).ok()?,
@@ -297,19 +336,18 @@ impl CudaBackend {
     /// Queue one attention launch: a prompt chunk's rows 64 to a block on the tensor cores
     /// where the head size has a kernel for it (`FLASH_ROWS`), else 32 to a block where it has
     /// the tiled kernel (`attention_rows_d*`), otherwise (a decode token, or other head sizes)
-    /// the split kernel with one grid layer per row.
+    /// the split kernel with one grid layer per row (`part` and `done` sized for them).
     fn launch_attention(&self, a: &Attention, overlap: bool) -> Result<(), String> {
         let s = &self.stream;
         let c = a.heads;
         let scale = 1.0f32 / (c.head_dim as f32).sqrt();
         let (nh, nkv, hd) = (c.n_head as i32, c.n_head_kv as i32, c.head_dim as i32);
         let mut args = KernelArgs::default();
-        let tiled = a.rows > 1 && ATTENTION_ROWS_DIMS.contains(&c.head_dim) && attention_rows_smem(c.head_dim) <= self.smem_limit;
-        let flash = FLASH_ROWS.iter().find(|(hd, _)| *hd == c.head_dim && a.rows > 1 && self.flash).map(|(_, name)| *name);
-        let (f, cfg) = if let Some(name) = flash {
+        let prompt = a.rows > 1 && self.prompt_attention_tiled(c.head_dim);
+        let (f, cfg) = if let Some(name) = self.prompt_flash(c.head_dim).filter(|_| prompt) {
             args.buf(a.q, s).buf(a.k, s).buf(a.v, s).buf(a.out, s).int(nh).int(nkv).buf(a.pos, s).float(scale).int(a.rows as i32);
             (&self.funcs[name], LaunchConfig { grid_dim: (c.n_head as u32, a.rows.div_ceil(64) as u32, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 })
-        } else if tiled {
+        } else if prompt {
             args.buf(a.q, s).buf(a.k, s).buf(a.v, s).buf(a.out, s).int(nh).int(nkv).buf(a.pos, s).float(scale).int(a.rows as i32);
             (&self.funcs[&format!("attention_rows_d{}", c.head_dim / 32)], LaunchConfig { grid_dim: (c.n_head as u32, a.rows.div_ceil(32) as u32, 1), block_dim: (128, 1, 1), shared_mem_bytes: attention_rows_smem(c.head_dim) as u32 })
         } else {
@@ -416,8 +454,8 @@ impl CudaBackend {
         if job.layers != m.layers.len() {
             return DeviceOutcome::Declined("the CUDA prefill graph runs whole chunks only (no device prefix)");
         }
-        if rows == 0 || rows > PREFILL_ROWS {
-            return DeviceOutcome::Declined("prompt chunk outside the prefill graph's 1..=256 rows");
+        if rows == 0 || rows > self.prefill_capacity(m) {
+            return DeviceOutcome::Declined("prompt chunk longer than the prefill graph takes (Backend::prefill_rows)");
         }
         let at = At { model: m, seq: job.seq, pos: job.pos, host_kv: job.host_kv };
         self.on_graph(&at, rows, out, false, |g, mirror, map| {
@@ -626,11 +664,14 @@ impl CudaBackend {
             self.row_launch(&super::row_kernel("gate_up_silu_tile", gkind, 2), 2 * c.n_ff, 2, super::tile_smem(gkind, c.n_embd, gnb), rows.div_ceil(gnb))?
         };
         let pb = g.prefill.as_mut().expect("made by run_prefill");
+        if rows > pb.rows {
+            return Err(format!("{rows} prompt rows for prefill buffers of {}", pb.rows));
+        }
         let ov = self.overlap;
         let mut a = KernelArgs::default();
         a.buf(&e.data, s).int(ekind).int(e.a_off).buf(&pb.tokens, s).buf(&pb.x, s).int(d).buf(&g.best, s);
         let embed_cfg = LaunchConfig { grid_dim: ((c.n_embd as u32).div_ceil(256), rows as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        // SAFETY (every launch below): the prefill buffers hold PREFILL_ROWS >= rows rows of
+        // SAFETY (every launch below): the prefill buffers hold pb.rows >= rows rows of
         // the model's geometry (run_prefill checks rows; xq / xd are as wide as the widest
         // input); positions pos..pos + rows are within the mirror's capacity (the session
         // checks it before the call); staged tiles fit the shared memory asked for
@@ -642,7 +683,7 @@ impl CudaBackend {
         let mut f16 = if rows >= super::MMA_MIN_ROWS { self.blas.as_ref().ok().zip(pb.f16.as_mut()) } else { None };
         // The cuBLAS path's glue launches, 256 threads a block. SAFETY (these and every
         // launch below): x, q and att hold `rows` rows of the model's widths, the f16 scratch
-        // the sizes `f16_scratch` names for PREFILL_ROWS >= rows; the arguments follow the
+        // the sizes `f16_scratch` names for pb.rows >= rows; the arguments follow the
         // parameter lists in graph.cu.
         let grid = |threads: usize, rows: usize| LaunchConfig { grid_dim: (threads.div_ceil(256) as u32, rows as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         let norm_f16 = |x: &CudaSlice<f32>, nw: &CudaSlice<f32>, out: &CudaSlice<u16>| {
@@ -778,6 +819,15 @@ mod tests {
 
     /// Every head size the graph takes (multiples of 16 up to MAX_HEAD_DIM) gets the smallest
     /// split attention kernel whose registers hold it.
+    #[test]
+    fn the_long_prompt_row_cap_takes_16_to_4096_rows() {
+        assert_eq!(super::long_prefill_rows(None), Ok(super::LONG_PREFILL_ROWS));
+        assert_eq!(super::long_prefill_rows(Some(" 256 ")), Ok(256));
+        for bad in ["8", "4097", "many"] {
+            assert!(super::long_prefill_rows(Some(bad)).unwrap_err().contains("CMF_CUDA_PREFILL_ROWS"), "{bad}");
+        }
+    }
+
     #[test]
     fn every_head_size_gets_the_smallest_split_kernel_that_holds_it() {
         for hd in (16..=MAX_HEAD_DIM).step_by(16) {

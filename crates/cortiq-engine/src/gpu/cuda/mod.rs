@@ -250,6 +250,9 @@ pub struct CudaBackend {
     /// Whether prompt chunks take the tensor-core attention (flash.cu) where the head size
     /// has it (`CMF_CUDA_FLASH=0`: the FP32 tiled kernel).
     flash: bool,
+    /// Most prompt rows a prefill submission takes where the attention runs tiled
+    /// (`graph::LONG_PREFILL_ROWS`, `CMF_CUDA_PREFILL_ROWS`).
+    long_prefill_rows: usize,
     info: DeviceInfo,
 }
 
@@ -291,6 +294,7 @@ impl CudaBackend {
             return Err(format!("compute capability {major}.{minor}: the kernels need 8.0 or newer (cp.async, __dp4a)"));
         }
         let (skip, switches) = (StageSkip::from_env()?, KernelSwitches::from_env()?);
+        let long_prefill_rows = graph::long_prefill_rows(std::env::var("CMF_CUDA_PREFILL_ROWS").ok().as_deref())?;
         for w in skip.warning().iter().chain(&switches.warning()) {
             eprintln!("cortiq: CUDA: {w}");
         }
@@ -338,7 +342,7 @@ impl CudaBackend {
         let total = ctx.total_mem().map_err(err)? as u64;
         let blas = blas::Blas::new(&stream);
         let info = DeviceInfo { backend: "cuda", name: ctx.name().map_err(err)?, discrete: true, memory_bytes: total, f16: true, subgroups: true, max_binding_bytes: total, q8_activations: true, q8_matvec: true };
-        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, kernel_cache, skip, switches, blas, flash: !crate::gpu::selection::switched_off("CMF_CUDA_FLASH"), info })
+        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, kernel_cache, skip, switches, blas, flash: !crate::gpu::selection::switched_off("CMF_CUDA_FLASH"), long_prefill_rows, info })
     }
 
     /// This backend with the prefill graph on the int8 tensor-core GEMMs, cuBLAS left out
@@ -579,6 +583,10 @@ impl Backend for CudaBackend {
 
     fn prefill_graph(&self, job: &PrefillGraphJob, out: GraphReadback) -> DeviceOutcome {
         self.run_prefill(job, out)
+    }
+
+    fn prefill_rows(&self, model: &crate::model::Llama) -> usize {
+        self.prefill_capacity(model)
     }
 
     fn pull_kv(&self, seq: u64, from: usize, to: usize, host: &mut KvCache) -> Result<(), String> {
