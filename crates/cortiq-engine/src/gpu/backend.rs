@@ -192,6 +192,10 @@ impl GraphReadback<'_> {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GraphProfile {
     pub tokens: u64,
+    /// Of those, greedy tokens the device already ran, queued behind the token before them
+    /// on its argmax; and tokens so queued that the host then replaced with another.
+    pub tokens_ahead: u64,
+    pub ahead_dropped: u64,
     /// Host work before the submission.
     pub host: std::time::Duration,
     /// Submission to readback.

@@ -195,6 +195,11 @@ impl Gpu {
         self.info.as_ref().map(|i| i.backend).unwrap_or("cpu")
     }
 
+    /// The backend's graph profile (host/GPU split, tokens queued ahead), where it keeps one.
+    pub fn backend_profile(&self) -> Option<backend::GraphProfile> {
+        self.backend.as_ref().and_then(|b| b.graph_profile())
+    }
+
     /// Whether this build brought a GPU up here (compiled backend + live adapter).
     pub fn backend_available(&self) -> bool {
         self.backend.is_some()
@@ -298,6 +303,9 @@ impl Gpu {
                 let per = |d: Duration| d.as_secs_f64() * 1e6 / p.tokens as f64;
                 let pass = p.gpu_pass.map(|d| format!(", of which the compute pass on the GPU {:.1} us", per(d))).unwrap_or_default();
                 t.push_str(&format!("\ntoken graph, per token over {} tokens: host encode {:.1} us (before the submission), GPU tail {:.1} us (submission to readback){pass}\n", p.tokens, per(p.host), per(p.tail)));
+                if p.tokens_ahead + p.ahead_dropped > 0 {
+                    t.push_str(&format!("token graph: {} tokens were queued ahead on the device's own pick and taken, {} queued ahead and replaced by the host's\n", p.tokens_ahead, p.ahead_dropped));
+                }
                 t.push_str(&p.kernel_lines());
             }
         }

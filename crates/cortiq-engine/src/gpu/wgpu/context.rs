@@ -16,6 +16,7 @@ const GEMM: &str = include_str!("kernels/gemm.wgsl");
 const GEMM_Q8: &str = include_str!("kernels/gemm_q8.wgsl");
 const GEMM_STORE: &str = include_str!("kernels/gemm_store.wgsl");
 const SLICES: &str = include_str!("kernels/slices.wgsl");
+const EMBED: &str = include_str!("kernels/embed.wgsl");
 const REDUCE_SHARED: &str = include_str!("kernels/reduce_shared.wgsl");
 const REDUCE_SUBGROUP: &str = include_str!("kernels/reduce_subgroup.wgsl");
 const ACT: &str = include_str!("kernels/act.wgsl");
@@ -91,6 +92,8 @@ pub struct WgpuContext {
     /// GEMM pipelines by codec and whether they take int8 activations, built on first use
     /// (same bindings as the matvec).
     gemm: std::sync::Mutex<HashMap<(Codec, bool), wgpu::ComputePipeline>>,
+    /// Embedding-row decoders by codec, built on first use (same bindings as the matvec).
+    embed: std::sync::Mutex<HashMap<Codec, wgpu::ComputePipeline>>,
     subgroups: bool,
     pipeline_cache: Option<wgpu::PipelineCache>,
     pub act: wgpu::ComputePipeline,
@@ -218,7 +221,7 @@ impl WgpuContext {
         let attn_combine = build(&device, &format!("{STEP}{ATTN_COMBINE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "attn_combine")?;
         let attn_rows = build(&device, &format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}"), &layout(&device, &[r, r, r, w, Uniform]), cache.as_ref(), "attn_rows")?;
         let argmax = build(&device, ARGMAX, &layout(&device, &[r, w, Uniform]), cache.as_ref(), "argmax")?;
-        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, gemm: Default::default(), subgroups, pipeline_cache: cache, act, norm, quant, rope_store, attn_split, attn_combine, attn_rows, argmax, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
+        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, gemm: Default::default(), embed: Default::default(), subgroups, pipeline_cache: cache, act, norm, quant, rope_store, attn_split, attn_combine, attn_rows, argmax, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
         // The per-op kernels up front (a job's first call should not pay a compile).
         for (codec, _, _) in MATVEC_CODECS {
             for (rows, cols) in [(1, 1), (TALL_ROWS, 1), (WIDE_ROWS, WIDE_COLS)] {
@@ -271,6 +274,18 @@ impl WgpuContext {
         Ok(built)
     }
 
+    /// The embedding-row decoder of a codec (`embed.wgsl`, built on first use).
+    pub fn embed_pipeline(&self, codec: Codec) -> Result<wgpu::ComputePipeline, String> {
+        let mut map = self.embed.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(found) = map.get(&codec) {
+            return Ok(found.clone());
+        }
+        let (_, suffix, _) = MATVEC_CODECS.into_iter().find(|(c, _, _)| *c == codec).ok_or_else(|| format!("no embedding decoder for {codec}"))?;
+        let built = build(&self.device, &embed_source(suffix), &self.matvec_layout, self.pipeline_cache.as_ref(), &format!("embed {suffix}"))?;
+        map.insert(codec, built.clone());
+        Ok(built)
+    }
+
     /// Write the driver pipeline cache again if pipelines were built since it was saved
     /// (after the token graph's first build: its variants are compiled lazily).
     pub fn save_pipeline_cache(&self) {
@@ -282,12 +297,18 @@ impl WgpuContext {
 
     /// Map `buf` and copy out its first `n` values (waits for the queue).
     pub fn read_back<T: bytemuck::Pod>(&self, buf: &wgpu::Buffer, n: u64) -> Result<Vec<T>, String> {
+        self.read_back_after(buf, n, None)
+    }
+
+    /// `read_back`, waiting only until submission `after` has run (None: the latest), so work
+    /// queued behind it keeps the device busy. `buf` must not be written by later submissions.
+    pub fn read_back_after<T: bytemuck::Pod>(&self, buf: &wgpu::Buffer, n: u64, after: Option<wgpu::SubmissionIndex>) -> Result<Vec<T>, String> {
         let slice = buf.slice(..n * std::mem::size_of::<T>() as u64);
         let (tx, rx) = std::sync::mpsc::channel();
         slice.map_async(wgpu::MapMode::Read, move |r| {
             let _ = tx.send(r);
         });
-        self.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| format!("poll: {e}"))?;
+        self.device.poll(wgpu::PollType::Wait { submission_index: after, timeout: None }).map_err(|e| format!("poll: {e}"))?;
         rx.recv().map_err(|e| format!("map: {e}"))?.map_err(|e| format!("map: {e}"))?;
         let out = bytemuck::pod_collect_to_vec::<u8, T>(&slice.get_mapped_range().map_err(|e| format!("map: {e}"))?);
         buf.unmap();
@@ -497,6 +518,12 @@ fn gemm_source(suffix: &str) -> String {
     format!("{WEIGHTS_IO}\n{GEMM}\n{GEMM_STORE}\n{CODECS}\n{SLICES}\nfn slice_vals(r: u32, s: u32, part: u32) -> vec4<f32> {{ return slice_vals_{suffix}(r, s, part); }}\n")
 }
 
+/// The embedding-row decoder's shader for one codec: the kernel, the codec helpers, the slice
+/// decoders.
+fn embed_source(suffix: &str) -> String {
+    format!("{WEIGHTS_IO}\n{EMBED}\n{CODECS}\n{SLICES}\nfn slice_vals(r: u32, s: u32, part: u32) -> vec4<f32> {{ return slice_vals_{suffix}(r, s, part); }}\n")
+}
+
 /// Workgroup memory of the int8-activation GEMM per 32-value unit of a stage: the weight and
 /// activation tiles' 64 rows of two vec4<u32> each, their vec2 and vec4 scales.
 const GEMM_Q8_UNIT_BYTES: u32 = 64 * (2 * 16 + 2 * 16 + 8 + 16);
@@ -654,6 +681,7 @@ mod tests {
         }
         for (codec, suffix, _) in MATVEC_CODECS {
             validate(&format!("gemm {suffix}"), &gemm_source(suffix));
+            validate(&format!("embed {suffix}"), &embed_source(suffix));
             if Q8_CODECS.contains(&codec) {
                 for units in [1, 2, 4] {
                     validate(&format!("gemm int8 x {suffix}, {units} units a stage"), &gemm_q8_source(suffix, units));

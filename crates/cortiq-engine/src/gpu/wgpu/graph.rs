@@ -143,6 +143,9 @@ pub(super) struct ModelGraph {
     xd: wgpu::Buffer,
     logits: wgpu::Buffer, // (vocab)
     best: wgpu::Buffer,   // (1) u32: the logits' argmax
+    /// (1) u32: the token whose embedding row the graph's first dispatch decodes, where the
+    /// embedding is decoded on the device (`Recorded::device_embed`).
+    tok: wgpu::Buffer,
     /// Split-attention partials (n_head, chunks, head_dim + 2), sized for `capacity`.
     part: wgpu::Buffer,
     capacity: usize,
@@ -151,8 +154,6 @@ pub(super) struct ModelGraph {
     out_norm: wgpu::Buffer,
     step: wgpu::Buffer,
     staging: wgpu::Buffer,
-    /// Where the argmax is read back from (4 bytes).
-    best_staging: wgpu::Buffer,
     /// Where a device prefix's residual stream is read back from (up to a prefill chunk's
     /// rows of n_embd floats; a stub in a whole model's graph, which never reads it).
     hidden_staging: wgpu::Buffer,
@@ -180,6 +181,30 @@ pub(super) struct Mirror {
     /// The prefill graph's dispatches for chunks of this many rows, bound to this mirror
     /// (recorded on the first such chunk, re-encoded for the next).
     prefill: Option<(usize, Recorded)>,
+    /// A greedy token already queued on the device behind the one before it, its token
+    /// copied on the device from that one's argmax (`WgpuBackend::run_graph`).
+    ahead: Option<Ahead>,
+    /// Where this sequence's argmax is read back from (4 bytes each), by the position's
+    /// parity: a token queued ahead copies into the other one than the token before it, and
+    /// other sequences' tokens queued in between into their own.
+    best_staging: [wgpu::Buffer; 2],
+}
+
+/// A token queued ahead: its position, its submission, and (once the token before it was
+/// read back) the token it embeds.
+pub(super) struct Ahead {
+    pos: usize,
+    submission: wgpu::SubmissionIndex,
+    token: Option<u32>,
+}
+
+/// How a call's command buffer starts and ends: whether its token is copied from the
+/// previous token's argmax on the device (else the host wrote its input), and the staging
+/// buffer it copies its argmax into.
+#[derive(Clone, Copy)]
+pub(super) struct TokenIo<'a> {
+    pub from_device: bool,
+    pub best_to: &'a wgpu::Buffer,
 }
 
 /// One token's dispatches with their bind groups (and the uniform slots they point into).
@@ -189,6 +214,9 @@ struct Recorded {
     labels: Vec<&'static str>,
     /// Weight bytes per token by label (`GraphProfile::stage_bytes`).
     stage_bytes: BTreeMap<&'static str, u64>,
+    /// Whether the first dispatch decodes the embedding row of the token in `tok` (else the
+    /// host writes the row into x).
+    device_embed: bool,
     _params: wgpu::Buffer,
 }
 
@@ -198,7 +226,8 @@ impl Recorded {
     fn bind(device: &wgpu::Device, plan: Vec<Planned>, params: &Params, stage_bytes: BTreeMap<&'static str, u64>) -> Recorded {
         let pbuf = device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("graph-params"), contents: &params.0, usage: wgpu::BufferUsages::UNIFORM });
         let groups = plan::bind(device, &plan, &pbuf);
-        Recorded { labels: plan.iter().map(|p| p.label).collect(), stage_bytes, dispatches: plan.into_iter().zip(groups).map(|(p, b)| (p.pipe, b, p.grid)).collect(), _params: pbuf }
+        let device_embed = plan.first().is_some_and(|p| p.label == "embed");
+        Recorded { labels: plan.iter().map(|p| p.label).collect(), stage_bytes, device_embed, dispatches: plan.into_iter().zip(groups).map(|(p, b)| (p.pipe, b, p.grid)).collect(), _params: pbuf }
     }
 }
 
@@ -295,6 +324,7 @@ impl WgpuBackend {
             xd: self.storage_buf("xd", if int8 { widest / 8 } else { 1 }),
             logits: self.storage_buf("logits", c.vocab),
             best: self.storage_buf("best", 1),
+            tok: self.storage_buf("tok", 1),
             part: self.storage_buf("part", c.n_head * chunks * (c.head_dim + 2)),
             capacity,
             prefill: None,
@@ -302,7 +332,6 @@ impl WgpuBackend {
             out_norm: self.const_buf("output_norm", &m.output_norm),
             step: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("step"), size: std::mem::size_of::<StepBlock>() as u64, usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
             staging: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("logits-read"), size: (c.vocab * 4) as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
-            best_staging: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("argmax-read"), size: 4, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
             hidden_staging: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("hidden-read"), size: if layers < m.layers.len() { (prefill::PREFILL_ROWS * c.n_embd * 4) as u64 } else { 16 }, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
             stamps: (std::env::var("CMF_GRAPH_HOSTPROF").is_ok_and(|v| v == "2") && dev.features().contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)).then(|| {
                 // Dispatches per token: at most 16 per layer, with row-split chunks; 2 spare.
@@ -337,8 +366,11 @@ impl WgpuBackend {
             recorded: None,
             prepared: None,
             prefill: None,
+            ahead: None,
+            best_staging: [0, 1].map(|_| self.ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some("argmax-read"), size: 4, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false })),
         });
         if mirror.len != at.pos {
+            mirror.ahead = None;
             // Seed from the host cache: a zero state is never assumed.
             let mut buf = vec![0f32; at.pos * kvd];
             for l in 0..at.layers {
@@ -358,7 +390,8 @@ impl WgpuBackend {
     /// (`separate_norm`) each RMSNorm is a stage of its own before QKV and gate/up (9
     /// stages); with int8 activations (`ModelGraph::int8`) a quantizer before QKV (the norm
     /// folded in), O, gate/up (the norm) and down (SiLU(gate) * up) instead (11 stages); then
-    /// the final norm (or its quantizer) and the head.
+    /// the final norm (or its quantizer), the head and the argmax. The whole model's token
+    /// starts with its embedding row decoded on the device where it can be (`plan::embed`).
     fn record(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &ModelGraph, mirror: &Mirror) -> Result<Recorded, String> {
         let c = &m.cfg;
         let ctx = &self.ctx;
@@ -412,6 +445,17 @@ impl WgpuBackend {
                 p.truncate(from);
             }
         };
+        // The whole model's token starts by decoding its embedding row on the device where the
+        // embedding is resident in one piece (the host then writes only the token, and a
+        // greedy token can follow the previous one's argmax without it); else the host writes
+        // the row.
+        if g.layers == m.layers.len() {
+            if let Some(e) = map.get(&m.weight_arg(&m.embed).key) {
+                // An error (split into row chunks, no decoder for the codec) plans nothing: the
+                // host looks the row up.
+                let _ = plan::embed(ctx, e, &g.tok, &g.x, d, &mut params, &mut p);
+            }
+        }
         for (li, w) in args[..7 * g.layers].chunks_exact(7).enumerate() {
             let (attn_norm, ffn_norm) = &g.norms[li];
             let begun = p.len();
@@ -504,26 +548,48 @@ impl WgpuBackend {
                 self.ctx.save_pipeline_cache();
             }
             let t0 = std::time::Instant::now();
-            let c = &m.cfg;
-            let mut x = vec![0f32; c.n_embd];
-            m.embed_rows(&[job.token], &mut x);
-            let step = step_block(m, job.pos, (job.pos + 1).div_ceil(ATT_CHUNK) as u32);
-            self.ctx.queue.write_buffer(&g.x, 0, bytemuck::cast_slice(&x));
-            self.ctx.queue.write_buffer(&g.step, 0, bytemuck::bytes_of(&step));
             let rec = mirror.recorded.as_ref().expect("recorded above");
-            let cmd = match mirror.prepared.take() {
-                Some((pos, k, cmd)) if pos == job.pos && k == kind => cmd,
-                _ => self.encode_token(rec, g, job.pos, kind),
+            let slot = job.pos % 2;
+            // Greedy tokens go ahead: the next token is queued before this one is read back,
+            // its token copied on the device from this one's argmax, so the device never waits
+            // for the host between greedy tokens (not under the profiling timers, whose
+            // buffers serve one token at a time).
+            let go_ahead = kind == Readback::Argmax && rec.device_embed && g.timer.is_none() && g.stamps.is_none() && job.pos + 1 < capacity;
+            let (queued, dropped) = match mirror.ahead.take() {
+                Some(a) if a.pos == job.pos && a.token == Some(job.token) && kind == Readback::Argmax => (Some(a.submission), false),
+                Some(a) => (None, a.pos == job.pos),
+                None => (None, false),
             };
-            self.ctx.queue.submit([cmd]);
+            let taken = queued.is_some();
+            let submission = match queued {
+                Some(s) => s,
+                None => {
+                    self.write_token(m, g, rec, job.token, job.pos);
+                    let cmd = match mirror.prepared.take() {
+                        Some((pos, k, cmd)) if pos == job.pos && k == kind => cmd,
+                        _ => self.encode_token(rec, g, job.pos, kind, TokenIo { from_device: false, best_to: &mirror.best_staging[slot] }),
+                    };
+                    self.ctx.queue.submit([cmd])
+                }
+            };
             let t1 = std::time::Instant::now();
-            // While the GPU runs this token, encode the next one.
-            if job.pos + 1 < capacity {
-                mirror.prepared = Some((job.pos + 1, kind, self.encode_token(rec, g, job.pos + 1, kind)));
+            let next = job.pos + 1;
+            if go_ahead {
+                self.ctx.queue.write_buffer(&g.step, 0, bytemuck::bytes_of(&step_block(m, next, (next + 1).div_ceil(ATT_CHUNK) as u32)));
+                let cmd = self.encode_token(rec, g, next, kind, TokenIo { from_device: true, best_to: &mirror.best_staging[next % 2] });
+                mirror.ahead = Some(Ahead { pos: next, submission: self.ctx.queue.submit([cmd]), token: None });
+            } else if next < capacity {
+                // While the GPU runs this token, encode the next one.
+                mirror.prepared = Some((next, kind, self.encode_token(rec, g, next, kind, TokenIo { from_device: false, best_to: &mirror.best_staging[next % 2] })));
             }
-            let back = self.read_result(g, kind)?;
+            let back = self.read_result(g, kind, &mirror.best_staging[slot], Some(submission))?;
+            if let (Some(a), GraphRead::Argmax(t)) = (mirror.ahead.as_mut(), &back) {
+                a.token = Some(*t);
+            }
             let mut prof = self.profile.lock().unwrap_or_else(|e| e.into_inner());
             prof.tokens += 1;
+            prof.tokens_ahead += u64::from(taken);
+            prof.ahead_dropped += u64::from(dropped);
             prof.host += t1 - t0;
             prof.tail += t1.elapsed();
             if let Some((_, _, read)) = &g.timer {
@@ -539,11 +605,25 @@ impl WgpuBackend {
         })
     }
 
-    /// What `kind` names, from the staging buffer the graph's command buffer copied it into.
-    pub(super) fn read_result(&self, g: &ModelGraph, kind: Readback) -> Result<GraphRead, String> {
+    /// The host's part of a token it supplies at `pos`: the token (where the graph decodes its
+    /// embedding row) or the row itself into x, and the step block.
+    fn write_token(&self, m: &Llama, g: &ModelGraph, rec: &Recorded, token: u32, pos: usize) {
+        if rec.device_embed {
+            self.ctx.queue.write_buffer(&g.tok, 0, bytemuck::bytes_of(&token));
+        } else {
+            let mut x = vec![0f32; m.cfg.n_embd];
+            m.embed_rows(&[token], &mut x);
+            self.ctx.queue.write_buffer(&g.x, 0, bytemuck::cast_slice(&x));
+        }
+        self.ctx.queue.write_buffer(&g.step, 0, bytemuck::bytes_of(&step_block(m, pos, (pos + 1).div_ceil(ATT_CHUNK) as u32)));
+    }
+
+    /// What `kind` names, from the staging buffer the graph's command buffer copied it into
+    /// (the argmax from `best`, waiting only for submission `after` where given).
+    pub(super) fn read_result(&self, g: &ModelGraph, kind: Readback, best: &wgpu::Buffer, after: Option<wgpu::SubmissionIndex>) -> Result<GraphRead, String> {
         Ok(match kind {
             Readback::Logits(vocab) => GraphRead::Logits(self.ctx.read_back::<f32>(&g.staging, vocab as u64)?),
-            Readback::Argmax => GraphRead::Argmax(self.ctx.read_back::<u32>(&g.best_staging, 1)?[0]),
+            Readback::Argmax => GraphRead::Argmax(self.ctx.read_back_after::<u32>(best, 1, after)?[0]),
             Readback::Hidden(n) => GraphRead::Hidden(self.ctx.read_back::<f32>(&g.hidden_staging, n as u64)?),
         })
     }
@@ -592,11 +672,19 @@ impl WgpuBackend {
                 Err(Unfit::Budget) => return DeviceOutcome::Declined("cannot build a graph: weights exceed the budget"),
                 Err(Unfit::Limits) => return DeviceOutcome::Declined("cannot build a graph: a matrix exceeds the adapter's limits"),
             }
+            if at.layers == full && crate::gpu::planar::supports(m.embed.codec, m.embed.cols) {
+                // The token graph decodes the embedding row on the device where the embedding
+                // fits beside the graph's weights (often it is the head, already resident);
+                // where it does not, the host looks the row up.
+                let e = m.weight_arg(&m.embed);
+                let _ = self.ensure(&mut map, &[&e]);
+            }
             // Recorded dispatches point at the old buffers: drop them with the buffers.
             mirrors.values_mut().for_each(|mi| {
                 mi.recorded = None;
                 mi.prepared = None;
                 mi.prefill = None;
+                mi.ahead = None;
             });
             *graph = Some(self.build_graph(m, capacity, key, at.layers));
             // New buffers (and maybe uploads): this call is not steady state.
@@ -632,8 +720,8 @@ impl WgpuBackend {
 
     /// One token's command buffer at position `pos`: the recorded dispatches in one compute
     /// pass (the attention grid sized for `pos`), then what `kind` names copied for readback.
-    fn encode_token(&self, rec: &Recorded, g: &ModelGraph, pos: usize, kind: Readback) -> wgpu::CommandBuffer {
-        self.encode_recorded("token", rec, g, (pos + 1).div_ceil(ATT_CHUNK) as u32, kind, &g.x, true)
+    fn encode_token(&self, rec: &Recorded, g: &ModelGraph, pos: usize, kind: Readback, io: TokenIo) -> wgpu::CommandBuffer {
+        self.encode_recorded("token", rec, g, (pos + 1).div_ceil(ATT_CHUNK) as u32, kind, &g.x, true, io)
     }
 
     /// A recorded dispatch list in one compute pass (`chunks`: the attention grid where one
@@ -641,8 +729,11 @@ impl WgpuBackend {
     /// (and, with `pass_timer`, the pass's own under `=1`), then what `kind` names copied
     /// for readback (a prefix's residual stream from `hidden`).
     #[allow(clippy::too_many_arguments)]
-    fn encode_recorded(&self, label: &str, rec: &Recorded, g: &ModelGraph, chunks: u32, kind: Readback, hidden: &wgpu::Buffer, pass_timer: bool) -> wgpu::CommandBuffer {
+    fn encode_recorded(&self, label: &str, rec: &Recorded, g: &ModelGraph, chunks: u32, kind: Readback, hidden: &wgpu::Buffer, pass_timer: bool, io: TokenIo) -> wgpu::CommandBuffer {
         let mut enc = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+        if io.from_device {
+            enc.copy_buffer_to_buffer(&g.best, 0, &g.tok, 0, 4);
+        }
         let timer = g.timer.as_ref().filter(|_| pass_timer);
         let stamps = g.stamps.as_ref().filter(|s| rec.dispatches.len() < s.3 as usize);
         {
@@ -657,7 +748,7 @@ impl WgpuBackend {
         }
         match kind {
             Readback::Logits(vocab) => enc.copy_buffer_to_buffer(&g.logits, 0, &g.staging, 0, (vocab * 4) as u64),
-            Readback::Argmax => enc.copy_buffer_to_buffer(&g.best, 0, &g.best_staging, 0, 4),
+            Readback::Argmax => enc.copy_buffer_to_buffer(&g.best, 0, io.best_to, 0, 4),
             Readback::Hidden(n) => enc.copy_buffer_to_buffer(hidden, 0, &g.hidden_staging, 0, (n * 4) as u64),
         }
         if let Some((q, resolve, read)) = timer {
