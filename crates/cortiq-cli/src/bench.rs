@@ -3,8 +3,8 @@
 //! prompt, batch 1, after one untimed warm-up run (the same prompt, then up to 8 decode
 //! steps: as in llama-bench, one-off costs such as a GPU library loading the kernels for the
 //! prompt's shapes stay out of the timings); greedy unless `--sample` (then every token is
-//! drawn by the CLI's default sampler from the whole logits, as `cortiq run` does at its
-//! defaults). Token ids are drawn from the vocabulary with a fixed seed (speed does not
+//! drawn by the CLI's default sampler from its top-k candidates, picked on the device where
+//! the backend can, as `cortiq run` does at its defaults). Token ids are drawn from the vocabulary with a fixed seed (speed does not
 //! depend on the text).
 
 use crate::inspect::human;
@@ -25,7 +25,7 @@ pub struct BenchArgs {
     pub json: bool,
     /// Memory bandwidth in GB/s for `floor_fraction`, when known.
     pub bandwidth_gbps: Option<f64>,
-    /// Decode with the default sampler (logits back every token) instead of greedy.
+    /// Decode with the default sampler (its top-k candidates back every token) instead of greedy.
     pub sample: bool,
 }
 
@@ -50,14 +50,14 @@ fn run_once(engine: &Engine, prompt: &[u32], gen: usize, sample: bool) -> Result
     s.begin_generation();
     let t1 = Instant::now();
     if sample {
-        // As `cortiq run` at its defaults: the whole logits back, the sampler on the host.
+        // As `cortiq run` at its defaults: the sampler's top-k candidates back (picked on
+        // the device where the backend can), the draw on the host.
         let mut sampler = Sampler::new(SamplerConfig::default());
-        let mut history = prompt.to_vec();
-        let mut next = sampler.sample(&logits, &history);
+        let k = sampler.candidates_needed().ok_or_else(|| anyhow::anyhow!("the default sampler draws from no top-k"))?;
+        let mut next = sampler.sample(&logits, prompt);
         for _ in 0..gen {
-            history.push(next);
-            let l = s.step(next)?;
-            next = sampler.sample(&l, &history);
+            let c = s.step_top_k(next, k)?;
+            next = sampler.sample_candidates(&c);
         }
     } else {
         // Greedy decode, as `cortiq run` does at temperature 0: a token graph reads back only

@@ -30,10 +30,12 @@ pub enum StopReason {
     Cancelled,
 }
 
-/// What a decode step left for the sampler: the logits, or the token a greedy device pick
-/// already chose.
+/// What a decode step left for the sampler: the logits, its top-k candidates, or the token
+/// a greedy device pick already chose.
 enum Step {
     Logits(Vec<f32>),
+    /// The sampler's candidates (`Session::step_top_k`).
+    Candidates(Vec<(u32, f32)>),
     Picked(u32),
 }
 
@@ -102,8 +104,10 @@ impl Engine {
         let t0 = std::time::Instant::now();
         let mut last = Step::Logits(session.prefill(prompt)?);
         let prefill_s = t0.elapsed().as_secs_f64();
-        // A plain greedy sampler lets the device pick each token (only its index comes back).
+        // A plain greedy sampler lets the device pick each token (only its index comes back);
+        // a top-k sampler, the candidates it draws from.
         let greedy = sampler.is_plain_argmax();
+        let candidates = sampler.candidates_needed();
         let arm = session.begin_generation();
         let mut token_times = Vec::new();
         let t1 = std::time::Instant::now();
@@ -119,6 +123,7 @@ impl Engine {
             let next = match &last {
                 Step::Picked(t) => *t,
                 Step::Logits(l) => sampler.sample(l, &history),
+                Step::Candidates(c) => sampler.sample_candidates(c),
             };
             if self.tokenizer.is_end_of_generation(next) {
                 break StopReason::EndOfGeneration;
@@ -135,7 +140,11 @@ impl Engine {
                 break StopReason::ContextFull;
             }
             let t = std::time::Instant::now();
-            last = if greedy { Step::Picked(session.step_greedy(next)?) } else { Step::Logits(session.step(next)?) };
+            last = match candidates {
+                _ if greedy => Step::Picked(session.step_greedy(next)?),
+                Some(k) => Step::Candidates(session.step_top_k(next, k)?),
+                None => Step::Logits(session.step(next)?),
+            };
             token_times.push(t.elapsed());
         };
         session.gpu.record_generation(arm, &token_times);

@@ -389,6 +389,21 @@ impl Session {
         Ok(crate::sample::argmax(&self.logits(&h)))
     }
 
+    /// One decode step for a sampler that needs only the k largest logits
+    /// (`Sampler::candidates_needed`): those candidates of `token` appended at the end of the
+    /// sequence, as `sample::top_candidates` gives them. Through the graph the device picks
+    /// them where its backend can (only k pairs come back); otherwise as `step`.
+    pub fn step_top_k(&mut self, token: u32, k: usize) -> Result<Vec<(u32, f32)>, EngineError> {
+        let mut cand = Vec::new();
+        match self.graph_step(token, |gpu, job| gpu.token_graph(job, GraphReadback::TopK(k, &mut cand)))? {
+            Graphed::Whole => return Ok(cand),
+            Graphed::Prefix(h) => return Ok(crate::sample::top_candidates(&self.logits(&h), k)),
+            Graphed::No => {}
+        }
+        let h = self.forward(&[token])?;
+        Ok(crate::sample::top_candidates(&self.logits(&h), k))
+    }
+
     /// Try `token` through the token graph: the whole token with `run`, or where only a
     /// device prefix fits, the prefix on the device and the remaining layers on the host.
     /// `No` when the graph is not this generation's arm or declined (the caller runs the

@@ -52,7 +52,7 @@ fn by_logit(a: &(u32, f32), b: &(u32, f32)) -> std::cmp::Ordering {
 /// `by_logit` order. One pass that keeps at most 2k candidates and skips, with one
 /// comparison, every logit below the k-th largest seen so far (a vocabulary of 128 k costs
 /// about what reading it does).
-fn top_candidates(logits: &[f32], k: usize) -> Vec<(u32, f32)> {
+pub fn top_candidates(logits: &[f32], k: usize) -> Vec<(u32, f32)> {
     let finite = logits.iter().enumerate().filter(|(_, l)| l.is_finite()).map(|(i, &l)| (i as u32, l));
     if k == 0 || k >= logits.len() {
         let mut all: Vec<(u32, f32)> = finite.collect();
@@ -92,6 +92,14 @@ impl Sampler {
         self.cfg.temperature <= 0.0 && self.cfg.repeat_penalty == 1.0
     }
 
+    /// Some(k) when every pick depends only on the k largest finite logits (a temperature,
+    /// top-k on, no repetition penalty): then a device may pick those k candidates and read
+    /// back only them (`sample_candidates`).
+    pub fn candidates_needed(&self) -> Option<usize> {
+        let c = &self.cfg;
+        (c.temperature > 0.0 && c.repeat_penalty == 1.0 && c.top_k > 0).then_some(c.top_k)
+    }
+
     /// Pick the next token from `logits`, given the tokens so far (for the penalty).
     pub fn sample(&mut self, logits: &[f32], history: &[u32]) -> u32 {
         let c = &self.cfg;
@@ -114,6 +122,17 @@ impl Sampler {
         let cand = top_candidates(logits, c.top_k);
         if cand.is_empty() {
             return argmax(logits);
+        }
+        self.sample_candidates(&cand)
+    }
+
+    /// Pick the next token from the candidates `top_candidates` gives for this sampler's
+    /// top-k (what `sample` does after cutting them, with the same random draws); 0 when
+    /// there are none (no finite logit).
+    pub fn sample_candidates(&mut self, cand: &[(u32, f32)]) -> u32 {
+        let c = &self.cfg;
+        if cand.is_empty() {
+            return 0;
         }
         // Probabilities at temperature.
         let max = cand[0].1;
@@ -219,6 +238,29 @@ mod tests {
         assert_eq!(a, b);
         assert!(a.iter().all(|&t| t >= 95), "top-k 5 leaked: {a:?}");
         assert!(a.iter().collect::<std::collections::HashSet<_>>().len() > 1);
+    }
+
+    /// Sampling from the candidates alone (as a device that picks them hands them over)
+    /// makes the same picks as sampling from the full logits, draw for draw; the sampler asks
+    /// for candidates only where that holds.
+    #[test]
+    fn sampling_the_candidates_picks_as_sampling_the_logits() {
+        let mut rng = SplitMix64::new(11);
+        let logits: Vec<f32> = (0..5000).map(|i| if i % 211 == 5 { f32::NAN } else { (rng.uniform() * 8.0).round() * 0.5 }).collect();
+        for cfg in [SamplerConfig::default(), SamplerConfig { temperature: 1.5, top_k: 64, top_p: 1.0, min_p: 0.0, seed: 3, ..Default::default() }] {
+            let (mut full, mut cands) = (Sampler::new(cfg.clone()), Sampler::new(cfg.clone()));
+            let k = cands.candidates_needed().expect("top-k on, a temperature, no penalty");
+            assert_eq!(k, cfg.top_k);
+            let cand = top_candidates(&logits, k);
+            let a: Vec<u32> = (0..300).map(|_| full.sample(&logits, &[])).collect();
+            let b: Vec<u32> = (0..300).map(|_| cands.sample_candidates(&cand)).collect();
+            assert_eq!(a, b);
+            assert!(a.iter().collect::<std::collections::HashSet<_>>().len() > 1);
+        }
+        let asks = |cfg: SamplerConfig| Sampler::new(cfg).candidates_needed();
+        assert_eq!(asks(SamplerConfig { temperature: 0.0, ..Default::default() }), None);
+        assert_eq!(asks(SamplerConfig { repeat_penalty: 1.1, ..Default::default() }), None);
+        assert_eq!(asks(SamplerConfig { top_k: 0, ..Default::default() }), None);
     }
 
     #[test]

@@ -1010,3 +1010,50 @@ fn wgpu_per_op_greedy_matches_the_cpu_path() {
         }
     }
 }
+
+/// The sampler's candidates picked on the device (topk.cu) against `sample::top_candidates`,
+/// exactly (index and value bits): vocabularies of odd and real sizes (SmolLM2's 49 152,
+/// Llama 3's 128 256, Gemma 3's 262 144), continuous logits, a coarse grid (ties at every
+/// cut), NaN and infinities mixed in, every value equal (the index decides), a spike every
+/// 100 logits over zeros (on Gemma's vocabulary more survivors than the merge keeps in shared
+/// memory), nothing finite; k from 1 to the kernels' 64.
+#[test]
+#[cfg_attr(not(feature = "cuda"), ignore = "SKIP gpu parity: no CUDA backend compiled in (build with --features cuda)")]
+fn cuda_top_k_picks_the_samplers_candidates() {
+    #[cfg(feature = "cuda")]
+    {
+        let be = match cortiq_engine::gpu::cuda::CudaBackend::new(0) {
+            Ok(b) => b,
+            Err(e) => return missing("cuda_top_k_picks_the_samplers_candidates", "no CUDA device", e),
+        };
+        let mut rng = SplitMix64::new(0x70B4);
+        let mut cases = 0;
+        for n in [1usize, 31, 513, 4097, 49152, 128256, 262144] {
+            for variant in ["continuous", "grid", "non-finite", "equal", "spikes", "none finite"] {
+                let values: Vec<f32> = (0..n)
+                    .map(|i| {
+                        let v = rng.uniform() * 30.0 - 15.0;
+                        match variant {
+                            "continuous" => v,
+                            "grid" => (v * 2.0).round() * 0.5,
+                            "non-finite" if i % 37 == 1 => [f32::NAN, f32::INFINITY, f32::NEG_INFINITY][i % 3],
+                            "non-finite" => -v.abs(),
+                            "equal" => -0.0,
+                            "spikes" if i % 100 == 0 => (v * 2.0).round() * 0.5 + 100.0,
+                            "spikes" => 0.0,
+                            _ => f32::NAN,
+                        }
+                    })
+                    .collect();
+                for k in [1, 7, 40, 64] {
+                    let got = be.top_k(&values, k).unwrap_or_else(|e| panic!("top-{k} of {n} {variant}: {e}"));
+                    let want = cortiq_engine::sample::top_candidates(&values, k);
+                    let bits = |c: &[(u32, f32)]| c.iter().map(|&(i, v)| (i, v.to_bits())).collect::<Vec<_>>();
+                    assert_eq!(bits(&got), bits(&want), "top-{k} of {n} {variant} logits");
+                    cases += 1;
+                }
+            }
+        }
+        eprintln!("cuda: {cases} top-k cases equal to the sampler's candidates");
+    }
+}

@@ -150,11 +150,14 @@ pub struct PrefillGraphJob<'a> {
 }
 
 /// What a graph reads back: the logits (vocab), only their argmax (greedy sampling,
-/// `sample::argmax`'s rule), or after a device prefix the residual stream (rows, n_embd).
-/// Written only when the call completes.
+/// `sample::argmax`'s rule), the sampler's k candidates (`TopK(k, _)`: the k largest finite
+/// logits as `sample::top_candidates` gives them, picked on the device where the backend
+/// can, else from the logits read back), or after a device prefix the residual stream
+/// (rows, n_embd). Written only when the call completes.
 pub enum GraphReadback<'a> {
     Logits(&'a mut [f32]),
     Argmax(&'a mut u32),
+    TopK(usize, &'a mut Vec<(u32, f32)>),
     Hidden(&'a mut [f32]),
 }
 
@@ -164,15 +167,27 @@ pub enum GraphReadback<'a> {
 pub(crate) enum GraphRead {
     Logits(Vec<f32>),
     Argmax(u32),
+    #[cfg(feature = "cuda")]
+    TopK(Vec<(u32, f32)>),
     #[cfg(any(test, feature = "gpu"))]
     Hidden(Vec<f32>),
 }
 
 impl GraphReadback<'_> {
-    /// Whether the logits themselves must come back.
+    /// Whether the logits themselves must come back (for `TopK`, where the backend does not
+    /// pick the candidates itself: `fill` picks them from the logits).
     #[cfg(any(test, feature = "cuda"))]
     pub(crate) fn wants_logits(&self) -> bool {
-        matches!(self, GraphReadback::Logits(_))
+        matches!(self, GraphReadback::Logits(_) | GraphReadback::TopK(..))
+    }
+
+    /// The k of a `TopK` readback.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn top_k(&self) -> Option<usize> {
+        match self {
+            GraphReadback::TopK(k, _) => Some(*k),
+            _ => None,
+        }
     }
 
     /// Write what arrived (of the kind asked for) to the caller's slot.
@@ -181,6 +196,9 @@ impl GraphReadback<'_> {
         match (self, read) {
             (GraphReadback::Logits(l), GraphRead::Logits(v)) => l.copy_from_slice(&v),
             (GraphReadback::Argmax(b), GraphRead::Argmax(i)) => *b = i,
+            (GraphReadback::TopK(k, c), GraphRead::Logits(v)) => *c = crate::sample::top_candidates(&v, k),
+            #[cfg(feature = "cuda")]
+            (GraphReadback::TopK(_, c), GraphRead::TopK(v)) => *c = v,
             #[cfg(any(test, feature = "gpu"))]
             (GraphReadback::Hidden(h), GraphRead::Hidden(v)) => h.copy_from_slice(&v),
             _ => unreachable!("a backend reads back what was asked for"),

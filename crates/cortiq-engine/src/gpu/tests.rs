@@ -151,6 +151,37 @@ fn the_prefill_graph_takes_a_long_prompt_in_chunks_and_decode_continues_from_its
     assert_eq!(dev.kv.len(), 306);
 }
 
+/// The default sampler (top-k 40, a temperature) draws from the candidates a decode step
+/// hands back (`Session::step_top_k`): through a whole-token graph (the scripted backend reads
+/// the logits back and `GraphReadback::fill` picks them), through a device prefix, and on
+/// the CPU, the same seeded generation; each step's candidates are the CPU logits' top 40.
+#[test]
+fn sampled_generation_draws_from_the_top_k_candidates_as_on_the_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::load(&tiny_model(&dir)).unwrap();
+    let n = engine.model.cfg.n_layer;
+    let prompt = engine.tokenize("hello world 42").unwrap();
+    let sampled = |gpu: Arc<Gpu>| {
+        let mut s = Session::with_gpu(Arc::clone(&engine.model), 128, gpu);
+        engine.generate(&mut s, &prompt, 24, SamplerConfig::default(), &AtomicBool::new(false), |_| {}).unwrap().generated
+    };
+    let reference = sampled(Arc::new(Gpu::new(None, GpuConfig::for_tests())));
+    let whole = facade(Scripted { discrete: true, graph: true, ..Default::default() });
+    assert_eq!(sampled(Arc::clone(&whole)), reference);
+    assert!(whole.explain.lock().unwrap().graph_tokens > 0, "the decode steps ran as token graphs");
+    assert_eq!(sampled(facade(Scripted { discrete: true, graph: true, prefix_layers: Some(n - 1), ..Default::default() })), reference);
+    let mut cpu = Session::with_gpu(Arc::clone(&engine.model), 64, Arc::new(Gpu::new(None, GpuConfig::for_tests())));
+    let mut dev = Session::with_gpu(Arc::clone(&engine.model), 64, facade(Scripted { discrete: true, graph: true, ..Default::default() }));
+    let mut a = cpu.prefill(&prompt).unwrap();
+    dev.prefill(&prompt).unwrap();
+    assert_eq!(dev.begin_generation(), GraphArm::Graph);
+    for _ in 0..4 {
+        let t = crate::sample::argmax(&a);
+        a = cpu.step(t).unwrap();
+        assert_eq!(dev.step_top_k(t, 40).unwrap(), crate::sample::top_candidates(&a, 40));
+    }
+}
+
 #[test]
 fn a_device_prefix_runs_the_leading_layers_on_the_device_and_the_rest_on_the_host() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,7 +1,8 @@
 //! The whole-token decode graph on CUDA (SPEC section 8): embedding lookup, every layer
 //! (norm, QKV, RoPE, KV-mirror append, attention over the mirror, output projection,
 //! residual, FFN, residual), final norm and head queued on one stream with no host round
-//! trip; one readback of the logits or of their argmax. Token and position travel through
+//! trip; one readback of the logits, their argmax, or the sampler's top-k candidates
+//! (`top_k.rs`). Token and position travel through
 //! device memory, so the launch sequence is the same for every token (captured once per
 //! sequence). Five launches per layer: QKV with the RMSNorm (computed while the kernel stages
 //! its input), RoPE and the KV-mirror append fused; attention with its split merge fused; the
@@ -16,6 +17,7 @@
 //! FP32 for other head sizes), and only the last row goes through the head.
 
 use super::launch::{launch, KernelArgs};
+use super::top_k::{TopKBuffers, TOPK_MAX};
 use super::{err, kind, row_smem, CudaBackend, MatvecHow, Resident, Unfit};
 use crate::gpu::backend::{DeviceOutcome, GraphRead, GraphReadback, PrefillGraphJob, TokenGraphJob, WeightArg};
 use crate::gpu::memory::model_key;
@@ -74,6 +76,8 @@ pub(super) struct ModelGraph {
     logits: CudaSlice<f32>, // (vocab)
     /// The logits' argmax as matvec.cu's `argmax_key` (zeroed by embed_row, set by the head).
     best: CudaSlice<u64>,
+    /// The sampler's candidates picked from the logits (`top_k.rs`).
+    top: TopKBuffers,
     /// Split-attention partials (n_head, splits, head_dim + 2), sized for `splits`.
     part: CudaSlice<f32>,
     /// Per head: split blocks finished this layer (the last one merges and resets it).
@@ -264,6 +268,7 @@ impl CudaBackend {
             h: zeros(c.n_ff)?,
             logits: zeros(c.vocab)?,
             best: s.alloc_zeros::<u64>(1).map_err(err)?,
+            top: TopKBuffers::new(self, c.vocab)?,
             part: zeros(c.n_head * splits * (c.head_dim + 2))?,
             done: s.alloc_zeros::<i32>(c.n_head).map_err(err)?,
             splits,
@@ -515,7 +520,10 @@ impl CudaBackend {
             let t0 = std::time::Instant::now();
             queue(g, mirror, &map)?;
             let t1 = std::time::Instant::now();
-            let back = if out.wants_logits() {
+            let device_top_k = out.top_k().filter(|&k| (1..=TOPK_MAX).contains(&k));
+            let back = if let Some(k) = device_top_k {
+                GraphRead::TopK(self.queue_top_k(&g.logits, &mut g.top, k)?)
+            } else if out.wants_logits() {
                 GraphRead::Logits(self.stream.clone_dtoh(&g.logits).map_err(err)?)
             } else {
                 let mut key = [0u64];

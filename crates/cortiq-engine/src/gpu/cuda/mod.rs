@@ -21,6 +21,7 @@ mod graph;
 mod launch;
 mod probe;
 mod ptx_cache;
+mod top_k;
 
 use super::backend::{Activation, Backend, DeviceInfo, DeviceOutcome, FfnJob, GraphReadback, MatmulJob, MultiMatmulJob, PrefillGraphJob, TokenGraphJob, WeightArg};
 use crate::kv::KvCache;
@@ -39,7 +40,7 @@ use std::sync::{Arc, Mutex};
 
 /// One module: the matvec helpers, then the graph kernels, the tensor-core GEMMs and the
 /// prompt chunk's tensor-core attention that use them.
-const KERNELS: [&str; 4] = [include_str!("kernels/matvec.cu"), include_str!("kernels/graph.cu"), include_str!("kernels/mma.cu"), include_str!("kernels/flash.cu")];
+const KERNELS: [&str; 5] = [include_str!("kernels/matvec.cu"), include_str!("kernels/graph.cu"), include_str!("kernels/mma.cu"), include_str!("kernels/flash.cu"), include_str!("kernels/topk.cu")];
 /// Kernels without variants.
 const FIXED_KERNELS: [&str; 12] = ["silu_mul", "embed_row", "dequant_f16", "to_f16", "rms_norm_f16", "rope_append_rows", "silu_mul_f16", graph::FLASH_ROWS[0].1, graph::FLASH_ROWS[1].1, graph::ATTENTION_SPLIT[0].1, graph::ATTENTION_SPLIT[1].1, graph::ATTENTION_SPLIT[2].1];
 /// Kernels instantiated per codec kind (0..=4) and rows per warp group, which stage their
@@ -173,7 +174,7 @@ fn kernel_source(extra: &str) -> String {
         mma_b_stride(2),
         graph::ATT_ROWS_PAD
     );
-    defines + extra + &KERNELS.concat()
+    defines + &top_k::defines() + extra + &KERNELS.concat()
 }
 
 /// Whether the tensor-core GEMMs take a weight of codec kind `kind` over `cols` columns
@@ -317,7 +318,7 @@ impl CudaBackend {
         // the same budget.
         let smem_limit = (ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN).map_err(err)?.max(0) as usize).saturating_sub(512);
         let mut funcs = HashMap::new();
-        for name in FIXED_KERNELS {
+        for name in FIXED_KERNELS.into_iter().chain(top_k::KERNELS) {
             funcs.insert(name.to_string(), module.load_function(name).map_err(err)?);
         }
         for (prefix, rs) in ROW_KERNELS {

@@ -110,10 +110,11 @@ pub(super) enum Readback {
 }
 
 impl Readback {
-    /// The kind `out` asks for, for a model with `vocab` logits.
+    /// The kind `out` asks for, for a model with `vocab` logits (the logits for the
+    /// sampler's candidates: `GraphReadback::fill` picks them).
     pub(super) fn of(out: &GraphReadback, vocab: usize) -> Readback {
         match out {
-            GraphReadback::Logits(_) => Readback::Logits(vocab),
+            GraphReadback::Logits(_) | GraphReadback::TopK(..) => Readback::Logits(vocab),
             GraphReadback::Argmax(_) => Readback::Argmax,
             GraphReadback::Hidden(h) => Readback::Hidden(h.len()),
         }
