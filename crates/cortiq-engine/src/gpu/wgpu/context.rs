@@ -3,15 +3,16 @@
 //! budget, readback and the upload-bandwidth probe.
 
 use super::adapter::{self, AdapterDesc, AdapterKind};
+use super::multi;
 use crate::gpu::backend::DeviceInfo;
 use cortiq_core::Codec;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-const WEIGHTS_IO: &str = include_str!("kernels/weights_io.wgsl");
+pub(super) const WEIGHTS_IO: &str = include_str!("kernels/weights_io.wgsl");
 const MATVEC: &str = include_str!("kernels/matvec.wgsl");
-const CODECS: &str = include_str!("kernels/codecs.wgsl");
-const CODECS_Q8: &str = include_str!("kernels/codecs_q8.wgsl");
+pub(super) const CODECS: &str = include_str!("kernels/codecs.wgsl");
+pub(super) const CODECS_Q8: &str = include_str!("kernels/codecs_q8.wgsl");
 const GEMM: &str = include_str!("kernels/gemm.wgsl");
 const GEMM_Q8: &str = include_str!("kernels/gemm_q8.wgsl");
 const GEMM_STORE: &str = include_str!("kernels/gemm_store.wgsl");
@@ -41,7 +42,7 @@ const ATTN_CHUNK: &str = include_str!("kernels/attn_chunk.wgsl");
 const ARGMAX: &str = include_str!("kernels/argmax.wgsl");
 
 /// The codecs with a matvec pipeline: (codec, `unit_dot_*` suffix, x vec4s per unit).
-const MATVEC_CODECS: [(Codec, &str, u32); 9] = [
+pub(super) const MATVEC_CODECS: [(Codec, &str, u32); 9] = [
     (Codec::Q4_0, "q4_0", 8),
     (Codec::Q4Tiled, "q4_0", 8),
     (Codec::Q4_1, "q4_1", 8),
@@ -80,6 +81,9 @@ impl std::fmt::Display for PipelineCacheState {
 /// Matvec pipelines by (codec, matrix class, variant), each with its workgroup shape.
 type MatvecPipelines = HashMap<(Codec, MatrixClass, Variant), (wgpu::ComputePipeline, MatvecShape)>;
 
+/// Multi-matrix matvec pipelines by (codec, matrices, class of the tallest, variant).
+type MultiPipelines = HashMap<(Codec, usize, MatrixClass, Variant), (wgpu::ComputePipeline, MatvecShape)>;
+
 /// Where a pipeline cache lives on disk and the bytes read from it, if any.
 type CacheFile = (PathBuf, Option<Vec<u8>>);
 
@@ -89,6 +93,11 @@ pub struct WgpuContext {
     /// Matvec pipelines, built on first use.
     matvec: std::sync::Mutex<MatvecPipelines>,
     matvec_layout: wgpu::BindGroupLayout,
+    /// Multi-matrix matvec pipelines (`multi.rs`), built on first use, and their bind group
+    /// layouts by matrix count (2..=MAX_MATRICES; none where the adapter binds too few
+    /// storage buffers).
+    multi: std::sync::Mutex<MultiPipelines>,
+    multi_layouts: Vec<Option<wgpu::BindGroupLayout>>,
     /// GEMM pipelines by codec and whether they take int8 activations, built on first use
     /// (same bindings as the matvec).
     gemm: std::sync::Mutex<HashMap<(Codec, bool), wgpu::ComputePipeline>>,
@@ -212,6 +221,12 @@ impl WgpuContext {
         use wgpu::BufferBindingType::{Storage, Uniform};
         let (r, w) = (Storage { read_only: true }, Storage { read_only: false });
         let matvec_layout = layout(&device, &[r, r, r, r, w, Uniform]);
+        let multi_layouts = (0..=multi::MAX_MATRICES)
+            .map(|n| {
+                let kinds: Vec<_> = std::iter::repeat_n(r, 2 * n + 2).chain(std::iter::repeat_n(w, n)).chain([Uniform]).collect();
+                (n >= 2 && multi::storage_bindings(n) <= limits.max_storage_buffers_per_shader_stage).then(|| layout(&device, &kinds))
+            })
+            .collect();
         let act_layout = layout(&device, &[w, r, Uniform]);
         let act = build(&device, ACT, &act_layout, cache.as_ref(), "act")?;
         let norm = build(&device, &norm_source(), &layout(&device, &[w, r, r, w, Uniform]), cache.as_ref(), "norm")?;
@@ -221,7 +236,7 @@ impl WgpuContext {
         let attn_combine = build(&device, &format!("{STEP}{ATTN_COMBINE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "attn_combine")?;
         let attn_rows = build(&device, &format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}"), &layout(&device, &[r, r, r, w, Uniform]), cache.as_ref(), "attn_rows")?;
         let argmax = build(&device, ARGMAX, &layout(&device, &[r, w, Uniform]), cache.as_ref(), "argmax")?;
-        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, gemm: Default::default(), embed: Default::default(), subgroups, pipeline_cache: cache, act, norm, quant, rope_store, attn_split, attn_combine, attn_rows, argmax, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
+        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, gemm: Default::default(), embed: Default::default(), subgroups, pipeline_cache: cache, act, norm, quant, rope_store, attn_split, attn_combine, attn_rows, argmax, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
         // The per-op kernels up front (a job's first call should not pay a compile).
         for (codec, _, _) in MATVEC_CODECS {
             for (rows, cols) in [(1, 1), (TALL_ROWS, 1), (WIDE_ROWS, WIDE_COLS)] {
@@ -250,6 +265,28 @@ impl WgpuContext {
         let src = matvec_source(suffix, vec4s, self.subgroups, shape, variant);
         let built = (build(&self.device, &src, &self.matvec_layout, self.pipeline_cache.as_ref(), &format!("matvec {suffix}"))?, shape);
         map.insert((codec, class, variant), built.clone());
+        Ok(built)
+    }
+
+    /// The pipeline (built on first use) and workgroup shape of one dispatch over `n`
+    /// matrices of this codec (`multi.rs`), the tallest `rows` rows, `cols` columns.
+    pub fn multi_pipeline(&self, codec: Codec, n: usize, rows: u32, cols: u32, variant: Variant) -> Result<(wgpu::ComputePipeline, MatvecShape), String> {
+        let Some(Some(bgl)) = self.multi_layouts.get(n) else {
+            return Err(format!("{n} matrices in one dispatch: more storage buffers than the adapter binds, or not built"));
+        };
+        let class = MatrixClass::of(rows, cols);
+        let mut map = self.multi.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(found) = map.get(&(codec, n, class, variant)) {
+            return Ok(found.clone());
+        }
+        let (_, suffix, vec4s) = MATVEC_CODECS.into_iter().find(|(c, _, _)| *c == codec).ok_or_else(|| format!("no matvec kernel for {codec}"))?;
+        if variant.x == XMode::Int8 && !Q8_CODECS.contains(&codec) {
+            return Err(format!("no int8-activation matvec kernel for {codec}"));
+        }
+        let shape = MatvecShape::from_env(class);
+        let src = multi::multi_source(n, suffix, vec4s, self.subgroups, shape, variant)?;
+        let built = (build(&self.device, &src, bgl, self.pipeline_cache.as_ref(), &format!("matvecs {n} x {suffix}"))?, shape);
+        map.insert((codec, n, class, variant), built.clone());
         Ok(built)
     }
 
@@ -443,10 +480,35 @@ impl MatvecShape {
 /// Loads in flight per invocation while a norm-fused matvec sums the squares of its input.
 const NORM_LOADS: u32 = 8;
 
-/// The matvec shader for one codec and variant: constants, generated lines, codec
-/// functions, reduction.
+/// The workgroup reduction's source (subgroup operations or shared memory).
+pub(super) fn reduce_source(subgroups: bool) -> &'static str {
+    if subgroups {
+        REDUCE_SUBGROUP
+    } else {
+        REDUCE_SHARED
+    }
+}
+
+/// The matvec shader for one codec and variant: bindings, the kernel, codec functions,
+/// reduction.
 fn matvec_source(suffix: &str, vec4s: u32, subgroups: bool, shape: MatvecShape, variant: Variant) -> String {
-    let reduce = if subgroups { REDUCE_SUBGROUP } else { REDUCE_SHARED };
+    let body = matvec_kernel(vec4s, subgroups, shape, variant);
+    let reduce = reduce_source(subgroups);
+    if variant.x == XMode::Int8 {
+        let io = WEIGHTS_IO.replace("var<storage, read> x: array<vec4<f32>>;", "var<storage, read> x: array<vec4<u32>>;");
+        return format!("{io}\n{body}\n{CODECS}\n{CODECS_Q8}\nfn unit_dot8(n: u32, xa: vec4<u32>, xb: vec4<u32>, xd: vec4<f32>) -> f32 {{ return unit_dot8_{suffix}(n, xa, xb, xd); }}\n{reduce}");
+    }
+    format!("const UNIT_VEC4: u32 = {vec4s}u;\n{WEIGHTS_IO}\n{body}\n{CODECS}\nfn unit_dot(n: u32, r: u32, xs: X8, xsum: f32) -> f32 {{ return unit_dot_{suffix}(n, r, xs, xsum); }}\n{SILU4}\n{reduce}")
+}
+
+/// SiLU of four values (the glu x-mode's gate).
+pub(super) const SILU4: &str = "fn silu4(a: vec4<f32>) -> vec4<f32> { return a / (1.0 + exp(-a)); }";
+
+/// The matvec kernel itself (matvec.wgsl with its generated lines filled in): its constants,
+/// workgroup memory and `main`, over the bindings of weights_io.wgsl and a `unit_dot` (or
+/// `unit_dot8`) and `reduce` defined beside it.
+pub(super) fn matvec_kernel(vec4s: u32, subgroups: bool, shape: MatvecShape, variant: Variant) -> String {
+    let reduce = reduce_source(subgroups);
     let directive = |key: &str| reduce.lines().find_map(|l| l.trim_start_matches("// ").strip_prefix(key)).unwrap_or("").to_string();
     let pass = directive("REDUCE_PASS=");
     let groups = shape.rows / 4;
@@ -496,7 +558,7 @@ fn matvec_source(suffix: &str, vec4s: u32, subgroups: bool, shape: MatvecShape, 
     let stores: String = (0..groups)
         .map(|g| format!("let t{g} = reduce(acc{g}, lid{pass}); if (lid < 4u && r0 + {o}u + lid < p.rows) {{ {} }} ", store(4 * g, g), o = 4 * g))
         .collect();
-    let body = MATVEC
+    MATVEC
         .replace("WG_SIZE", &shape.invocations.to_string())
         .replace("ROWS_PER_WG", &shape.rows.to_string())
         .replace("REDUCE_ARGS", &directive("REDUCE_ARGS="))
@@ -505,12 +567,7 @@ fn matvec_source(suffix: &str, vec4s: u32, subgroups: bool, shape: MatvecShape, 
         .replace("ACCUMULATORS", &accs)
         .replace("UNROLL", &format!("{}u", shape.unroll))
         .replace("UNITS", &units)
-        .replace("STORES", &stores);
-    if variant.x == XMode::Int8 {
-        let io = WEIGHTS_IO.replace("var<storage, read> x: array<vec4<f32>>;", "var<storage, read> x: array<vec4<u32>>;");
-        return format!("{io}\n{body}\n{CODECS}\n{CODECS_Q8}\nfn unit_dot8(n: u32, xa: vec4<u32>, xb: vec4<u32>, xd: vec4<f32>) -> f32 {{ return unit_dot8_{suffix}(n, xa, xb, xd); }}\n{reduce}");
-    }
-    format!("const UNIT_VEC4: u32 = {vec4s}u;\n{WEIGHTS_IO}\n{body}\n{CODECS}\nfn unit_dot(n: u32, r: u32, xs: X8, xsum: f32) -> f32 {{ return unit_dot_{suffix}(n, r, xs, xsum); }}\nfn silu4(a: vec4<f32>) -> vec4<f32> {{ return a / (1.0 + exp(-a)); }}\n{reduce}")
+        .replace("STORES", &stores)
 }
 
 /// The GEMM shader for one codec: the kernel, the codec helpers, the slice decoders.
@@ -675,6 +732,21 @@ mod tests {
                         }
                         let variant = Variant { x, add: x != XMode::Plain };
                         validate(&format!("matvec {codec} subgroups={subgroups} {shape:?} {variant:?}"), &matvec_source(suffix, vec4s, subgroups, shape, variant));
+                    }
+                }
+            }
+        }
+        for (codec, suffix, vec4s) in MATVEC_CODECS {
+            for n in 2..=multi::MAX_MATRICES {
+                for subgroups in [false, true] {
+                    for x in [XMode::Plain, XMode::Norm, XMode::Int8] {
+                        if x == XMode::Int8 && !Q8_CODECS.contains(&codec) {
+                            continue;
+                        }
+                        let shape = MatvecShape { invocations: 128, rows: 8, unroll: 2 };
+                        let variant = Variant { x, add: false };
+                        let src = multi::multi_source(n, suffix, vec4s, subgroups, shape, variant).unwrap();
+                        validate(&format!("matvecs {n} x {codec} subgroups={subgroups} {variant:?}"), &src);
                     }
                 }
             }

@@ -11,6 +11,7 @@
 //! (`graph/prefill.rs`) shares the model's buffers, the sequence's mirror and the frame
 //! (`on_graph`) with it.
 
+use super::multi::{self, MultiIo};
 use super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform};
 use super::{int8_layers, Resident, Unfit, Variant, WgpuBackend, XMode, Q8_CODECS};
 use crate::gpu::backend::{DeviceOutcome, GraphRead, GraphReadback, TokenGraphJob, WeightArg};
@@ -466,9 +467,13 @@ impl WgpuBackend {
                 p.push(norm(attn_norm));
             }
             let at = p.len();
-            for (wi, y) in [(0, &g.q), (1, &g.k), (2, &g.v)] {
-                let io = if g.int8 { int8_io(g, y, false) } else { normed(g, attn_norm, y, eps, own_norm) };
-                plan::matvec(ctx, res(&w[wi])?, io, d, 1, &mut params, &mut p)?;
+            let io = |y| if g.int8 { int8_io(g, y, false) } else { normed(g, attn_norm, y, eps, own_norm) };
+            let ws = [res(&w[0])?, res(&w[1])?, res(&w[2])?];
+            let ys = [&g.q, &g.k, &g.v];
+            if !(self.multi && multi::matvecs(ctx, &ws, MultiIo::like(io(ys[0]), ys.to_vec()), d, &mut params, &mut p).is_ok()) {
+                for (w, y) in ws.into_iter().zip(ys) {
+                    plan::matvec(ctx, w, io(y), d, 1, &mut params, &mut p)?;
+                }
             }
             stage(&mut p, at, qkv_label, &w[0..3], "qkv");
             p.push(Planned { label: "rope+kv append", pipe: ctx.rope_store.clone(), bufs: vec![&g.q, &g.k, &g.v, &mirror.k[li], &mirror.v[li]], uniform: Uniform::Whole(&g.step), grid: Grid::Fixed(rope_threads.div_ceil(64), 1, 1) });
@@ -493,9 +498,13 @@ impl WgpuBackend {
                 p.push(norm(ffn_norm));
             }
             let at = p.len();
-            for (wi, y) in [(4, &g.g), (5, &g.u)] {
-                let io = if g.int8 { int8_io(g, y, false) } else { normed(g, ffn_norm, y, eps, own_norm) };
-                plan::matvec(ctx, res(&w[wi])?, io, d, 1, &mut params, &mut p)?;
+            let io = |y| if g.int8 { int8_io(g, y, false) } else { normed(g, ffn_norm, y, eps, own_norm) };
+            let ws = [res(&w[4])?, res(&w[5])?];
+            let ys = [&g.g, &g.u];
+            if !(self.multi && multi::matvecs(ctx, &ws, MultiIo::like(io(ys[0]), ys.to_vec()), d, &mut params, &mut p).is_ok()) {
+                for (w, y) in ws.into_iter().zip(ys) {
+                    plan::matvec(ctx, w, io(y), d, 1, &mut params, &mut p)?;
+                }
             }
             stage(&mut p, at, ffn_label, &w[4..6], "glu");
             drop_if_skipped(&mut p, begun, "glu");

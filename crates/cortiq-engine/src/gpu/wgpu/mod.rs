@@ -11,6 +11,7 @@
 pub mod adapter;
 mod context;
 mod graph;
+mod multi;
 mod plan;
 
 use super::backend::{Activation, Backend, DeviceInfo, DeviceOutcome, FfnJob, GraphReadback, MatmulJob, MultiMatmulJob, PrefillGraphJob, TokenGraphJob, WeightArg};
@@ -118,6 +119,9 @@ pub struct WgpuBackend {
     int8_prefill: bool,
     /// Stages left out of the recorded token for profiling (`CMF_GRAPH_SKIP`; none by default).
     skip: crate::gpu::stage_skip::StageSkip,
+    /// Whether the token graph runs a stage's matrices over one input as one dispatch
+    /// (`multi.rs`; on unless `CMF_WGPU_MULTI=0`).
+    multi: bool,
 }
 
 /// Weight bytes a layer must hold for the token graph to take int8 activations by default.
@@ -161,7 +165,7 @@ impl WgpuBackend {
             Ok("0") => Some(false),
             _ => None,
         };
-        Ok(WgpuBackend { ctx, weights: Mutex::new(HashMap::new()), scratch: Mutex::new(Scratch::default()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), info, int8_graph, int8_prefill: !crate::gpu::selection::switched_off("CMF_WGPU_PREFILL_INT8"), skip })
+        Ok(WgpuBackend { ctx, weights: Mutex::new(HashMap::new()), scratch: Mutex::new(Scratch::default()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), info, int8_graph, int8_prefill: !crate::gpu::selection::switched_off("CMF_WGPU_PREFILL_INT8"), skip, multi: !crate::gpu::selection::switched_off("CMF_WGPU_MULTI") })
     }
 
     /// The same backend with the token graph's int8 activations on or off (`CMF_WGPU_INT8`),

@@ -13,19 +13,19 @@ const PARAM_SLOT: u64 = 256;
 /// The matvec uniform block (`Params` in matvec.wgsl).
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct MatvecParams {
-    rows: u32,
-    units: u32,
-    a: u32,
-    b: u32,
-    c: u32,
-    x_stride: u32,
-    y_base: u32,
-    y_stride: u32,
-    y_off: u32,
-    grid_x: u32,
-    eps: f32,
-    batch: u32,
+pub(super) struct MatvecParams {
+    pub rows: u32,
+    pub units: u32,
+    pub a: u32,
+    pub b: u32,
+    pub c: u32,
+    pub x_stride: u32,
+    pub y_base: u32,
+    pub y_stride: u32,
+    pub y_off: u32,
+    pub grid_x: u32,
+    pub eps: f32,
+    pub batch: u32,
 }
 
 /// The activation uniform block (`ActParams` in act.wgsl).
