@@ -1011,12 +1011,48 @@ fn wgpu_per_op_greedy_matches_the_cpu_path() {
     }
 }
 
-/// The sampler's candidates picked on the device (topk.cu) against `sample::top_candidates`,
-/// exactly (index and value bits): vocabularies of odd and real sizes (SmolLM2's 49 152,
-/// Llama 3's 128 256, Gemma 3's 262 144), continuous logits, a coarse grid (ties at every
-/// cut), NaN and infinities mixed in, every value equal (the index decides), a spike every
-/// 100 logits over zeros (on Gemma's vocabulary more survivors than the merge keeps in shared
-/// memory), nothing finite; k from 1 to the kernels' 64.
+/// The sampler's candidates picked on the device (CUDA topk.cu, wgpu topk_*.wgsl) against
+/// `sample::top_candidates`, exactly (index and value bits): vocabularies of odd and real
+/// sizes (SmolLM2's 49 152, Llama 3's 128 256, Gemma 3's 262 144), continuous logits, a coarse
+/// grid (ties at every cut), NaN and infinities mixed in, every value equal (the index
+/// decides), a spike every 100 logits over zeros (on Gemma's vocabulary more survivors than
+/// CUDA's merge keeps in shared memory), nothing finite; k from 1 to the kernels' 64.
+#[cfg(any(feature = "gpu", feature = "cuda"))]
+type TopKPick<'a> = &'a dyn Fn(&[f32], usize) -> Result<Vec<(u32, f32)>, String>;
+
+#[cfg(any(feature = "gpu", feature = "cuda"))]
+fn top_k_picks_the_samplers_candidates(backend: &str, pick: TopKPick) {
+    let mut rng = SplitMix64::new(0x70B4);
+    let mut cases = 0;
+    for n in [1usize, 31, 513, 4097, 49152, 128256, 262144] {
+        for variant in ["continuous", "grid", "non-finite", "equal", "spikes", "none finite"] {
+            let values: Vec<f32> = (0..n)
+                .map(|i| {
+                    let v = rng.uniform() * 30.0 - 15.0;
+                    match variant {
+                        "continuous" => v,
+                        "grid" => (v * 2.0).round() * 0.5,
+                        "non-finite" if i % 37 == 1 => [f32::NAN, f32::INFINITY, f32::NEG_INFINITY][i % 3],
+                        "non-finite" => -v.abs(),
+                        "equal" => -0.0,
+                        "spikes" if i % 100 == 0 => (v * 2.0).round() * 0.5 + 100.0,
+                        "spikes" => 0.0,
+                        _ => f32::NAN,
+                    }
+                })
+                .collect();
+            for k in [1, 7, 40, 64] {
+                let got = pick(&values, k).unwrap_or_else(|e| panic!("{backend} top-{k} of {n} {variant}: {e}"));
+                let want = cortiq_engine::sample::top_candidates(&values, k);
+                let bits = |c: &[(u32, f32)]| c.iter().map(|&(i, v)| (i, v.to_bits())).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&want), "{backend} top-{k} of {n} {variant} logits");
+                cases += 1;
+            }
+        }
+    }
+    eprintln!("{backend}: {cases} top-k cases equal to the sampler's candidates");
+}
+
 #[test]
 #[cfg_attr(not(feature = "cuda"), ignore = "SKIP gpu parity: no CUDA backend compiled in (build with --features cuda)")]
 fn cuda_top_k_picks_the_samplers_candidates() {
@@ -1026,34 +1062,47 @@ fn cuda_top_k_picks_the_samplers_candidates() {
             Ok(b) => b,
             Err(e) => return missing("cuda_top_k_picks_the_samplers_candidates", "no CUDA device", e),
         };
-        let mut rng = SplitMix64::new(0x70B4);
-        let mut cases = 0;
-        for n in [1usize, 31, 513, 4097, 49152, 128256, 262144] {
-            for variant in ["continuous", "grid", "non-finite", "equal", "spikes", "none finite"] {
-                let values: Vec<f32> = (0..n)
-                    .map(|i| {
-                        let v = rng.uniform() * 30.0 - 15.0;
-                        match variant {
-                            "continuous" => v,
-                            "grid" => (v * 2.0).round() * 0.5,
-                            "non-finite" if i % 37 == 1 => [f32::NAN, f32::INFINITY, f32::NEG_INFINITY][i % 3],
-                            "non-finite" => -v.abs(),
-                            "equal" => -0.0,
-                            "spikes" if i % 100 == 0 => (v * 2.0).round() * 0.5 + 100.0,
-                            "spikes" => 0.0,
-                            _ => f32::NAN,
-                        }
-                    })
-                    .collect();
-                for k in [1, 7, 40, 64] {
-                    let got = be.top_k(&values, k).unwrap_or_else(|e| panic!("top-{k} of {n} {variant}: {e}"));
-                    let want = cortiq_engine::sample::top_candidates(&values, k);
-                    let bits = |c: &[(u32, f32)]| c.iter().map(|&(i, v)| (i, v.to_bits())).collect::<Vec<_>>();
-                    assert_eq!(bits(&got), bits(&want), "top-{k} of {n} {variant} logits");
-                    cases += 1;
-                }
+        top_k_picks_the_samplers_candidates("cuda", &|v, k| be.top_k(v, k));
+    }
+}
+
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "SKIP gpu parity: no wgpu backend compiled in (build with --features gpu)")]
+fn wgpu_top_k_picks_the_samplers_candidates() {
+    #[cfg(feature = "gpu")]
+    {
+        let Some(be) = wgpu_or_skip("wgpu_top_k_picks_the_samplers_candidates") else { return };
+        top_k_picks_the_samplers_candidates("wgpu", &|v, k| be.top_k(v, k));
+    }
+}
+
+/// Through the token graph: a sequence reading the sampler's 40 candidates gets exactly the
+/// top 40 of the logits that a twin sequence, fed the same tokens, reads back (the graph is
+/// deterministic, so the two runs' logits are the same bits), every step.
+#[test]
+#[cfg_attr(not(any(feature = "gpu", feature = "cuda")), ignore = "SKIP gpu parity: no GPU backend compiled in (build with --features gpu or cuda)")]
+fn token_graph_candidates_are_the_top_of_its_logits() {
+    #[cfg(any(feature = "gpu", feature = "cuda"))]
+    {
+        use cortiq_engine::gpu::backend::{GraphReadback, TokenGraphJob};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tiny.gguf");
+        cortiq_engine::synth::synth("tiny", "q4_0", &path, 12).unwrap();
+        let engine = cortiq_engine::generate::Engine::load(&path).unwrap();
+        let m = &engine.model;
+        let host = cortiq_engine::kv::KvCache::new(m.layers.len(), m.cfg.kv_dim(), 64);
+        for (name, be) in backends("token_graph_candidates_are_the_top_of_its_logits") {
+            for (pos, token) in [5u32, 900, 17, 2047, 3, 640].into_iter().enumerate() {
+                let (mut logits, mut cand) = (vec![f32::NAN; m.cfg.vocab], Vec::new());
+                let job = |seq| TokenGraphJob { model: m, seq, token, pos, host_kv: &host, layers: m.layers.len() };
+                let a = be.token_graph(&job(101), GraphReadback::Logits(&mut logits));
+                let b = be.token_graph(&job(102), GraphReadback::TopK(40, &mut cand));
+                assert!(matches!(a, DeviceOutcome::Completed { .. }) && matches!(b, DeviceOutcome::Completed { .. }), "{name} token {token}: {a:?} / {b:?}");
+                let want = cortiq_engine::sample::top_candidates(&logits, 40);
+                let bits = |c: &[(u32, f32)]| c.iter().map(|&(i, v)| (i, v.to_bits())).collect::<Vec<_>>();
+                assert_eq!(bits(&cand), bits(&want), "{name} position {pos}");
             }
+            eprintln!("{name}: the token graph's 40 candidates equal the top 40 of its logits at 6 positions");
         }
-        eprintln!("cuda: {cases} top-k cases equal to the sampler's candidates");
     }
 }

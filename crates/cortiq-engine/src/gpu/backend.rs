@@ -167,7 +167,7 @@ pub enum GraphReadback<'a> {
 pub(crate) enum GraphRead {
     Logits(Vec<f32>),
     Argmax(u32),
-    #[cfg(feature = "cuda")]
+    #[cfg(any(feature = "gpu", feature = "cuda"))]
     TopK(Vec<(u32, f32)>),
     #[cfg(any(test, feature = "gpu"))]
     Hidden(Vec<f32>),
@@ -181,11 +181,12 @@ impl GraphReadback<'_> {
         matches!(self, GraphReadback::Logits(_) | GraphReadback::TopK(..))
     }
 
-    /// The k of a `TopK` readback.
-    #[cfg(feature = "cuda")]
-    pub(crate) fn top_k(&self) -> Option<usize> {
+    /// The k of a `TopK` readback that a device picks itself (1..=DEVICE_TOP_K_MAX); None
+    /// for anything else (a larger k reads the logits back, and `fill` picks).
+    #[cfg(any(feature = "gpu", feature = "cuda"))]
+    pub(crate) fn device_top_k(&self) -> Option<usize> {
         match self {
-            GraphReadback::TopK(k, _) => Some(*k),
+            GraphReadback::TopK(k, _) if (1..=crate::gpu::candidates::DEVICE_TOP_K_MAX).contains(k) => Some(*k),
             _ => None,
         }
     }
@@ -197,7 +198,7 @@ impl GraphReadback<'_> {
             (GraphReadback::Logits(l), GraphRead::Logits(v)) => l.copy_from_slice(&v),
             (GraphReadback::Argmax(b), GraphRead::Argmax(i)) => *b = i,
             (GraphReadback::TopK(k, c), GraphRead::Logits(v)) => *c = crate::sample::top_candidates(&v, k),
-            #[cfg(feature = "cuda")]
+            #[cfg(any(feature = "gpu", feature = "cuda"))]
             (GraphReadback::TopK(_, c), GraphRead::TopK(v)) => *c = v,
             #[cfg(any(test, feature = "gpu"))]
             (GraphReadback::Hidden(h), GraphRead::Hidden(v)) => h.copy_from_slice(&v),

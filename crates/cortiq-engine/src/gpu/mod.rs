@@ -4,6 +4,8 @@
 //! the backend, the gates (`scope`), `min_rows`, and the measured per-class probe.
 
 pub mod backend;
+#[cfg(any(test, feature = "gpu", feature = "cuda"))]
+mod candidates;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod explain;

@@ -17,7 +17,7 @@
 //! FP32 for other head sizes), and only the last row goes through the head.
 
 use super::launch::{launch, KernelArgs};
-use super::top_k::{TopKBuffers, TOPK_MAX};
+use super::top_k::TopKBuffers;
 use super::{err, kind, row_smem, CudaBackend, MatvecHow, Resident, Unfit};
 use crate::gpu::backend::{DeviceOutcome, GraphRead, GraphReadback, PrefillGraphJob, TokenGraphJob, WeightArg};
 use crate::gpu::memory::model_key;
@@ -520,8 +520,7 @@ impl CudaBackend {
             let t0 = std::time::Instant::now();
             queue(g, mirror, &map)?;
             let t1 = std::time::Instant::now();
-            let device_top_k = out.top_k().filter(|&k| (1..=TOPK_MAX).contains(&k));
-            let back = if let Some(k) = device_top_k {
+            let back = if let Some(k) = out.device_top_k() {
                 GraphRead::TopK(self.queue_top_k(&g.logits, &mut g.top, k)?)
             } else if out.wants_logits() {
                 GraphRead::Logits(self.stream.clone_dtoh(&g.logits).map_err(err)?)

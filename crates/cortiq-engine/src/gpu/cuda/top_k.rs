@@ -1,5 +1,5 @@
 //! The sampler's candidates picked on the device (topk.cu): a sampled decode token reads
-//! back k (index, logit) pairs instead of the whole vocabulary's logits, and the host's
+//! back k keys (`gpu::candidates`) instead of the whole vocabulary's logits, and the host's
 //! sampler works on them as it would on `sample::top_candidates` of the full logits.
 
 use super::launch::{launch, KernelArgs};
@@ -7,7 +7,7 @@ use super::{err, CudaBackend};
 use cudarc::driver::{CudaSlice, LaunchConfig};
 
 /// Largest k the device picks (topk.cu's `TOPK_MAX`); larger requests read the logits back.
-pub(crate) const TOPK_MAX: usize = 64;
+pub(crate) const TOPK_MAX: usize = crate::gpu::candidates::DEVICE_TOP_K_MAX;
 /// Logits each lane of `topk_warps` holds in registers (a warp's slice: 32 times this).
 const TOPK_PER_LANE: usize = 16;
 /// Keys `topk_merge` gathers into shared memory (8 bytes each).
@@ -41,16 +41,6 @@ impl TopKBuffers {
     }
 }
 
-/// The (index, value) of a topk.cu `order_key`; None for key 0 (no finite value).
-fn candidate(key: u64) -> Option<(u32, f32)> {
-    if key == 0 {
-        return None;
-    }
-    let ord = (key >> 32) as u32;
-    let bits = if ord & 0x8000_0000 != 0 { ord & 0x7fff_ffff } else { !ord };
-    Some((u32::MAX - key as u32, f32::from_bits(bits)))
-}
-
 impl CudaBackend {
     /// Queue the picks over `logits` (vocab) into `buf` and read the k (1..=TOPK_MAX) largest
     /// finite ones back as `sample::top_candidates` gives them (fewer when fewer are finite).
@@ -75,7 +65,7 @@ impl CudaBackend {
         unsafe { launch(s, &self.funcs["topk_merge"], merge_cfg, &a, false) }.map_err(err)?;
         let mut keys = [0u64; TOPK_MAX];
         s.memcpy_dtoh(&buf.keys.slice(0..k), &mut keys[..k]).map_err(err)?;
-        Ok(keys[..k].iter().map_while(|&key| candidate(key)).collect())
+        Ok(crate::gpu::candidates::candidates(keys[..k].iter().copied()))
     }
 
     /// The k (1..=TOPK_MAX) largest finite values of `values` picked by the device kernels,
@@ -90,39 +80,6 @@ impl CudaBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cortiq_core::rng::SplitMix64;
-
-    /// topk.cu's `order_key`, restated for the host test.
-    fn order_key(v: f32, i: u32) -> u64 {
-        if !v.is_finite() {
-            return 0;
-        }
-        let u = v.to_bits();
-        let ord = if u & 0x8000_0000 != 0 { !u } else { u | 0x8000_0000 };
-        ((ord as u64) << 32) | (u32::MAX - i) as u64
-    }
-
-    /// Keys in descending order, decoded, are the sampler's candidate order over the same
-    /// values (ties, -0 and +0, NaN and infinities included), and each decodes to its value's
-    /// exact bits.
-    #[test]
-    fn descending_keys_decode_to_the_samplers_candidate_order() {
-        let mut rng = SplitMix64::new(7);
-        let mut values: Vec<f32> = (0..3000).map(|_| (rng.uniform() * 40.0 - 20.0).round() / 4.0).collect();
-        values.extend([0.0, -0.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, f32::MAX, -f32::MAX, f32::MIN_POSITIVE, -1e-45, 1e-45]);
-        let mut keys: Vec<u64> = values.iter().enumerate().map(|(i, &v)| order_key(v, i as u32)).collect();
-        keys.sort_unstable_by(|a, b| b.cmp(a));
-        for k in [1, 7, 40, 64, values.len()] {
-            let got: Vec<(u32, f32)> = keys[..k].iter().map_while(|&key| candidate(key)).collect();
-            let want = crate::sample::top_candidates(&values, k);
-            assert_eq!(got.len(), want.len(), "k = {k}");
-            for (g, w) in got.iter().zip(&want) {
-                assert_eq!((g.0, g.1.to_bits()), (w.0, w.1.to_bits()), "k = {k}");
-            }
-        }
-        assert_eq!(candidate(0), None);
-    }
-
     #[test]
     fn warps_cover_every_logit() {
         assert_eq!(warps(1), 1);

@@ -40,6 +40,9 @@ const ATTN_COMBINE: &str = include_str!("kernels/attn_combine.wgsl");
 const ATTN_ROWS: &str = include_str!("kernels/attn_rows.wgsl");
 const ATTN_CHUNK: &str = include_str!("kernels/attn_chunk.wgsl");
 const ARGMAX: &str = include_str!("kernels/argmax.wgsl");
+const TOPK_KEYS: &str = include_str!("kernels/topk_keys.wgsl");
+const TOPK_GROUPS: &str = include_str!("kernels/topk_groups.wgsl");
+const TOPK_MERGE: &str = include_str!("kernels/topk_merge.wgsl");
 
 /// The codecs with a matvec pipeline: (codec, `unit_dot_*` suffix, x vec4s per unit).
 pub(super) const MATVEC_CODECS: [(Codec, &str, u32); 9] = [
@@ -117,6 +120,9 @@ pub struct WgpuContext {
     pub attn_rows: wgpu::ComputePipeline,
     /// The token graph's greedy pick over the logits.
     pub argmax: wgpu::ComputePipeline,
+    /// The sampler's candidates over the logits: per workgroup, then merged (`top_k.rs`).
+    pub topk_groups: wgpu::ComputePipeline,
+    pub topk_merge: wgpu::ComputePipeline,
     pub info: DeviceInfo,
     /// Weight budget in bytes.
     pub budget: u64,
@@ -236,7 +242,9 @@ impl WgpuContext {
         let attn_combine = build(&device, &format!("{STEP}{ATTN_COMBINE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "attn_combine")?;
         let attn_rows = build(&device, &format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}"), &layout(&device, &[r, r, r, w, Uniform]), cache.as_ref(), "attn_rows")?;
         let argmax = build(&device, ARGMAX, &layout(&device, &[r, w, Uniform]), cache.as_ref(), "argmax")?;
-        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, gemm: Default::default(), embed: Default::default(), subgroups, pipeline_cache: cache, act, norm, quant, rope_store, attn_split, attn_combine, attn_rows, argmax, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
+        let topk_groups = build(&device, &format!("{TOPK_KEYS}{TOPK_GROUPS}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_groups")?;
+        let topk_merge = build(&device, &format!("{TOPK_KEYS}{TOPK_MERGE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_merge")?;
+        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, gemm: Default::default(), embed: Default::default(), subgroups, pipeline_cache: cache, act, norm, quant, rope_store, attn_split, attn_combine, attn_rows, argmax, topk_groups, topk_merge, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
         // The per-op kernels up front (a job's first call should not pay a compile).
         for (codec, _, _) in MATVEC_CODECS {
             for (rows, cols) in [(1, 1), (TALL_ROWS, 1), (WIDE_ROWS, WIDE_COLS)] {
@@ -760,7 +768,7 @@ mod tests {
                 }
             }
         }
-        for (name, src) in [("act", ACT.to_string()), ("norm", norm_source()), ("quant", quant_source()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_split", format!("{STEP}{ATTN_CHUNK}{ATTN_SPLIT}")), ("attn_combine", format!("{STEP}{ATTN_COMBINE}")), ("attn_rows", format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}")), ("argmax", ARGMAX.to_string())] {
+        for (name, src) in [("act", ACT.to_string()), ("norm", norm_source()), ("quant", quant_source()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_split", format!("{STEP}{ATTN_CHUNK}{ATTN_SPLIT}")), ("attn_combine", format!("{STEP}{ATTN_COMBINE}")), ("attn_rows", format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}")), ("argmax", ARGMAX.to_string()), ("topk_groups", format!("{TOPK_KEYS}{TOPK_GROUPS}")), ("topk_merge", format!("{TOPK_KEYS}{TOPK_MERGE}"))] {
             validate(name, &src);
         }
     }

@@ -12,6 +12,7 @@
 //! (`on_graph`) with it.
 
 use super::multi::{self, MultiIo};
+use super::top_k::DeviceTopK;
 use super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform};
 use super::{int8_layers, Resident, Unfit, Variant, WgpuBackend, XMode, Q8_CODECS};
 use crate::gpu::backend::{DeviceOutcome, GraphRead, GraphReadback, TokenGraphJob, WeightArg};
@@ -107,13 +108,18 @@ pub(super) struct ArgmaxBlock {
 pub(super) enum Readback {
     Logits(usize),
     Argmax,
+    /// The sampler's k candidates, picked on the device (`top_k.rs`).
+    TopK(usize),
     Hidden(usize),
 }
 
 impl Readback {
-    /// The kind `out` asks for, for a model with `vocab` logits (the logits for the
-    /// sampler's candidates: `GraphReadback::fill` picks them).
+    /// The kind `out` asks for, for a model with `vocab` logits (the logits for more of the
+    /// sampler's candidates than the device picks: `GraphReadback::fill` picks them).
     pub(super) fn of(out: &GraphReadback, vocab: usize) -> Readback {
+        if let Some(k) = out.device_top_k() {
+            return Readback::TopK(k);
+        }
         match out {
             GraphReadback::Logits(_) | GraphReadback::TopK(..) => Readback::Logits(vocab),
             GraphReadback::Argmax(_) => Readback::Argmax,
@@ -145,6 +151,8 @@ pub(super) struct ModelGraph {
     xd: wgpu::Buffer,
     logits: wgpu::Buffer, // (vocab)
     best: wgpu::Buffer,   // (1) u32: the logits' argmax
+    /// The sampler's candidates picked from `logits`.
+    top: DeviceTopK,
     /// (1) u32: the token whose embedding row the graph's first dispatch decodes, where the
     /// embedding is decoded on the device (`Recorded::device_embed`).
     tok: wgpu::Buffer,
@@ -309,6 +317,7 @@ impl WgpuBackend {
         let widest = c.n_embd.max(c.q_dim()).max(c.n_ff);
         let chunks = capacity.div_ceil(ATT_CHUNK);
         let dev = &self.ctx.device;
+        let logits = self.storage_buf("logits", c.vocab);
         ModelGraph {
             model_key,
             layers,
@@ -324,7 +333,8 @@ impl WgpuBackend {
             int8,
             xq: self.storage_buf("xq", if int8 { widest / 4 } else { 1 }),
             xd: self.storage_buf("xd", if int8 { widest / 8 } else { 1 }),
-            logits: self.storage_buf("logits", c.vocab),
+            top: DeviceTopK::new(&self.ctx, &logits, c.vocab),
+            logits,
             best: self.storage_buf("best", 1),
             tok: self.storage_buf("tok", 1),
             part: self.storage_buf("part", c.n_head * chunks * (c.head_dim + 2)),
@@ -634,6 +644,7 @@ impl WgpuBackend {
         Ok(match kind {
             Readback::Logits(vocab) => GraphRead::Logits(self.ctx.read_back::<f32>(&g.staging, vocab as u64)?),
             Readback::Argmax => GraphRead::Argmax(self.ctx.read_back_after::<u32>(best, 1, after)?[0]),
+            Readback::TopK(k) => GraphRead::TopK(g.top.read(&self.ctx, k)?),
             Readback::Hidden(n) => GraphRead::Hidden(self.ctx.read_back::<f32>(&g.hidden_staging, n as u64)?),
         })
     }
@@ -750,6 +761,9 @@ impl WgpuBackend {
             let timestamp_writes = timer.map(|(q, _, _)| wgpu::ComputePassTimestampWrites { query_set: q, beginning_of_pass_write_index: Some(0), end_of_pass_write_index: Some(1) });
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(label), timestamp_writes });
             plan::encode(&mut pass, rec.dispatches.iter().map(|(p, b, gr)| (p, b, *gr)), chunks, stamps.map(|s| &s.0));
+            if let Readback::TopK(k) = kind {
+                g.top.encode(&self.ctx, &mut pass, k);
+            }
         }
         if let Some((q, resolve, read, _)) = stamps {
             let used = rec.dispatches.len() as u32 + 1;
@@ -759,6 +773,7 @@ impl WgpuBackend {
         match kind {
             Readback::Logits(vocab) => enc.copy_buffer_to_buffer(&g.logits, 0, &g.staging, 0, (vocab * 4) as u64),
             Readback::Argmax => enc.copy_buffer_to_buffer(&g.best, 0, io.best_to, 0, 4),
+            Readback::TopK(k) => g.top.copy_out(&mut enc, k),
             Readback::Hidden(n) => enc.copy_buffer_to_buffer(hidden, 0, &g.hidden_staging, 0, (n * 4) as u64),
         }
         if let Some((q, resolve, read)) = timer {

@@ -12,6 +12,7 @@ pub mod adapter;
 mod context;
 mod graph;
 mod multi;
+mod top_k;
 mod plan;
 
 use super::backend::{Activation, Backend, DeviceInfo, DeviceOutcome, FfnJob, GraphReadback, MatmulJob, MultiMatmulJob, PrefillGraphJob, TokenGraphJob, WeightArg};
