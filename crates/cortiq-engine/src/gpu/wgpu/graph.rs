@@ -402,8 +402,10 @@ impl WgpuBackend {
     /// (`separate_norm`) each RMSNorm is a stage of its own before QKV and gate/up (9
     /// stages); with int8 activations (`ModelGraph::int8`) a quantizer before QKV (the norm
     /// folded in), O, gate/up (the norm) and down (SiLU(gate) * up) instead (11 stages); then
-    /// the final norm (or its quantizer), the head and the argmax. The whole model's token
-    /// starts with its embedding row decoded on the device where it can be (`plan::embed`).
+    /// the final norm (or its quantizer), the head and the argmax. A stage's matrices run as
+    /// one dispatch where `multi.rs` takes them (else a dispatch each). The whole model's
+    /// token starts with its embedding row decoded on the device where it can be
+    /// (`plan::embed`).
     fn record(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &ModelGraph, mirror: &Mirror) -> Result<Recorded, String> {
         let c = &m.cfg;
         let ctx = &self.ctx;

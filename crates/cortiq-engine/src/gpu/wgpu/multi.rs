@@ -110,8 +110,8 @@ pub(super) fn multi_source(n: usize, suffix: &str, vec4s: u32, subgroups: bool, 
     }
     s += "\n}\n";
     let codecs = if int8 { format!("{CODECS}\n{CODECS_Q8}") } else { CODECS.to_string() };
-    let x8_end = codecs.find("struct X8").and_then(|i| codecs[i..].find("}\n").map(|j| i + j + 2)).ok_or("codecs.wgsl has no X8 block")?;
-    let x8_start = codecs.find("struct X8").unwrap_or(0);
+    let x8_start = codecs.find("struct X8").ok_or("codecs.wgsl has no X8 block")?;
+    let x8_end = codecs[x8_start..].find("}\n").map(|j| x8_start + j + 2).ok_or("codecs.wgsl's X8 block is not closed")?;
     s += &codecs[x8_start..x8_end];
     let functions = format!("{}{}", &codecs[..x8_start], &codecs[x8_end..]);
     let fns = defined_fns(&functions);
@@ -143,8 +143,10 @@ pub(super) struct MultiIo<'a> {
 }
 
 impl<'a> MultiIo<'a> {
-    /// The input side of a single matvec's `io`, into the outputs `ys`.
+    /// The input side of a single matvec's `io` (whose output starts at float 0), into the
+    /// outputs `ys`.
     pub fn like(io: MatvecIo<'a>, ys: Vec<&'a wgpu::Buffer>) -> MultiIo<'a> {
+        debug_assert_eq!(io.y_base, 0, "a multi-matrix dispatch writes each output from float 0");
         MultiIo { x: io.x, x2: io.x2, ys, variant: io.variant, eps: io.eps }
     }
 }
