@@ -138,8 +138,8 @@ enum Command {
         #[arg(long)]
         explain: bool,
         /// Decode with `cortiq run`'s default sampler (temperature 0.8, top-k 40, top-p 0.95,
-        /// min-p 0.05: the logits come back every token) instead of greedy; the row is
-        /// `tgN sampled`.
+        /// min-p 0.05: its 40 candidates come back every token, picked on the device where
+        /// the backend can) instead of greedy; the row is `tgN sampled`.
         #[arg(long)]
         sample: bool,
     },
