@@ -363,16 +363,11 @@ impl Session {
     pub fn step(&mut self, token: u32) -> Result<Vec<f32>, EngineError> {
         let mut logits = Vec::new();
         let vocab = self.model.cfg.vocab;
-        match self.graph_step(token, |gpu, job| {
+        let host = self.decode_step(token, |gpu, job| {
             logits.resize(vocab, 0.0);
             gpu.token_graph(job, GraphReadback::Logits(&mut logits))
-        })? {
-            Graphed::Whole => return Ok(logits),
-            Graphed::Prefix(h) => return Ok(self.logits(&h)),
-            Graphed::No => {}
-        }
-        let h = self.forward(&[token])?;
-        Ok(self.logits(&h))
+        })?;
+        Ok(host.unwrap_or(logits))
     }
 
     /// One decode step for greedy sampling: the argmax (`sample::argmax`) of the logits of
@@ -380,13 +375,8 @@ impl Session {
     /// back from the device; otherwise as `step`.
     pub fn step_greedy(&mut self, token: u32) -> Result<u32, EngineError> {
         let mut best = 0;
-        match self.graph_step(token, |gpu, job| gpu.token_graph(job, GraphReadback::Argmax(&mut best)))? {
-            Graphed::Whole => return Ok(best),
-            Graphed::Prefix(h) => return Ok(crate::sample::argmax(&self.logits(&h))),
-            Graphed::No => {}
-        }
-        let h = self.forward(&[token])?;
-        Ok(crate::sample::argmax(&self.logits(&h)))
+        let host = self.decode_step(token, |gpu, job| gpu.token_graph(job, GraphReadback::Argmax(&mut best)))?;
+        Ok(host.map_or(best, |l| crate::sample::argmax(&l)))
     }
 
     /// One decode step for a sampler that needs only the k largest logits
@@ -395,13 +385,20 @@ impl Session {
     /// them where its backend can (only k pairs come back); otherwise as `step`.
     pub fn step_top_k(&mut self, token: u32, k: usize) -> Result<Vec<(u32, f32)>, EngineError> {
         let mut cand = Vec::new();
-        match self.graph_step(token, |gpu, job| gpu.token_graph(job, GraphReadback::TopK(k, &mut cand)))? {
-            Graphed::Whole => return Ok(cand),
-            Graphed::Prefix(h) => return Ok(crate::sample::top_candidates(&self.logits(&h), k)),
-            Graphed::No => {}
-        }
-        let h = self.forward(&[token])?;
-        Ok(crate::sample::top_candidates(&self.logits(&h), k))
+        let host = self.decode_step(token, |gpu, job| gpu.token_graph(job, GraphReadback::TopK(k, &mut cand)))?;
+        Ok(host.map_or(cand, |l| crate::sample::top_candidates(&l, k)))
+    }
+
+    /// `token` through the token graph with `run` (`graph_step`): None where the whole token
+    /// ran there (the readback `run` asked for holds the result), else the token's logits
+    /// from the host (after a device prefix, or by the per-op path).
+    fn decode_step(&mut self, token: u32, run: impl FnOnce(&Gpu, &TokenGraphJob) -> GraphOutcome) -> Result<Option<Vec<f32>>, EngineError> {
+        let h = match self.graph_step(token, run)? {
+            Graphed::Whole => return Ok(None),
+            Graphed::Prefix(h) => h,
+            Graphed::No => self.forward(&[token])?,
+        };
+        Ok(Some(self.logits(&h)))
     }
 
     /// Try `token` through the token graph: the whole token with `run`, or where only a

@@ -60,6 +60,22 @@ fn backends(test: &str) -> Vec<(&'static str, Box<dyn Backend>)> {
     v
 }
 
+/// The synthesized tiny llama (q4_0, seed `seed`) loaded, with the directory that holds it.
+#[cfg(any(feature = "gpu", feature = "cuda"))]
+fn tiny_engine(seed: u64) -> (tempfile::TempDir, cortiq_engine::generate::Engine) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny.gguf");
+    cortiq_engine::synth::synth("tiny", "q4_0", &path, seed).unwrap();
+    let engine = cortiq_engine::generate::Engine::load(&path).unwrap();
+    (dir, engine)
+}
+
+/// Sampler candidates as (index, value bits), compared exactly.
+#[cfg(any(feature = "gpu", feature = "cuda"))]
+fn candidate_bits(c: &[(u32, f32)]) -> Vec<(u32, u32)> {
+    c.iter().map(|&(i, v)| (i, v.to_bits())).collect()
+}
+
 /// The wgpu backend for `test`, or None after `missing` has said why there is none.
 #[cfg(feature = "gpu")]
 fn wgpu_or_skip(test: &str) -> Option<cortiq_engine::gpu::wgpu::WgpuBackend> {
@@ -758,10 +774,7 @@ fn wgpu_token_graph_without_its_stages_is_embedding_norm_head() {
         use cortiq_engine::gpu::backend::{GraphReadback, TokenGraphJob};
         let Some(be) = wgpu_or_skip("wgpu_token_graph_without_its_stages_is_embedding_norm_head") else { return };
         let be = be.with_stage_skip(cortiq_engine::gpu::stage_skip::StageSkip::parse(Some("qkv,attn,o,glu,down")).unwrap());
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("tiny.gguf");
-        cortiq_engine::synth::synth("tiny", "q4_0", &path, 11).unwrap();
-        let engine = cortiq_engine::generate::Engine::load(&path).unwrap();
+        let (_dir, engine) = tiny_engine(11);
         let m = &engine.model;
         let host = cortiq_engine::kv::KvCache::new(m.layers.len(), m.cfg.kv_dim(), 64);
         let cpu = cortiq_engine::pipeline::Session::new(std::sync::Arc::clone(&engine.model), 64);
@@ -1044,8 +1057,7 @@ fn top_k_picks_the_samplers_candidates(backend: &str, pick: TopKPick) {
             for k in [1, 7, 40, 64] {
                 let got = pick(&values, k).unwrap_or_else(|e| panic!("{backend} top-{k} of {n} {variant}: {e}"));
                 let want = cortiq_engine::sample::top_candidates(&values, k);
-                let bits = |c: &[(u32, f32)]| c.iter().map(|&(i, v)| (i, v.to_bits())).collect::<Vec<_>>();
-                assert_eq!(bits(&got), bits(&want), "{backend} top-{k} of {n} {variant} logits");
+                assert_eq!(candidate_bits(&got), candidate_bits(&want), "{backend} top-{k} of {n} {variant} logits");
                 cases += 1;
             }
         }
@@ -1085,10 +1097,7 @@ fn token_graph_candidates_are_the_top_of_its_logits() {
     #[cfg(any(feature = "gpu", feature = "cuda"))]
     {
         use cortiq_engine::gpu::backend::{GraphReadback, TokenGraphJob};
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("tiny.gguf");
-        cortiq_engine::synth::synth("tiny", "q4_0", &path, 12).unwrap();
-        let engine = cortiq_engine::generate::Engine::load(&path).unwrap();
+        let (_dir, engine) = tiny_engine(12);
         let m = &engine.model;
         let host = cortiq_engine::kv::KvCache::new(m.layers.len(), m.cfg.kv_dim(), 64);
         for (name, be) in backends("token_graph_candidates_are_the_top_of_its_logits") {
@@ -1099,8 +1108,7 @@ fn token_graph_candidates_are_the_top_of_its_logits() {
                 let b = be.token_graph(&job(102), GraphReadback::TopK(40, &mut cand));
                 assert!(matches!(a, DeviceOutcome::Completed { .. }) && matches!(b, DeviceOutcome::Completed { .. }), "{name} token {token}: {a:?} / {b:?}");
                 let want = cortiq_engine::sample::top_candidates(&logits, 40);
-                let bits = |c: &[(u32, f32)]| c.iter().map(|&(i, v)| (i, v.to_bits())).collect::<Vec<_>>();
-                assert_eq!(bits(&cand), bits(&want), "{name} position {pos}");
+                assert_eq!(candidate_bits(&cand), candidate_bits(&want), "{name} position {pos}");
             }
             eprintln!("{name}: the token graph's 40 candidates equal the top 40 of its logits at 6 positions");
         }
