@@ -29,9 +29,13 @@ pub fn model(name: &str) -> Option<PathBuf> {
     }
 }
 
-/// `shared/reference/` next to the repository checkout.
+/// `shared/reference/` next to the repository checkout (`CORTIQ_REFERENCE_DIR` names another
+/// copy, e.g. one carried to the GPU machine).
 #[allow(dead_code)]
 pub fn reference_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CORTIQ_REFERENCE_DIR").map(PathBuf::from).filter(|d| d.join("README.md").exists()) {
+        return dir;
+    }
     let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     for up in here.ancestors() {
         let cand = up.join("shared/reference");

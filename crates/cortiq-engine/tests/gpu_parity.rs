@@ -708,26 +708,80 @@ fn attention_matches_an_exact_softmax(backend: &str, run: AttentionRun, bound: &
     for (seed, &(n_head, n_head_kv, hd, n, rows)) in cases.iter().chain(extra).enumerate() {
         let (kvd, qd) = (n_head_kv * hd, n_head * hd);
         let (q, k, v) = (rng.normals(rows * qd, 1.0), rng.normals(n * kvd, 1.0), rng.normals(n * kvd, 1.0));
-        let scale = 1.0 / (hd as f64).sqrt();
         let got = run(&q, &k, &v, rows, n_head, n_head_kv, hd).unwrap();
-        let mut want = vec![0f32; rows * qd];
-        for r in 0..rows {
-            let seen = n - rows + r + 1;
-            for h in 0..n_head {
-                let kh = h / (n_head / n_head_kv);
-                let qh = &q[r * qd + h * hd..r * qd + (h + 1) * hd];
-                let scores: Vec<f64> = (0..seen).map(|t| qh.iter().zip(&k[t * kvd + kh * hd..]).map(|(a, b)| *a as f64 * *b as f64).sum::<f64>() * scale).collect();
-                let m = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                let e: Vec<f64> = scores.iter().map(|s| (s - m).exp()).collect();
-                let total: f64 = e.iter().sum();
-                for d in 0..hd {
-                    want[r * qd + h * hd + d] = ((0..seen).map(|t| e[t] * v[t * kvd + kh * hd + d] as f64).sum::<f64>() / total) as f32;
-                }
-            }
-        }
+        let want = exact_attention(&q, &k, &v, rows, (n_head, n_head_kv, hd));
         let name = format!("{backend} attention {n_head}/{n_head_kv} heads x {hd}, {rows} rows ending at position {}", n - 1);
         check(&name, &got, &want, &vec![1.0; want.len()], bound(hd, rows), seed as u64);
         eprintln!("{name}: relative L2 {:.2e}", rel_l2(&want, &got));
+    }
+}
+
+/// Attention of `rows` query rows ending at the last of the k / v rows, each over the rows up
+/// to its own, in f64 with an exact softmax (scale 1 / sqrt(head_dim)).
+#[cfg(any(feature = "gpu", feature = "cuda"))]
+fn exact_attention(q: &[f32], k: &[f32], v: &[f32], rows: usize, (n_head, n_head_kv, hd): (usize, usize, usize)) -> Vec<f32> {
+    let (kvd, qd) = (n_head_kv * hd, n_head * hd);
+    let n = k.len() / kvd;
+    let scale = 1.0 / (hd as f64).sqrt();
+    let mut want = vec![0f32; rows * qd];
+    for r in 0..rows {
+        let seen = n - rows + r + 1;
+        for h in 0..n_head {
+            let kh = h / (n_head / n_head_kv);
+            let qh = &q[r * qd + h * hd..r * qd + (h + 1) * hd];
+            let scores: Vec<f64> = (0..seen).map(|t| qh.iter().zip(&k[t * kvd + kh * hd..]).map(|(a, b)| *a as f64 * *b as f64).sum::<f64>() * scale).collect();
+            let m = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let e: Vec<f64> = scores.iter().map(|s| (s - m).exp()).collect();
+            let total: f64 = e.iter().sum();
+            for d in 0..hd {
+                want[r * qd + h * hd + d] = ((0..seen).map(|t| e[t] * v[t * kvd + kh * hd + d] as f64).sum::<f64>() / total) as f32;
+            }
+        }
+    }
+    want
+}
+
+/// The wgpu token graph's attention split with the token's RoPE and mirror append folded in
+/// (`CMF_WGPU_ROPE_FOLD`, the default) against rope_store before it (the other setting) and
+/// against the CPU's RoPE followed by the exact softmax: NeoX and adjacent pairs, partial
+/// rotary widths, grouped heads, the token first, last and alone in its 64-position chunk.
+/// The mirror's copy of the token's row is NaN before the kernels run, so a split that read
+/// it instead of the token's own rows, or an append that did not happen, fails.
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "SKIP gpu parity: no wgpu backend compiled in (build with --features gpu)")]
+fn wgpu_attention_split_applies_the_tokens_rope() {
+    #[cfg(feature = "gpu")]
+    {
+        use cortiq_engine::cpu::ops::rope;
+        use cortiq_engine::gpu::wgpu::RopeSpec;
+        let Some(be) = wgpu_or_skip("wgpu_attention_split_applies_the_tokens_rope") else { return };
+        // (n_head, n_head_kv, head_dim, positions, rotary width, neox, base)
+        let cases = [(4, 4, 64, 1, 64, false, 10000.0), (8, 2, 64, 64, 64, true, 10000.0), (8, 2, 64, 65, 32, false, 10000.0), (9, 3, 64, 700, 64, true, 100000.0), (32, 8, 128, 200, 128, false, 500000.0), (2, 1, 256, 129, 128, true, 10000.0), (6, 3, 80, 130, 80, false, 10000.0)];
+        let mut rng = SplitMix64::new(0x2095);
+        for (seed, &(n_head, n_head_kv, hd, n, rot, neox, base)) in cases.iter().enumerate() {
+            let (kvd, pos) = (n_head_kv * hd, n - 1);
+            let (q, k, v) = (rng.normals(n_head * hd, 1.0), rng.normals(n * kvd, 1.0), rng.normals(n * kvd, 1.0));
+            let run = |fold| be.decode_attention_with_rope(&q, &k, &v, n_head, n_head_kv, hd, 1.0 / (hd as f32).sqrt(), RopeSpec { rot, neox, base, fold }).unwrap();
+            let (folded, apart) = (run(true), run(false));
+            let (mut qr, mut kr) = (q.clone(), k.clone());
+            qr.chunks_exact_mut(hd).for_each(|h| rope(h, pos, rot, base, neox));
+            kr[pos * kvd..].chunks_exact_mut(hd).for_each(|h| rope(h, pos, rot, base, neox));
+            let want = exact_attention(&qr, &kr, &v, 1, (n_head, n_head_kv, hd));
+            let name = format!("wgpu attention with RoPE, {n_head}/{n_head_kv} heads x {hd}, rotary {rot} (neox {neox}), token at position {pos}");
+            let ones = vec![1.0; want.len()];
+            // The CPU's rotation angles are a running product, the GPU's a power each: at
+            // position 699 an angle of ~500 rad, whose f32 ulp is 3e-5, so rotated values
+            // differ by ~1e-4 there (lavapipe: 1.1e-4); the folded and the separate kernels
+            // share the arithmetic (bit-equal on lavapipe; on the H200 the compiler contracts
+            // the two shaders' products differently).
+            let cpu_bound = if pos < 256 { 1e-4 } else { 1e-3 };
+            check(&format!("{name}: folded against the CPU"), &folded.out, &want, &ones, cpu_bound, seed as u64);
+            check(&format!("{name}: folded against rope_store first"), &folded.out, &apart.out, &ones, 1e-6, seed as u64);
+            check(&format!("{name}: appended K row against the CPU's"), &folded.k_row, &kr[pos * kvd..], &vec![1.0; kvd], cpu_bound, seed as u64);
+            check(&format!("{name}: appended K row against rope_store's"), &folded.k_row, &apart.k_row, &vec![1.0; kvd], 1e-6, seed as u64);
+            assert_eq!(folded.v_row, v[pos * kvd..], "{name}: the appended V row is not the token's");
+            eprintln!("{name}: relative L2 {:.2e} against the CPU, {:.2e} against rope_store first", rel_l2(&want, &folded.out), rel_l2(&apart.out, &folded.out));
+        }
     }
 }
 

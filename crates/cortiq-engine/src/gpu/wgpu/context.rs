@@ -23,10 +23,11 @@ const REDUCE_SUBGROUP: &str = include_str!("kernels/reduce_subgroup.wgsl");
 const ACT: &str = include_str!("kernels/act.wgsl");
 const NORM: &str = include_str!("kernels/norm.wgsl");
 const QUANT: &str = include_str!("kernels/quant.wgsl");
+const QUANT_UNIT: &str = include_str!("kernels/quant_unit.wgsl");
 
 /// The activation quantizer's shader: its body and the shared-memory workgroup reduction.
 fn quant_source() -> String {
-    format!("{QUANT}{REDUCE_SHARED}")
+    format!("{QUANT}{QUANT_UNIT}{REDUCE_SHARED}")
 }
 
 /// The norm step's shader: its body and the shared-memory workgroup reduction.
@@ -37,6 +38,8 @@ const STEP: &str = include_str!("kernels/step.wgsl");
 const ROPE_STORE: &str = include_str!("kernels/rope_store.wgsl");
 const ATTN_SPLIT: &str = include_str!("kernels/attn_split.wgsl");
 const ATTN_COMBINE: &str = include_str!("kernels/attn_combine.wgsl");
+const ATTN_COMBINE_Q8: &str = include_str!("kernels/attn_combine_q8.wgsl");
+const ATTN_MERGE: &str = include_str!("kernels/attn_merge.wgsl");
 const ATTN_ROWS: &str = include_str!("kernels/attn_rows.wgsl");
 const ATTN_CHUNK: &str = include_str!("kernels/attn_chunk.wgsl");
 const ARGMAX: &str = include_str!("kernels/argmax.wgsl");
@@ -116,6 +119,8 @@ pub struct WgpuContext {
     pub rope_store: wgpu::ComputePipeline,
     pub attn_split: wgpu::ComputePipeline,
     pub attn_combine: wgpu::ComputePipeline,
+    /// The combine writing an int8-activation matvec's input (attn_combine_q8.wgsl).
+    pub attn_combine_q8: wgpu::ComputePipeline,
     /// The prefill graph's causal attention of a chunk's rows.
     pub attn_rows: wgpu::ComputePipeline,
     /// The token graph's greedy pick over the logits.
@@ -238,13 +243,14 @@ impl WgpuContext {
         let norm = build(&device, &norm_source(), &layout(&device, &[w, r, r, w, Uniform]), cache.as_ref(), "norm")?;
         let quant = build(&device, &quant_source(), &layout(&device, &[r, r, w, w, Uniform]), cache.as_ref(), "quant")?;
         let rope_store = build(&device, &format!("{STEP}{ROPE_STORE}"), &layout(&device, &[w, r, r, w, w, Uniform]), cache.as_ref(), "rope_store")?;
-        let attn_split = build(&device, &format!("{STEP}{ATTN_CHUNK}{ATTN_SPLIT}"), &layout(&device, &[r, r, r, w, Uniform]), cache.as_ref(), "attn_split")?;
-        let attn_combine = build(&device, &format!("{STEP}{ATTN_COMBINE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "attn_combine")?;
+        let attn_split = build(&device, &format!("{STEP}{ATTN_CHUNK}{ATTN_SPLIT}"), &layout(&device, &[r, r, r, w, w, w, Uniform]), cache.as_ref(), "attn_split")?;
+        let attn_combine = build(&device, &format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "attn_combine")?;
+        let attn_combine_q8 = build(&device, &format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE_Q8}{QUANT_UNIT}"), &layout(&device, &[r, w, w, Uniform]), cache.as_ref(), "attn_combine_q8")?;
         let attn_rows = build(&device, &format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}"), &layout(&device, &[r, r, r, w, Uniform]), cache.as_ref(), "attn_rows")?;
         let argmax = build(&device, ARGMAX, &layout(&device, &[r, w, Uniform]), cache.as_ref(), "argmax")?;
         let topk_groups = build(&device, &format!("{TOPK_KEYS}{TOPK_GROUPS}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_groups")?;
         let topk_merge = build(&device, &format!("{TOPK_KEYS}{TOPK_MERGE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_merge")?;
-        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, gemm: Default::default(), embed: Default::default(), subgroups, pipeline_cache: cache, act, norm, quant, rope_store, attn_split, attn_combine, attn_rows, argmax, topk_groups, topk_merge, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
+        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, gemm: Default::default(), embed: Default::default(), subgroups, pipeline_cache: cache, act, norm, quant, rope_store, attn_split, attn_combine, attn_combine_q8, attn_rows, argmax, topk_groups, topk_merge, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
         // The per-op kernels up front (a job's first call should not pay a compile).
         for (codec, _, _) in MATVEC_CODECS {
             for (rows, cols) in [(1, 1), (TALL_ROWS, 1), (WIDE_ROWS, WIDE_COLS)] {
@@ -768,7 +774,7 @@ mod tests {
                 }
             }
         }
-        for (name, src) in [("act", ACT.to_string()), ("norm", norm_source()), ("quant", quant_source()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_split", format!("{STEP}{ATTN_CHUNK}{ATTN_SPLIT}")), ("attn_combine", format!("{STEP}{ATTN_COMBINE}")), ("attn_rows", format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}")), ("argmax", ARGMAX.to_string()), ("topk_groups", format!("{TOPK_KEYS}{TOPK_GROUPS}")), ("topk_merge", format!("{TOPK_KEYS}{TOPK_MERGE}"))] {
+        for (name, src) in [("act", ACT.to_string()), ("norm", norm_source()), ("quant", quant_source()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_split", format!("{STEP}{ATTN_CHUNK}{ATTN_SPLIT}")), ("attn_combine", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE}")), ("attn_combine_q8", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE_Q8}{QUANT_UNIT}")), ("attn_rows", format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}")), ("argmax", ARGMAX.to_string()), ("topk_groups", format!("{TOPK_KEYS}{TOPK_GROUPS}")), ("topk_merge", format!("{TOPK_KEYS}{TOPK_MERGE}"))] {
             validate(name, &src);
         }
     }

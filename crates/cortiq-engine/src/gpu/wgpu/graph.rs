@@ -1,15 +1,15 @@
 //! The whole-token decode graph on wgpu (SPEC section 8): every layer of a llama-family
 //! model for one token in ONE command buffer with ONE compute pass (QKV with the RMSNorm
-//! fused into its loads, or on wide models after a norm dispatch of its own, RoPE with the
-//! KV-mirror append, split attention over the mirror, the output projection added into the
-//! residual, gate/up normed the same way, down with SiLU(gate) * up fused into its loads and
-//! added into the residual), the final norm and the head; one readback of the logits. The
-//! dispatch list and its bind groups are built once per (model, sequence) and only
-//! re-encoded per token; token-dependent values (position, attention chunks) travel
-//! in a small uniform block written before the submission. The embedding row is decoded on
-//! the host (n_embd floats written with the step block). The batched prefill graph
-//! (`graph/prefill.rs`) shares the model's buffers, the sequence's mirror and the frame
-//! (`on_graph`) with it.
+//! fused into its loads, or on wide models after a norm dispatch of its own, split attention
+//! over the mirror with the token's RoPE and KV-mirror append, the output projection added
+//! into the residual, gate/up normed the same way, down with SiLU(gate) * up fused into its
+//! loads and added into the residual), the final norm and the head; one readback of the
+//! logits (or of their argmax or top-k). The dispatch list and its bind groups are built
+//! once per (model, sequence) and only re-encoded per token; token-dependent values
+//! (position, attention chunks) travel in a small uniform block written before the
+//! submission. The embedding row is decoded on the device where the embedding is resident
+//! in one piece (else the host writes it). The batched prefill graph (`graph/prefill.rs`)
+//! shares the model's buffers, the sequence's mirror and the frame (`on_graph`) with it.
 
 use super::multi::{self, MultiIo};
 use super::top_k::DeviceTopK;
@@ -42,10 +42,30 @@ pub(super) struct StepBlock {
     rot: u32,
     neox: u32,
     chunks: u32,
-    pad: u32,
+    /// Nonzero: the decode token's RoPE and mirror append run in the attention split.
+    fold: u32,
     base: f32,
     scale: f32,
     pad2: [u32; 2],
+}
+
+/// A decode token's RoPE for `WgpuBackend::decode_attention_with_rope`: the rotary width, the
+/// pairing (NeoX halves or adjacent), the frequency base, and whether the attention split
+/// applies it (else rope_store before).
+#[derive(Clone, Copy, Debug)]
+pub struct RopeSpec {
+    pub rot: usize,
+    pub neox: bool,
+    pub base: f32,
+    pub fold: bool,
+}
+
+/// What `WgpuBackend::decode_attention_with_rope` gives back: the attention output (n_head *
+/// head_dim) and the mirror's K and V rows (kv_dim each) at the token's position.
+pub struct RopedAttention {
+    pub out: Vec<f32>,
+    pub k_row: Vec<f32>,
+    pub v_row: Vec<f32>,
 }
 
 /// `NormParams` in norm.wgsl.
@@ -294,10 +314,11 @@ fn relabel(p: &mut [Planned], from: usize, label: &'static str) {
     p[from..].iter_mut().for_each(|d| d.label = label);
 }
 
-/// The per-call uniform block for a row (or a prompt chunk's first row) at `pos`.
-pub(super) fn step_block(m: &Llama, pos: usize, chunks: u32) -> StepBlock {
+/// The per-call uniform block for a row (or a prompt chunk's first row) at `pos`; `fold`:
+/// the attention split applies the token's RoPE and appends its K/V (`WgpuBackend::rope_fold`).
+pub(super) fn step_block(m: &Llama, pos: usize, chunks: u32, fold: bool) -> StepBlock {
     let c = &m.cfg;
-    StepBlock { pos: pos as u32, n_head: c.n_head as u32, n_head_kv: c.n_head_kv as u32, head_dim: c.head_dim as u32, rot: c.rope_dims as u32, neox: u32::from(c.rope_neox), chunks, pad: 0, base: c.rope_base, scale: c.attn_scale, pad2: [0; 2] }
+    StepBlock { pos: pos as u32, n_head: c.n_head as u32, n_head_kv: c.n_head_kv as u32, head_dim: c.head_dim as u32, rot: c.rope_dims as u32, neox: u32::from(c.rope_neox), chunks, fold: u32::from(fold), base: c.rope_base, scale: c.attn_scale, pad2: [0; 2] }
 }
 
 impl WgpuBackend {
@@ -396,16 +417,17 @@ impl WgpuBackend {
     }
 
     /// Plan and bind one token's dispatches against the graph buffers and this mirror.
-    /// Per layer 7 barrier-separated stages: QKV (RMSNorm on load), RoPE + mirror append,
-    /// attention split, combine, O projection (added to the residual), gate and up (RMSNorm
-    /// on load), down (SiLU(gate) * up on load, added to the residual); on wide models
-    /// (`separate_norm`) each RMSNorm is a stage of its own before QKV and gate/up (9
-    /// stages); with int8 activations (`ModelGraph::int8`) a quantizer before QKV (the norm
-    /// folded in), O, gate/up (the norm) and down (SiLU(gate) * up) instead (11 stages); then
-    /// the final norm (or its quantizer), the head and the argmax. A stage's matrices run as
-    /// one dispatch where `multi.rs` takes them (else a dispatch each). The whole model's
-    /// token starts with its embedding row decoded on the device where it can be
-    /// (`plan::embed`).
+    /// Per layer 6 barrier-separated stages: QKV (RMSNorm on load), attention split (with the
+    /// token's RoPE and mirror append, `rope_fold`; else a rope_store stage before it),
+    /// combine, O projection (added to the residual), gate and up (RMSNorm on load), down
+    /// (SiLU(gate) * up on load, added to the residual); on wide models (`separate_norm`)
+    /// each RMSNorm is a stage of its own before QKV and gate/up (8 stages); with int8
+    /// activations (`ModelGraph::int8`) a quantizer before QKV (the norm folded in), gate/up
+    /// (the norm) and down (SiLU(gate) * up) instead, and O's input quantized by the combine
+    /// (`combine_q8`; else a quantizer before O) (9 stages); then the final norm (or its
+    /// quantizer), the head and the argmax. A stage's matrices run as one dispatch where
+    /// `multi.rs` takes them (else a dispatch each). The whole model's token starts with its
+    /// embedding row decoded on the device where it can be (`plan::embed`).
     fn record(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &ModelGraph, mirror: &Mirror) -> Result<Recorded, String> {
         let c = &m.cfg;
         let ctx = &self.ctx;
@@ -488,14 +510,22 @@ impl WgpuBackend {
                 }
             }
             stage(&mut p, at, qkv_label, &w[0..3], "qkv");
-            p.push(Planned { label: "rope+kv append", pipe: ctx.rope_store.clone(), bufs: vec![&g.q, &g.k, &g.v, &mirror.k[li], &mirror.v[li]], uniform: Uniform::Whole(&g.step), grid: Grid::Fixed(rope_threads.div_ceil(64), 1, 1) });
+            if !self.rope_fold {
+                p.push(Planned { label: "rope+kv append", pipe: ctx.rope_store.clone(), bufs: vec![&g.q, &g.k, &g.v, &mirror.k[li], &mirror.v[li]], uniform: Uniform::Whole(&g.step), grid: Grid::Fixed(rope_threads.div_ceil(64), 1, 1) });
+            }
             drop_if_skipped(&mut p, begun, "qkv");
             let begun = p.len();
-            p.push(Planned { label: "attention split", pipe: ctx.attn_split.clone(), bufs: vec![&g.q, &mirror.k[li], &mirror.v[li], &g.part], uniform: Uniform::Whole(&g.step), grid: Grid::HeadsByChunks(c.n_head as u32) });
-            p.push(Planned { label: "attention combine", pipe: ctx.attn_combine.clone(), bufs: vec![&g.part, &g.att], uniform: Uniform::Whole(&g.step), grid: Grid::Fixed(c.n_head as u32, 1, 1) });
+            let split_label = if self.rope_fold { "attention split (rope+kv append)" } else { "attention split" };
+            p.push(Planned { label: split_label, pipe: ctx.attn_split.clone(), bufs: vec![&g.q, &g.k, &g.v, &mirror.k[li], &mirror.v[li], &g.part], uniform: Uniform::Whole(&g.step), grid: Grid::HeadsByChunks(c.n_head as u32) });
+            // The int8 graph's O input: quantized by the combine itself where a head is whole units.
+            let combined_q8 = g.int8 && self.combine_q8 && c.head_dim.is_multiple_of(32);
+            p.push(match combined_q8 {
+                true => Planned { label: "attention combine (int8 out)", pipe: ctx.attn_combine_q8.clone(), bufs: vec![&g.part, &g.xq, &g.xd], uniform: Uniform::Whole(&g.step), grid: Grid::Fixed(c.n_head as u32, 1, 1) },
+                false => Planned { label: "attention combine", pipe: ctx.attn_combine.clone(), bufs: vec![&g.part, &g.att], uniform: Uniform::Whole(&g.step), grid: Grid::Fixed(c.n_head as u32, 1, 1) },
+            });
             drop_if_skipped(&mut p, begun, "attn");
             let begun = p.len();
-            if g.int8 {
+            if g.int8 && !combined_q8 {
                 p.push(quant(&g.att, &g.att, q_att));
             }
             let at = p.len();
@@ -597,7 +627,7 @@ impl WgpuBackend {
             let t1 = std::time::Instant::now();
             let next = job.pos + 1;
             if go_ahead {
-                self.ctx.queue.write_buffer(&g.step, 0, bytemuck::bytes_of(&step_block(m, next, (next + 1).div_ceil(ATT_CHUNK) as u32)));
+                self.ctx.queue.write_buffer(&g.step, 0, bytemuck::bytes_of(&step_block(m, next, (next + 1).div_ceil(ATT_CHUNK) as u32, self.rope_fold)));
                 let cmd = self.encode_token(rec, g, next, kind, TokenIo { from_device: true, best_to: &mirror.best_staging[next % 2] });
                 mirror.ahead = Some(Ahead { pos: next, submission: self.ctx.queue.submit([cmd]), token: None });
             } else if next < capacity {
@@ -637,7 +667,7 @@ impl WgpuBackend {
             m.embed_rows(&[token], &mut x);
             self.ctx.queue.write_buffer(&g.x, 0, bytemuck::cast_slice(&x));
         }
-        self.ctx.queue.write_buffer(&g.step, 0, bytemuck::bytes_of(&step_block(m, pos, (pos + 1).div_ceil(ATT_CHUNK) as u32)));
+        self.ctx.queue.write_buffer(&g.step, 0, bytemuck::bytes_of(&step_block(m, pos, (pos + 1).div_ceil(ATT_CHUNK) as u32, self.rope_fold)));
     }
 
     /// What `kind` names, from the staging buffer the graph's command buffer copied it into
@@ -806,41 +836,83 @@ impl WgpuBackend {
     /// output (rows, n_head * head_dim) is poisoned with NaN before they run.
     #[allow(clippy::too_many_arguments)]
     pub fn attention(&self, q: &[f32], k: &[f32], v: &[f32], rows: usize, n_head: usize, n_head_kv: usize, head_dim: usize, scale: f32) -> Result<Vec<f32>, String> {
+        self.run_attention(q, k, v, rows, (n_head, n_head_kv, head_dim), scale, None).map(|r| r.out)
+    }
+
+    /// A decode token's attention with its RoPE, for the parity harness, as the token graph
+    /// runs it: q (n_head * head_dim) and the last rows of `k` / `v` (the token's own, at
+    /// position `k.len() / kv_dim - 1`) unrotated, the rows before it the mirror's. With
+    /// `rope.fold` the split rotates and appends (`CMF_WGPU_ROPE_FOLD`), else rope_store runs
+    /// first. Returns the output and the mirror's K and V rows at the token's position (the
+    /// mirror's copy of that row is NaN before the kernels run).
+    #[allow(clippy::too_many_arguments)]
+    pub fn decode_attention_with_rope(&self, q: &[f32], k: &[f32], v: &[f32], n_head: usize, n_head_kv: usize, head_dim: usize, scale: f32, rope: RopeSpec) -> Result<RopedAttention, String> {
+        self.run_attention(q, k, v, 1, (n_head, n_head_kv, head_dim), scale, Some(rope))
+    }
+
+    /// `attention` and `decode_attention_with_rope`: the output and, with `rope`, the mirror's
+    /// K and V rows at the last position (empty without).
+    #[allow(clippy::too_many_arguments)]
+    fn run_attention(&self, q: &[f32], k: &[f32], v: &[f32], rows: usize, (n_head, n_head_kv, head_dim): (usize, usize, usize), scale: f32, rope: Option<RopeSpec>) -> Result<RopedAttention, String> {
         let kvd = n_head_kv * head_dim;
         let n = k.len().checked_div(kvd).unwrap_or(0);
         if rows == 0 || n < rows || n_head == 0 || !head_dim.is_multiple_of(4) || head_dim > MAX_HEAD_DIM || !n_head.is_multiple_of(n_head_kv) || q.len() != rows * n_head * head_dim || k.len() != n * kvd || v.len() != k.len() {
             return Err("attention shapes outside the kernels' range".into());
         }
+        if rope.is_some_and(|r| rows != 1 || r.rot > head_dim || !r.rot.is_multiple_of(2)) {
+            return Err("RoPE in attention is for one decode row, over an even rotary width within the head".into());
+        }
         let pos = n - rows;
         let chunks = n.div_ceil(ATT_CHUNK) as u32;
-        let step = StepBlock { pos: pos as u32, n_head: n_head as u32, n_head_kv: n_head_kv as u32, head_dim: head_dim as u32, rot: 0, neox: 0, chunks, pad: 0, base: 0.0, scale, pad2: [0; 2] };
+        let r = rope.unwrap_or(RopeSpec { rot: 0, neox: false, base: 0.0, fold: false });
+        let step = StepBlock { pos: pos as u32, n_head: n_head as u32, n_head_kv: n_head_kv as u32, head_dim: head_dim as u32, rot: r.rot as u32, neox: u32::from(r.neox), chunks, fold: u32::from(r.fold), base: r.base, scale, pad2: [0; 2] };
         let dev = &self.ctx.device;
         let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
-        let (qb, kb, vb) = (self.const_buf("q", q), self.const_buf("k", k), self.const_buf("v", v));
-        let part = self.storage_buf("part", n_head * chunks as usize * (head_dim + 2));
-        let att = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("att"), contents: bytemuck::cast_slice(&vec![f32::NAN; q.len()]), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
-        let stepb = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("step"), contents: bytemuck::bytes_of(&step), usage: wgpu::BufferUsages::UNIFORM });
-        let read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("att-read"), size: att.size(), usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
-        let plan = match rows {
-            1 => vec![
-                Planned { label: "attention split", pipe: self.ctx.attn_split.clone(), bufs: vec![&qb, &kb, &vb, &part], uniform: Uniform::Whole(&stepb), grid: Grid::HeadsByChunks(n_head as u32) },
-                Planned { label: "attention combine", pipe: self.ctx.attn_combine.clone(), bufs: vec![&part, &att], uniform: Uniform::Whole(&stepb), grid: Grid::Fixed(n_head as u32, 1, 1) },
-            ],
-            _ => vec![Planned { label: "attention", pipe: self.ctx.attn_rows.clone(), bufs: vec![&qb, &kb, &vb, &att], uniform: Uniform::Whole(&stepb), grid: Grid::Fixed(n_head as u32, rows as u32, 1) }],
+        let init = |label, data: &[f32]| dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: bytemuck::cast_slice(data), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
+        // With RoPE the token's rows arrive apart and the mirror's copy of its row is poison.
+        let mirror = |rows: &[f32]| match rope {
+            Some(_) => [&rows[..pos * kvd], &vec![f32::NAN; kvd][..]].concat(),
+            None => rows.to_vec(),
         };
+        let (kc, vc) = (init("k-mirror", &mirror(k)), init("v-mirror", &mirror(v)));
+        let (qb, k_new, v_new) = (init("q", q), init("k-new", &k[pos * kvd..]), init("v-new", &v[pos * kvd..]));
+        let part = self.storage_buf("part", n_head * chunks as usize * (head_dim + 2));
+        let att = init("att", &vec![f32::NAN; q.len()]);
+        let stepb = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("step"), contents: bytemuck::bytes_of(&step), usage: wgpu::BufferUsages::UNIFORM });
+        let rope_threads = ((n_head + n_head_kv) * r.rot / 2 + kvd) as u32;
+        let mut plan = Vec::new();
+        if rope.is_some_and(|r| !r.fold) {
+            plan.push(Planned { label: "rope+kv append", pipe: self.ctx.rope_store.clone(), bufs: vec![&qb, &k_new, &v_new, &kc, &vc], uniform: Uniform::Whole(&stepb), grid: Grid::Fixed(rope_threads.div_ceil(64), 1, 1) });
+        }
+        match rows {
+            1 => plan.extend([
+                Planned { label: "attention split", pipe: self.ctx.attn_split.clone(), bufs: vec![&qb, &k_new, &v_new, &kc, &vc, &part], uniform: Uniform::Whole(&stepb), grid: Grid::HeadsByChunks(n_head as u32) },
+                Planned { label: "attention combine", pipe: self.ctx.attn_combine.clone(), bufs: vec![&part, &att], uniform: Uniform::Whole(&stepb), grid: Grid::Fixed(n_head as u32, 1, 1) },
+            ]),
+            _ => plan.push(Planned { label: "attention", pipe: self.ctx.attn_rows.clone(), bufs: vec![&qb, &kc, &vc, &att], uniform: Uniform::Whole(&stepb), grid: Grid::Fixed(n_head as u32, rows as u32, 1) }),
+        }
         let groups = plan::bind(dev, &plan, &stepb);
+        let row_bytes = if rope.is_some() { (kvd * 4) as u64 } else { 0 };
+        let read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("att-read"), size: att.size() + 2 * row_bytes, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
         let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("attention") });
         {
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("attention"), timestamp_writes: None });
             plan::encode(&mut pass, plan.iter().zip(&groups).map(|(p, g)| (&p.pipe, g, p.grid)), chunks, None);
         }
         enc.copy_buffer_to_buffer(&att, 0, &read, 0, att.size());
-        self.ctx.queue.submit([enc.finish()]);
-        let out = self.ctx.read_back::<f32>(&read, q.len() as u64);
-        match pollster::block_on(scope.pop()) {
-            Some(e) => Err(format!("wgpu: {e}")),
-            None => out,
+        if row_bytes > 0 {
+            enc.copy_buffer_to_buffer(&kc, pos as u64 * row_bytes, &read, att.size(), row_bytes);
+            enc.copy_buffer_to_buffer(&vc, pos as u64 * row_bytes, &read, att.size() + row_bytes, row_bytes);
         }
+        self.ctx.queue.submit([enc.finish()]);
+        let out = self.ctx.read_back::<f32>(&read, read.size() / 4);
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(format!("wgpu: {e}"));
+        }
+        let mut out = out?;
+        let rows_back = out.split_off(q.len());
+        let (k_row, v_row) = rows_back.split_at(rows_back.len() / 2);
+        Ok(RopedAttention { out, k_row: k_row.to_vec(), v_row: v_row.to_vec() })
     }
 
     /// Test hook: one activation row (a multiple of 32 long) through the token graph's

@@ -19,6 +19,7 @@ use super::backend::{Activation, Backend, DeviceInfo, DeviceOutcome, FfnJob, Gra
 use crate::kv::KvCache;
 use super::memory::fingerprint;
 use super::planar;
+pub use graph::{RopeSpec, RopedAttention};
 pub use context::{int8_layers, MatvecShape, PipelineCacheState, Variant, WgpuContext, XMode, Q8_CODECS};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -123,6 +124,12 @@ pub struct WgpuBackend {
     /// Whether the token graph runs a stage's matrices over one input as one dispatch
     /// (`multi.rs`; on unless `CMF_WGPU_MULTI=0`).
     multi: bool,
+    /// Whether the token graph's attention split applies RoPE and appends the token's K/V
+    /// itself (no rope_store dispatch; on unless `CMF_WGPU_ROPE_FOLD=0`).
+    rope_fold: bool,
+    /// Whether the int8 token graph's attention combine writes the output projection's int8
+    /// input itself (no quantize dispatch between; on unless `CMF_WGPU_COMBINE_Q8=0`).
+    combine_q8: bool,
 }
 
 /// Weight bytes a layer must hold for the token graph to take int8 activations by default.
@@ -166,7 +173,7 @@ impl WgpuBackend {
             Ok("0") => Some(false),
             _ => None,
         };
-        Ok(WgpuBackend { ctx, weights: Mutex::new(HashMap::new()), scratch: Mutex::new(Scratch::default()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), info, int8_graph, int8_prefill: !crate::gpu::selection::switched_off("CMF_WGPU_PREFILL_INT8"), skip, multi: !crate::gpu::selection::switched_off("CMF_WGPU_MULTI") })
+        Ok(WgpuBackend { ctx, weights: Mutex::new(HashMap::new()), scratch: Mutex::new(Scratch::default()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), info, int8_graph, int8_prefill: !crate::gpu::selection::switched_off("CMF_WGPU_PREFILL_INT8"), skip, multi: !crate::gpu::selection::switched_off("CMF_WGPU_MULTI"), rope_fold: !crate::gpu::selection::switched_off("CMF_WGPU_ROPE_FOLD"), combine_q8: !crate::gpu::selection::switched_off("CMF_WGPU_COMBINE_Q8") })
     }
 
     /// The same backend with the token graph's int8 activations on or off (`CMF_WGPU_INT8`),

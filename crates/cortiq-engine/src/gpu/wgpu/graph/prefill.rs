@@ -102,7 +102,7 @@ impl WgpuBackend {
             let mut x = vec![0f32; rows * c.n_embd];
             m.embed_rows(job.tokens, &mut x);
             self.ctx.queue.write_buffer(&pb.x, 0, bytemuck::cast_slice(&x));
-            self.ctx.queue.write_buffer(&pb.step, 0, bytemuck::bytes_of(&step_block(m, job.pos, 0)));
+            self.ctx.queue.write_buffer(&pb.step, 0, bytemuck::bytes_of(&step_block(m, job.pos, 0, false)));
             if mirror.prefill.as_ref().is_none_or(|(r, _)| *r != rows) {
                 let args: Vec<WeightArg> = graph_weights(m, g.layers).iter().map(|w| m.weight_arg(w)).collect();
                 let mut params = Params::default();

@@ -4,7 +4,9 @@
 // and sum of exps are reduced in `red` over the first CHUNK invocations, and invocation (i, g)
 // sums V's vec4 i over every `groups`-th position from g (groups = WG / (head_dim / 4)), the
 // groups' sums added in `vsum`. The kernel declares `kc` and `vc` (the K and V mirrors,
-// vec4s) and `st` (its `Step`).
+// vec4s) and `st` (its `Step`). Where the chunk's last position is `fresh` (the decode token
+// whose K and V rows the same dispatch appends to the mirror), its rows come from `kcur` and
+// `vcur` instead of the mirror.
 
 const CHUNK: u32 = 64u;
 const WG: u32 = 256u;
@@ -14,6 +16,8 @@ var<workgroup> sc: array<f32, 64>;
 var<workgroup> red: array<f32, 64>;
 var<workgroup> lanes: array<f32, WG>;      // per-lane partial scores, position-major
 var<workgroup> vsum: array<vec4<f32>, WG>; // per-group V sums, group-major
+var<workgroup> kcur: array<vec4<f32>, 64>; // the fresh position's K row of this head (head_dim / 4)
+var<workgroup> vcur: array<vec4<f32>, 64>; // and its V row
 
 // Part of q . k over the K row at vec4 index `kr`: its vec4s first, first + step, ... below
 // hd4 (unscaled).
@@ -27,6 +31,15 @@ fn score_part(kr: u32, hd4: u32, first: u32, step: u32) -> f32 {
 
 // The largest (`take_max`) or the sum of the first CHUNK invocations' values (every
 // invocation gets it; call from uniform control flow).
+// The same over `kcur`, the fresh position's K row.
+fn score_fresh(hd4: u32, first: u32, step: u32) -> f32 {
+    var acc = 0.0;
+    for (var d = first; d < hd4; d += step) {
+        acc += dot(qh[d], kcur[d]);
+    }
+    return acc;
+}
+
 fn chunk_reduce(v: f32, lid: u32, take_max: bool) -> f32 {
     if (lid < CHUNK) {
         red[lid] = v;
@@ -54,11 +67,14 @@ fn chunk_sum(v: f32, lid: u32) -> f32 {
 // The scaled score of position t0 + lid for invocations lid < cnt (-3e38 for the others):
 // LANES invocations score each position, every LANES-th vec4 of its K row each, so a row's
 // loads are all in flight at once. kh: the head's first vec4 in a mirror row (kv_dim / 4 =
-// kvd4 vec4s). `qh` must be published; call from uniform control flow.
-fn chunk_scores(t0: u32, cnt: u32, kvd4: u32, kh: u32, hd4: u32, lid: u32) -> f32 {
+// kvd4 vec4s). `qh` (and where `fresh`, `kcur`) must be published; call from uniform
+// control flow.
+fn chunk_scores(t0: u32, cnt: u32, kvd4: u32, kh: u32, hd4: u32, lid: u32, fresh: bool) -> f32 {
     let j = lid / LANES;
     var s = 0.0;
-    if (j < cnt) {
+    if (fresh && j + 1u == cnt) {
+        s = score_fresh(hd4, lid % LANES, LANES);
+    } else if (j < cnt) {
         s = score_part((t0 + j) * kvd4 + kh, hd4, lid % LANES, LANES);
     }
     lanes[lid] = s;
@@ -75,14 +91,19 @@ fn chunk_scores(t0: u32, cnt: u32, kvd4: u32, kh: u32, hd4: u32, lid: u32) -> f3
 }
 
 // Invocation (i, g) = (lid % hd4, lid / hd4): V's vec4 i over the chunk's positions g, g +
-// groups, ... below cnt, weighted by `sc` (zero where g >= groups).
-fn chunk_values(t0: u32, cnt: u32, kvd4: u32, kh: u32, hd4: u32, lid: u32) -> vec4<f32> {
+// groups, ... below cnt, weighted by `sc` (zero where g >= groups); a `fresh` last position
+// from `vcur` (published), added last as the loop would have.
+fn chunk_values(t0: u32, cnt: u32, kvd4: u32, kh: u32, hd4: u32, lid: u32, fresh: bool) -> vec4<f32> {
     let groups = WG / hd4;
     let g = lid / hd4;
+    let stored = cnt - u32(fresh);
     var a = vec4<f32>(0.0);
     if (g < groups) {
-        for (var p = g; p < cnt; p += groups) {
+        for (var p = g; p < stored; p += groups) {
             a += sc[p] * vc[(t0 + p) * kvd4 + kh + lid % hd4];
+        }
+        if (fresh && g == stored % groups) {
+            a += sc[stored] * vcur[lid % hd4];
         }
     }
     return a;

@@ -33,7 +33,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     for (var t0 = 0u; t0 < n; t0 += CHUNK) {
         workgroupBarrier(); // `qh` written; the previous chunk's `sc` and `lanes` read
         let cnt = min(CHUNK, n - t0);
-        let score = chunk_scores(t0, cnt, kvd4, kh, hd4, lid);
+        let score = chunk_scores(t0, cnt, kvd4, kh, hd4, lid, false);
         let mn = max(m, chunk_max(score, lid));
         var e = 0.0;
         if (lid < cnt) {
@@ -45,7 +45,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         let alpha = exp(m - mn);
         l = l * alpha + chunk_sum(e, lid); // its barriers also publish `sc`
         m = mn;
-        acc = acc * alpha + chunk_values(t0, cnt, kvd4, kh, hd4, lid);
+        acc = acc * alpha + chunk_values(t0, cnt, kvd4, kh, hd4, lid, false);
     }
     let t = group_total(acc, hd4, lid);
     if (lid < hd4) {

@@ -4,15 +4,52 @@
 // 256 invocations: LANES of them score each position (every LANES-th vec4 of the row each,
 // so a row's loads are all in flight at once); then invocation (i, g) sums V's vec4 i over
 // every `groups`-th position from g, and the groups' sums are added in workgroup memory.
+// With `st.fold` the token's RoPE and mirror append happen here (no rope_store dispatch
+// before): q and k_new arrive unrotated, every workgroup rotates its head's query as it
+// loads it, the chunk holding `pos` takes that position's K (rotated) and V rows from k_new
+// and v_new instead of the mirror, and of those workgroups the KV head's first query head's
+// appends them to the mirror (no workgroup of this dispatch reads that mirror row). Without
+// it q is rotated and the mirror holds `pos` already.
 // head_dim % 4 == 0, head_dim <= 256.
 // `Step`, the per-token block, comes from step.wgsl, the chunk helpers from attn_chunk.wgsl
 // (both prepended by the host).
 
-@group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;    // (n_head * head_dim / 4)
-@group(0) @binding(1) var<storage, read> kc: array<vec4<f32>>;   // (capacity, kv_dim / 4)
-@group(0) @binding(2) var<storage, read> vc: array<vec4<f32>>;   // (capacity, kv_dim / 4)
-@group(0) @binding(3) var<storage, read_write> part: array<f32>; // (n_head, chunks, head_dim + 2)
-@group(0) @binding(4) var<uniform> st: Step;
+@group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;          // (n_head * head_dim / 4)
+@group(0) @binding(1) var<storage, read> k_new: array<vec4<f32>>;      // (kv_dim / 4) the token's, unrotated (read with `fold`)
+@group(0) @binding(2) var<storage, read> v_new: array<vec4<f32>>;      // (kv_dim / 4) (read with `fold`)
+@group(0) @binding(3) var<storage, read_write> kc: array<vec4<f32>>;   // (capacity, kv_dim / 4)
+@group(0) @binding(4) var<storage, read_write> vc: array<vec4<f32>>;   // (capacity, kv_dim / 4)
+@group(0) @binding(5) var<storage, read_write> part: array<f32>;       // (n_head, chunks, head_dim + 2)
+@group(0) @binding(6) var<uniform> st: Step;
+
+// Dimensions 4 i .. 4 i + 3 of the head in `rope_in` after RoPE at position `pos`, by
+// rope_store.wgsl's arithmetic (dimensions past the rotary width as they are).
+fn rotated(i: u32, pos: u32) -> vec4<f32> {
+    var r = rope_in[i];
+    let half = st.rot / 2u;
+    for (var e = 0u; e < 4u; e++) {
+        let j = 4u * i + e;
+        if (j < st.rot) {
+            var pair = j / 2u;
+            var first = j % 2u == 0u;
+            var other = select(j - 1u, j + 1u, first);
+            if (st.neox != 0u) {
+                pair = j % half;
+                first = j < half;
+                other = select(j - half, j + half, first);
+            }
+            let theta = f32(pos) * pow(st.base, -2.0 * f32(pair) / f32(st.rot));
+            let c = cos(theta);
+            let s = sin(theta);
+            let x = rope_in[j / 4u][j % 4u];
+            let y = rope_in[other / 4u][other % 4u];
+            r[e] = select(y * s + x * c, x * c - y * s, first);
+        }
+    }
+    return r;
+}
+
+var<workgroup> rope_in: array<vec4<f32>, 64>; // a head's dimensions before RoPE
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -20,15 +57,45 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let c = wg.y;
     let hd4 = st.head_dim / 4u;
     let kvd4 = st.n_head_kv * hd4;
-    let kvh = h / (st.n_head / st.n_head_kv);
+    let group = st.n_head / st.n_head_kv;
+    let kvh = h / group;
+    let kh = kvh * hd4;
     let t0 = c * CHUNK;
     let cnt = min(CHUNK, st.pos + 1u - t0);
-    if (lid < hd4) {
+    let fresh = st.fold != 0u && t0 + cnt == st.pos + 1u;
+    if (st.fold != 0u) {
+        if (lid < hd4) {
+            rope_in[lid] = q[h * hd4 + lid];
+        }
+        workgroupBarrier();
+        var qr = vec4<f32>(0.0);
+        if (lid < hd4) {
+            qr = rotated(lid, st.pos);
+        }
+        workgroupBarrier();
+        if (lid < hd4) {
+            qh[lid] = qr;
+        }
+        if (fresh) {
+            if (lid < hd4) {
+                rope_in[lid] = k_new[kh + lid];
+            }
+            workgroupBarrier();
+            if (lid < hd4) {
+                let kr = rotated(lid, st.pos);
+                kcur[lid] = kr;
+                vcur[lid] = v_new[kh + lid];
+                if (h % group == 0u) {
+                    kc[st.pos * kvd4 + kh + lid] = kr;
+                    vc[st.pos * kvd4 + kh + lid] = vcur[lid];
+                }
+            }
+        }
+    } else if (lid < hd4) {
         qh[lid] = q[h * hd4 + lid];
     }
     workgroupBarrier();
-    let kh = kvh * hd4;
-    let score = chunk_scores(t0, cnt, kvd4, kh, hd4, lid);
+    let score = chunk_scores(t0, cnt, kvd4, kh, hd4, lid, fresh);
     let m = chunk_max(score, lid);
     var e = 0.0;
     if (lid < cnt) {
@@ -38,7 +105,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         sc[lid] = e;
     }
     let total = chunk_sum(e, lid); // its barriers also publish `sc`
-    let t = group_total(chunk_values(t0, cnt, kvd4, kh, hd4, lid), hd4, lid);
+    let t = group_total(chunk_values(t0, cnt, kvd4, kh, hd4, lid, fresh), hd4, lid);
     let out = (h * st.chunks + c) * (st.head_dim + 2u);
     if (lid < hd4) {
         for (var k = 0u; k < 4u; k++) {

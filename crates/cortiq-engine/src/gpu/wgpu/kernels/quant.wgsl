@@ -1,11 +1,11 @@
 // Activation rows quantized to int8 per 32-value unit by the CPU path's rule
-// (cpu/quant.rs: d = max|v| / 127 at f16 precision, q = round-half-even(v * 127 / max), d *
-// sum(q) at f16 precision) for the int8-activation matvecs (`XMode::Int8`): v = x (mode 0),
+// (quant_unit.wgsl) for the int8-activation matvecs (`XMode::Int8`): v = x (mode 0),
 // silu(x) * x2 (mode 1: the gated FFN's hidden state) or x / rms(x) * x2 (mode 2: RMSNorm, x2
 // the weights; every workgroup sums the row's squares itself). A value that is not finite
 // makes its unit's d NaN, so it reaches the output. One invocation per unit; workgroup row y
 // takes row y of a batch (x, x2 in mode 1, xq and xd offset by whole rows). The host
-// appends reduce_shared.wgsl (`reduce`, over `partial` and `WG`).
+// appends quant_unit.wgsl (`store_unit`, the rule itself) and reduce_shared.wgsl (`reduce`,
+// over `partial` and `WG`).
 
 struct QuantParams {
     cols: u32,
@@ -39,16 +39,6 @@ fn val(row: u32, i: u32, scale: f32) -> vec4<f32> {
     }
 }
 
-// Four int8 values (in i32 lanes) packed into one word, value 0 in the low byte.
-fn pack4(q: vec4<i32>) -> u32 {
-    let b = bitcast<vec4<u32>>(q) & vec4<u32>(255u);
-    return b.x | (b.y << 8u) | (b.z << 16u) | (b.w << 24u);
-}
-
-fn finite4(v: vec4<f32>) -> bool {
-    return all(abs(v) <= vec4<f32>(3.402823466e38));
-}
-
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     // Row wg.y of a batch (one row in the token graph): its vec4s and units start here.
@@ -75,23 +65,5 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let v5 = val(row, 8u * u + 5u, scale);
     let v6 = val(row, 8u * u + 6u, scale);
     let v7 = val(row, 8u * u + 7u, scale);
-    let m4 = max(max(max(abs(v0), abs(v1)), max(abs(v2), abs(v3))), max(max(abs(v4), abs(v5)), max(abs(v6), abs(v7))));
-    let amax = max(max(m4.x, m4.y), max(m4.z, m4.w));
-    let fin = finite4(v0) && finite4(v1) && finite4(v2) && finite4(v3) && finite4(v4) && finite4(v5) && finite4(v6) && finite4(v7);
-    let d = amax / 127.0;
-    let id = select(0.0, 127.0 / amax, amax != 0.0);
-    let q0 = vec4<i32>(round(v0 * id));
-    let q1 = vec4<i32>(round(v1 * id));
-    let q2 = vec4<i32>(round(v2 * id));
-    let q3 = vec4<i32>(round(v3 * id));
-    let q4 = vec4<i32>(round(v4 * id));
-    let q5 = vec4<i32>(round(v5 * id));
-    let q6 = vec4<i32>(round(v6 * id));
-    let q7 = vec4<i32>(round(v7 * id));
-    let one = vec4<i32>(1);
-    let sum = dot(q0 + q1 + q2 + q3, one) + dot(q4 + q5 + q6 + q7, one);
-    let out = wg.y * units + u;
-    xq[2u * out] = vec4<u32>(pack4(q0), pack4(q1), pack4(q2), pack4(q3));
-    xq[2u * out + 1u] = vec4<u32>(pack4(q4), pack4(q5), pack4(q6), pack4(q7));
-    xd[out] = vec4<f32>(select(bitcast<f32>(0x7fc00000u), quantizeToF16(d), fin), quantizeToF16(f32(sum) * d), f32(sum), 0.0);
+    store_unit(wg.y * units + u, v0, v1, v2, v3, v4, v5, v6, v7);
 }

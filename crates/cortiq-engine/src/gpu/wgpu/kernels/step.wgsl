@@ -8,7 +8,8 @@ struct Step {
     rot: u32,
     neox: u32,
     chunks: u32,
-    pad: u32,
+    // Nonzero: the decode token's RoPE and mirror append run in attn_split.wgsl.
+    fold: u32,
     base: f32,
     scale: f32,
     pad2: u32,
