@@ -71,14 +71,21 @@ pub fn pick_gap(a: &[f32], b: &[f32], t: u32, u: u32) -> (f32, f32) {
 /// summation order could make, to measure how far the int8 path amplifies it.
 #[allow(dead_code)]
 pub fn ulp_moved(path: &std::path::Path) -> PathBuf {
+    ulp_moved_in(path, 0)
+}
+
+/// The same with the norm of layer `layer` moved (`<stem>.ulp<layer>.gguf` next to `path`).
+#[allow(dead_code)]
+pub fn ulp_moved_in(path: &std::path::Path, layer: usize) -> PathBuf {
     let mut bytes = std::fs::read(path).unwrap();
     let parsed = cortiq_core::gguf::parse(&bytes).unwrap();
-    let norm = parsed.tensors.iter().find(|t| t.name == "blk.0.attn_norm.weight").expect("layer 0 has an attention norm");
+    let name = format!("blk.{layer}.attn_norm.weight");
+    let norm = parsed.tensors.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("no tensor {name}"));
     assert_eq!(norm.codec, cortiq_core::Codec::F32);
     // Little-endian f32: the lowest mantissa bit is in the first byte.
     let (o, n) = (norm.offset as usize, norm.nbytes as usize);
     (o..o + n).step_by(4).for_each(|i| bytes[i] ^= 1);
-    let moved = path.with_extension("ulp.gguf");
+    let moved = path.with_extension(format!("ulp{layer}.gguf"));
     std::fs::write(&moved, &bytes).unwrap();
     moved
 }

@@ -26,9 +26,8 @@ struct Case {
     greedy: String,
 }
 
-/// Where decode steps run in this process: the facade's backend and graph arm.
-fn decode_arm() -> String {
-    let gpu = Gpu::global();
+/// Where decode steps run on a facade: its backend and graph arm.
+fn decode_arm(gpu: &Gpu) -> String {
     format!("backend {}, decode arm {:?}", gpu.backend_name(), gpu.graph_arm())
 }
 
@@ -47,6 +46,8 @@ struct Agreement {
     exact_texts: usize,
     /// The largest logit gap (ours - llama.cpp's token) where the argmax differs.
     worst_gap: f32,
+    /// The largest logit difference from the path run beside (0 without one).
+    worst_vs_beside: f32,
 }
 
 /// Teacher-forced along llama.cpp's tokens: where our argmax is not llama.cpp's token the
@@ -54,30 +55,28 @@ struct Agreement {
 /// Free-running greedy text (through `step_greedy`, as `cortiq run --temp 0` decodes: on the
 /// device's argmax where a token graph runs) is also compared and reported. Decode steps take
 /// the arm a generation takes (`begin_generation`), so under `CMF_GPU` this checks the GPU
-/// graphs against llama.cpp; then the CPU path runs beside them and the largest logit
-/// difference between the two is reported too.
-fn greedy_against(engine: &Engine, file: &str) -> Agreement {
-    let mut r = Agreement { agree: 0, positions: 0, exact_texts: 0, worst_gap: f32::NEG_INFINITY };
-    let on_device = Gpu::global().backend_name() != "cpu";
-    let mut worst_vs_cpu = 0f32;
+/// graphs against llama.cpp (`gpu`: the facade the model runs on). `beside`: a model whose CPU path runs along the same tokens, the
+/// largest logit difference between the two reported (`worst_vs_beside`).
+fn greedy_against(engine: &Engine, gpu: &Arc<Gpu>, file: &str, beside: Option<&Engine>) -> Agreement {
+    let mut r = Agreement { agree: 0, positions: 0, exact_texts: 0, worst_gap: f32::NEG_INFINITY, worst_vs_beside: 0.0 };
     let cases = load_cases(file);
     for case in &cases {
         let prompt = engine.tokenize(&case.prompt).unwrap();
         let full = engine.tokenize(&(case.prompt.clone() + &case.greedy)).unwrap();
         assert!(full.starts_with(&prompt), "{:?}: prompt tokens are not a prefix", case.prompt);
         let reference = &full[prompt.len()..];
-        let mut s = Session::new(Arc::clone(&engine.model), 256);
+        let mut s = Session::with_gpu(Arc::clone(&engine.model), 256, Arc::clone(gpu));
         let mut logits = s.prefill(&prompt).unwrap();
         s.begin_generation();
-        let mut cpu = on_device.then(|| Session::with_gpu(Arc::clone(&engine.model), 256, Arc::new(Gpu::new(None, GpuConfig::for_tests()))));
+        let mut cpu = beside.map(|b| Session::with_gpu(Arc::clone(&b.model), 256, Arc::new(Gpu::new(None, GpuConfig::for_tests()))));
         let mut cpu_logits = cpu.as_mut().map(|c| c.prefill(&prompt).unwrap());
         for (i, &want) in reference.iter().enumerate() {
             let got = argmax(&logits);
             r.positions += 1;
             let (lg, lw) = (logits[got as usize], logits[want as usize]);
             let cpu_gap = cpu_logits.as_ref().map(|c| {
-                worst_vs_cpu = logits.iter().zip(c).map(|(a, b)| (a - b).abs()).fold(worst_vs_cpu, f32::max);
-                format!("; the CPU path {:.4} vs {:.4}", c[got as usize], c[want as usize])
+                r.worst_vs_beside = logits.iter().zip(c).map(|(a, b)| (a - b).abs()).fold(r.worst_vs_beside, f32::max);
+                format!("; beside {:.4} vs {:.4}", c[got as usize], c[want as usize])
             });
             if got == want {
                 r.agree += 1;
@@ -90,7 +89,7 @@ fn greedy_against(engine: &Engine, file: &str) -> Agreement {
                 *l = c.step(want).unwrap();
             }
         }
-        let mut s = Session::new(Arc::clone(&engine.model), 256);
+        let mut s = Session::with_gpu(Arc::clone(&engine.model), 256, Arc::clone(gpu));
         let mut t = argmax(&s.prefill(&prompt).unwrap());
         s.begin_generation();
         let mut ours = vec![t];
@@ -105,10 +104,7 @@ fn greedy_against(engine: &Engine, file: &str) -> Agreement {
             eprintln!("{:?}: free-running text differs:\n  ours:      {text:?}\n  llama.cpp: {:?}", case.prompt, case.greedy);
         }
     }
-    eprintln!("{file} ({}): {}/{} teacher-forced positions agree (worst gap {:.4}), {}/{} texts identical", decode_arm(), r.agree, r.positions, r.worst_gap, r.exact_texts, cases.len());
-    if on_device {
-        eprintln!("{file}: largest logit difference between this backend and the CPU path over those positions: {worst_vs_cpu:.4}");
-    }
+    eprintln!("{file} ({}): {}/{} teacher-forced positions agree (worst gap {:.4}), {}/{} texts identical; largest logit difference from the path beside {:.4}", decode_arm(gpu), r.agree, r.positions, r.worst_gap, r.exact_texts, cases.len(), r.worst_vs_beside);
     r
 }
 
@@ -120,18 +116,35 @@ fn assert_follows(r: &Agreement, near_tie: f32) {
     assert!(r.exact_texts >= 2, "fewer than 2 of the reference texts reproduce exactly");
 }
 
+/// The CPU path (on CI), or under `CMF_GPU` the device's graphs, against llama.cpp's greedy
+/// tokens. The CPU is held to `NEAR_TIE_LOGITS`, measured on itself. A device path rounds its
+/// int8 activations from last bits of its own (fused norms, summation order), which moves
+/// logits as far as one ulp moved in one norm moves the CPU's (`cpu_noise_floor`: up to 1.45
+/// on this model) and makes a CPU near-tie a wider one. So on a device: 95 % of the positions
+/// agree, the device's logits stay within twice the CPU's own one-ulp floor of the CPU path's
+/// (run beside it), and every disagreement is a near-tie within that measured distance.
 #[test]
 fn greedy_tokens_follow_llama_cpp_up_to_near_ties() {
     let Some(path) = common::default_model() else { return };
     let engine = Engine::load(&path).unwrap();
-    assert_follows(&greedy_against(&engine, "smollm2-greedy.json"), NEAR_TIE_LOGITS);
+    let gpu = Gpu::global();
+    if gpu.backend_name() == "cpu" {
+        assert_follows(&greedy_against(&engine, &gpu, "smollm2-greedy.json", None), NEAR_TIE_LOGITS);
+        return;
+    }
+    let r = greedy_against(&engine, &gpu, "smollm2-greedy.json", Some(&engine));
+    let floor = cpu_noise_floor(&path);
+    eprintln!("{}: logits within {:.4} of the CPU path's; the CPU's own one-ulp floor {floor:.4}", gpu.backend_name(), r.worst_vs_beside);
+    assert!(r.agree as f64 >= 0.95 * r.positions as f64, "only {}/{} positions agree", r.agree, r.positions);
+    assert!(r.worst_vs_beside <= 2.0 * floor, "the device's logits stray {} from the CPU path's, more than twice the CPU's own one-ulp noise {floor}", r.worst_vs_beside);
+    assert!(r.worst_gap <= r.worst_vs_beside.max(NEAR_TIE_LOGITS), "a disagreement ({}) is wider than the device's distance from the CPU path ({})", r.worst_gap, r.worst_vs_beside);
 }
 
 #[test]
 fn gemma3_greedy_tokens_follow_llama_cpp_up_to_near_ties() {
     let Some(path) = common::model("gemma3-270m") else { return };
     let engine = Engine::load(&path).unwrap();
-    assert_follows(&greedy_against(&engine, "gemma3-greedy.json"), NEAR_TIE_LOGITS_GEMMA);
+    assert_follows(&greedy_against(&engine, &Gpu::global(), "gemma3-greedy.json", None), NEAR_TIE_LOGITS_GEMMA);
 }
 
 fn perplexity_of(path: &std::path::Path) -> cortiq_engine::perplexity::PerplexityResult {
@@ -193,4 +206,37 @@ fn empty_prompt_without_bos_is_a_clear_error() {
     let mut s = Session::new(Arc::clone(&engine.model), 64);
     let e = engine.generate(&mut s, &tokens, 4, Default::default(), &Default::default(), |_| {}).unwrap_err();
     assert!(e.to_string().contains("empty prompt"), "{e}");
+}
+
+/// The CPU path's own int8 noise floor on the default model at `path` (as tests/int8_noise.rs
+/// measures it on synthesized ones): the largest logit difference between the CPU path and
+/// the same model with one ulp moved in one layer's attention norm (layers 0, 7, 15, 22, 29:
+/// the smallest change a different summation order makes), teacher-forced along llama.cpp's
+/// tokens. Each moved model must still follow llama.cpp at 95 % of the positions.
+fn cpu_noise_floor(path: &std::path::Path) -> f32 {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("model.gguf");
+    std::fs::copy(path, &copy).unwrap();
+    let cpu = Arc::new(Gpu::new(None, GpuConfig::for_tests()));
+    let unmoved = Engine::load(&copy).unwrap();
+    let mut floor = 0f32;
+    for layer in [0, 7, 15, 22, 29] {
+        let engine = Engine::load(&common::ulp_moved_in(&copy, layer)).unwrap();
+        let r = greedy_against(&engine, &cpu, "smollm2-greedy.json", Some(&unmoved));
+        eprintln!("one ulp moved in layer {layer}: {}/{} agree, worst gap {:.4}, {} texts identical, largest logit difference from the unmoved model {:.4}", r.agree, r.positions, r.worst_gap, r.exact_texts, r.worst_vs_beside);
+        assert!(r.agree as f64 >= 0.95 * r.positions as f64, "one ulp in layer {layer}: only {}/{} positions agree", r.agree, r.positions);
+        floor = floor.max(r.worst_vs_beside);
+    }
+    floor
+}
+
+/// The floor the device test rests on: int8 rounding amplifies a last-bit change to a
+/// visible logit difference (else the device bound could be tightened), and the moved models
+/// still follow llama.cpp.
+#[test]
+fn the_cpu_paths_one_ulp_noise_on_the_default_model() {
+    let Some(path) = common::default_model() else { return };
+    let floor = cpu_noise_floor(&path);
+    eprintln!("the CPU's one-ulp noise floor on the default model: largest logit difference {floor:.4}");
+    assert!(floor > 0.05, "one ulp no longer moves the int8 path's logits ({floor}): the device test's bound can be tightened");
 }
