@@ -51,12 +51,13 @@ fn run_once(engine: &Engine, prompt: &[u32], gen: usize, sample: bool) -> Result
     let t1 = Instant::now();
     if sample {
         // As `cortiq run` at its defaults: the sampler's top-k candidates back (picked on
-        // the device where the backend can), the draw on the host.
+        // the device where the backend can, which may also draw the next token ahead), the
+        // draw on the host.
         let mut sampler = Sampler::new(SamplerConfig::default());
         let k = sampler.candidates_needed().ok_or_else(|| anyhow::anyhow!("the default sampler draws from no top-k"))?;
         let mut next = sampler.sample(&logits, prompt);
         for _ in 0..gen {
-            let c = s.step_top_k(next, k)?;
+            let c = s.step_top_k(next, k, sampler.draw_spec())?;
             next = sampler.sample_candidates(&c);
         }
     } else {

@@ -142,7 +142,7 @@ impl Engine {
             let t = std::time::Instant::now();
             last = match candidates {
                 _ if greedy => Step::Picked(session.step_greedy(next)?),
-                Some(k) => Step::Candidates(session.step_top_k(next, k)?),
+                Some(k) => Step::Candidates(session.step_top_k(next, k, sampler.draw_spec())?),
                 None => Step::Logits(session.step(next)?),
             };
             token_times.push(t.elapsed());

@@ -12,6 +12,7 @@ use crate::gpu::backend::{FfnJob, GraphReadback, MatmulJob, MultiMatmulJob, Pref
 use crate::gpu::race::GraphArm;
 use crate::gpu::{scope, Gpu, GraphOutcome};
 use crate::kv::KvCache;
+use crate::sample::DrawSpec;
 use crate::model::llama::{Family, Llama, Weight};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -382,10 +383,12 @@ impl Session {
     /// One decode step for a sampler that needs only the k largest logits
     /// (`Sampler::candidates_needed`): those candidates of `token` appended at the end of the
     /// sequence, as `sample::top_candidates` gives them. Through the graph the device picks
-    /// them where its backend can (only k pairs come back); otherwise as `step`.
-    pub fn step_top_k(&mut self, token: u32, k: usize) -> Result<Vec<(u32, f32)>, EngineError> {
+    /// them where its backend can (only k pairs come back); otherwise as `step`. `draw`
+    /// (`Sampler::draw_spec`) lets a backend draw the next token on the device as the
+    /// sampler will and start it before the host has drawn (a different host draw drops it).
+    pub fn step_top_k(&mut self, token: u32, k: usize, draw: Option<DrawSpec>) -> Result<Vec<(u32, f32)>, EngineError> {
         let mut cand = Vec::new();
-        let host = self.decode_step(token, |gpu, job| gpu.token_graph(job, GraphReadback::TopK(k, &mut cand)))?;
+        let host = self.decode_step(token, |gpu, job| gpu.token_graph(job, GraphReadback::TopK(k, draw, &mut cand)))?;
         Ok(host.map_or(cand, |l| crate::sample::top_candidates(&l, k)))
     }
 

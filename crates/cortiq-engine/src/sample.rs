@@ -32,6 +32,20 @@ pub struct Sampler {
     rng: SplitMix64,
 }
 
+/// What a device needs to draw sampled tokens from the top-k candidates as
+/// `Sampler::sample_candidates` will draw them: the sampler's temperature, min-p and top-p,
+/// and its next two random draws (the next token's, and the one after it, for a token a
+/// device queues behind the next). The host's own draw still decides; a device draw only
+/// lets the next token start before the host has seen the candidates.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DrawSpec {
+    pub temperature: f32,
+    pub min_p: f32,
+    pub top_p: f32,
+    /// Uniform draws in [0, 1), in the order `sample_candidates` consumes them.
+    pub draws: [f32; 2],
+}
+
 /// Index of the largest logit (first on ties; NaN is never chosen; 0 if none is a number).
 pub fn argmax(logits: &[f32]) -> u32 {
     let mut best: Option<usize> = None;
@@ -100,6 +114,15 @@ impl Sampler {
         (c.temperature > 0.0 && c.repeat_penalty == 1.0 && c.top_k > 0).then_some(c.top_k)
     }
 
+    /// The parameters and next two random draws of this sampler's picks from candidates
+    /// (`DrawSpec`); None where picks do not come from the top-k candidates alone.
+    pub fn draw_spec(&self) -> Option<DrawSpec> {
+        self.candidates_needed()?;
+        let mut rng = self.rng.clone();
+        let draws = [rng.uniform(), rng.uniform()];
+        Some(DrawSpec { temperature: self.cfg.temperature, min_p: self.cfg.min_p, top_p: self.cfg.top_p, draws })
+    }
+
     /// Pick the next token from `logits`, given the tokens so far (for the penalty).
     pub fn sample(&mut self, logits: &[f32], history: &[u32]) -> u32 {
         let c = &self.cfg;
@@ -130,37 +153,42 @@ impl Sampler {
     /// top-k (what `sample` does after cutting them, with the same random draws); 0 when
     /// there are none (no finite logit).
     pub fn sample_candidates(&mut self, cand: &[(u32, f32)]) -> u32 {
-        let c = &self.cfg;
         if cand.is_empty() {
             return 0;
         }
-        // Probabilities at temperature.
-        let max = cand[0].1;
-        let mut probs: Vec<f32> = cand.iter().map(|(_, l)| ((l - max) / c.temperature).exp()).collect();
-        let total: f32 = probs.iter().sum();
-        probs.iter_mut().for_each(|p| *p /= total);
-        // min-p: drop tokens below min_p * p(best).
-        let floor = c.min_p * probs[0];
-        let mut keep = probs.iter().take_while(|&&p| p >= floor).count().max(1);
-        // top-p: smallest prefix whose mass reaches top_p.
-        let mut mass = 0.0;
-        for (i, &p) in probs.iter().enumerate().take(keep) {
-            mass += p;
-            if mass >= c.top_p {
-                keep = i + 1;
-                break;
-            }
-        }
-        let kept: f32 = probs[..keep].iter().sum();
-        let mut r = self.rng.uniform() * kept;
-        for (i, &p) in probs[..keep].iter().enumerate() {
-            if r < p {
-                return cand[i].0;
-            }
-            r -= p;
-        }
-        cand[keep - 1].0
+        let u = self.rng.uniform();
+        draw(cand, self.cfg.temperature, self.cfg.min_p, self.cfg.top_p, u)
     }
+}
+
+/// The token drawn from non-empty candidates (`top_candidates` order) with the uniform draw
+/// `u`: probabilities at `temperature`, cut by min-p (tokens below min_p * p(best)), then by
+/// top-p (the smallest prefix whose mass reaches top_p), then the token whose slice of the
+/// kept mass holds u * kept. In f32, summed in candidate order (topk_draw.wgsl restates it).
+pub fn draw(cand: &[(u32, f32)], temperature: f32, min_p: f32, top_p: f32, u: f32) -> u32 {
+    let max = cand[0].1;
+    let mut probs: Vec<f32> = cand.iter().map(|(_, l)| ((l - max) / temperature).exp()).collect();
+    let total: f32 = probs.iter().sum();
+    probs.iter_mut().for_each(|p| *p /= total);
+    let floor = min_p * probs[0];
+    let mut keep = probs.iter().take_while(|&&p| p >= floor).count().max(1);
+    let mut mass = 0.0;
+    for (i, &p) in probs.iter().enumerate().take(keep) {
+        mass += p;
+        if mass >= top_p {
+            keep = i + 1;
+            break;
+        }
+    }
+    let kept: f32 = probs[..keep].iter().sum();
+    let mut r = u * kept;
+    for (i, &p) in probs[..keep].iter().enumerate() {
+        if r < p {
+            return cand[i].0;
+        }
+        r -= p;
+    }
+    cand[keep - 1].0
 }
 
 #[cfg(test)]
@@ -261,6 +289,22 @@ mod tests {
         assert_eq!(asks(SamplerConfig { temperature: 0.0, ..Default::default() }), None);
         assert_eq!(asks(SamplerConfig { repeat_penalty: 1.1, ..Default::default() }), None);
         assert_eq!(asks(SamplerConfig { top_k: 0, ..Default::default() }), None);
+    }
+
+    /// The draw spec peeks the random draws the sampler's next two picks consume, and a
+    /// draw with its first is that pick.
+    #[test]
+    fn the_draw_spec_holds_the_next_two_draws() {
+        let mut rng = SplitMix64::new(5);
+        let mut s = Sampler::new(SamplerConfig::default());
+        for _ in 0..50 {
+            let cand = top_candidates(&(0..300).map(|_| rng.uniform() * 10.0).collect::<Vec<_>>(), 40);
+            let spec = s.draw_spec().unwrap();
+            let (first, second) = (draw(&cand, spec.temperature, spec.min_p, spec.top_p, spec.draws[0]), s.sample_candidates(&cand));
+            assert_eq!(first, second);
+            assert_eq!(s.draw_spec().unwrap().draws[0], spec.draws[1]);
+        }
+        assert!(Sampler::new(SamplerConfig { temperature: 0.0, ..Default::default() }).draw_spec().is_none());
     }
 
     #[test]

@@ -1138,7 +1138,44 @@ fn wgpu_top_k_picks_the_samplers_candidates() {
     #[cfg(feature = "gpu")]
     {
         let Some(be) = wgpu_or_skip("wgpu_top_k_picks_the_samplers_candidates") else { return };
-        top_k_picks_the_samplers_candidates("wgpu", &|v, k| be.top_k(v, k));
+        top_k_picks_the_samplers_candidates("wgpu", &|v, k| be.top_k(v, k, None).map(|r| r.0));
+    }
+}
+
+/// The wgpu token draw (topk_draw.wgsl) against the sampler's `sample::draw` over the same
+/// candidates: random logits (spread from near-ties to one dominant token, some NaN), k 1 /
+/// 7 / 40 / 64, temperatures 0.2-1.5, min-p 0-0.2, top-p 0.5-1, random draws. The device's exp
+/// and division may differ from the host's in the last bit, so a draw within 1e-4 of the kept
+/// mass of a slice's edge (where the host's own pick moves when u does) is not compared;
+/// every other draw must be the host's token.
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "SKIP gpu parity: no wgpu backend compiled in (build with --features gpu)")]
+fn wgpu_draws_the_sampled_token_as_the_sampler() {
+    #[cfg(feature = "gpu")]
+    {
+        use cortiq_engine::sample::{draw, top_candidates, DrawSpec};
+        let Some(be) = wgpu_or_skip("wgpu_draws_the_sampled_token_as_the_sampler") else { return };
+        let mut rng = SplitMix64::new(0xD4A3);
+        let (mut compared, mut near_edge) = (0, 0);
+        for case in 0..400 {
+            let spread = [0.05, 1.0, 8.0, 40.0][case % 4];
+            let values: Vec<f32> = (0..1000).map(|i| if i % 97 == 3 && case % 5 == 0 { f32::NAN } else { rng.uniform() * spread }).collect();
+            let k = [1, 7, 40, 64][case / 4 % 4];
+            let spec = DrawSpec { temperature: 0.2 + 1.3 * rng.uniform(), min_p: 0.2 * rng.uniform() * (case % 3) as f32 / 2.0, top_p: 0.5 + 0.5 * rng.uniform(), draws: [rng.uniform(), 0.0] };
+            let u = spec.draws[0];
+            let (cand, drawn) = be.top_k(&values, k, Some((&spec, u))).unwrap();
+            let cand_host = top_candidates(&values, k);
+            assert_eq!(candidate_bits(&cand), candidate_bits(&cand_host), "case {case}: the candidates differ");
+            let host = |u: f32| draw(&cand_host, spec.temperature, spec.min_p, spec.top_p, u);
+            if host((u - 1e-4).max(0.0)) != host(u) || host((u + 1e-4).min(0.999_999)) != host(u) {
+                near_edge += 1;
+                continue;
+            }
+            assert_eq!(drawn, Some(host(u)), "case {case}: k {k}, {spec:?}: the device drew another token");
+            compared += 1;
+        }
+        eprintln!("wgpu: {compared} device draws equal to the sampler's, {near_edge} within 1e-4 of a slice's edge not compared");
+        assert!(compared >= 300, "too few draws compared ({compared})");
     }
 }
 
@@ -1159,12 +1196,59 @@ fn token_graph_candidates_are_the_top_of_its_logits() {
                 let (mut logits, mut cand) = (vec![f32::NAN; m.cfg.vocab], Vec::new());
                 let job = |seq| TokenGraphJob { model: m, seq, token, pos, host_kv: &host, layers: m.layers.len() };
                 let a = be.token_graph(&job(101), GraphReadback::Logits(&mut logits));
-                let b = be.token_graph(&job(102), GraphReadback::TopK(40, &mut cand));
+                let b = be.token_graph(&job(102), GraphReadback::TopK(40, None, &mut cand));
                 assert!(matches!(a, DeviceOutcome::Completed { .. }) && matches!(b, DeviceOutcome::Completed { .. }), "{name} token {token}: {a:?} / {b:?}");
                 let want = cortiq_engine::sample::top_candidates(&logits, 40);
                 assert_eq!(candidate_bits(&cand), candidate_bits(&want), "{name} position {pos}");
             }
             eprintln!("{name}: the token graph's 40 candidates equal the top 40 of its logits at 6 positions");
+        }
+    }
+}
+
+/// Sampled decode through the token graph with the sampler's draw spec (`cortiq run`'s
+/// default path) generates exactly the tokens of the same sampler reading only the
+/// candidates (the host's draw decides every token); on wgpu the device draws each next token
+/// and queues it behind the current one, and those queued tokens must be the ones taken.
+#[test]
+#[cfg_attr(not(any(feature = "gpu", feature = "cuda")), ignore = "SKIP gpu parity: no GPU backend compiled in (build with --features gpu or cuda)")]
+fn sampled_tokens_drawn_ahead_are_the_samplers() {
+    #[cfg(any(feature = "gpu", feature = "cuda"))]
+    {
+        use cortiq_engine::gpu::{Gpu, GpuConfig};
+        use cortiq_engine::pipeline::Session;
+        use cortiq_engine::sample::{Sampler, SamplerConfig};
+        use std::sync::Arc;
+        let (_dir, engine) = tiny_engine(13);
+        let prompt = engine.tokenize("hello world 12 34").unwrap();
+        for (name, be) in backends("sampled_tokens_drawn_ahead_are_the_samplers") {
+            let gpu = Arc::new(Gpu::new(Some(be), GpuConfig { min_rows: Some(usize::MAX), ..GpuConfig::for_tests() }));
+            if !gpu.discrete() {
+                // Untrusted adapters race the arms a generation at a time, the per-op arm first.
+                gpu.record_generation(cortiq_engine::gpu::race::GraphArm::PerOp, &[]);
+            }
+            let run = |ahead: bool| {
+                let mut s = Session::with_gpu(Arc::clone(&engine.model), prompt.len() + 50, Arc::clone(&gpu));
+                let mut sampler = Sampler::new(SamplerConfig { temperature: 1.2, top_p: 0.98, min_p: 0.01, ..Default::default() });
+                let mut next = sampler.sample(&s.prefill(&prompt).unwrap(), &prompt);
+                assert_eq!(s.begin_generation(), cortiq_engine::gpu::race::GraphArm::Graph, "{name}: the graph arm");
+                let mut tokens = vec![next];
+                for _ in 0..48 {
+                    let spec = if ahead { sampler.draw_spec() } else { None };
+                    next = sampler.sample_candidates(&s.step_top_k(next, 40, spec).unwrap());
+                    tokens.push(next);
+                }
+                tokens
+            };
+            let before = gpu.backend_profile().unwrap_or_default();
+            let (with, without) = (run(true), run(false));
+            let after = gpu.backend_profile().unwrap_or_default();
+            assert_eq!(with, without, "{name}: the tokens drawn with the spec differ");
+            let (taken, dropped) = (after.tokens_ahead - before.tokens_ahead, after.ahead_dropped - before.ahead_dropped);
+            eprintln!("{name}: 49 sampled tokens equal with and without the draw spec; {taken} ran ahead on the device's draw, {dropped} dropped");
+            if name == "wgpu" {
+                assert!(taken >= 40, "{name}: only {taken} of 48 sampled tokens ran ahead");
+            }
         }
     }
 }

@@ -150,14 +150,16 @@ pub struct PrefillGraphJob<'a> {
 }
 
 /// What a graph reads back: the logits (vocab), only their argmax (greedy sampling,
-/// `sample::argmax`'s rule), the sampler's k candidates (`TopK(k, _)`: the k largest finite
-/// logits as `sample::top_candidates` gives them, picked on the device where the backend
-/// can, else from the logits read back), or after a device prefix the residual stream
-/// (rows, n_embd). Written only when the call completes.
+/// `sample::argmax`'s rule), the sampler's k candidates (`TopK(k, draw, _)`: the k largest
+/// finite logits as `sample::top_candidates` gives them, picked on the device where the
+/// backend can, else from the logits read back; with `draw`, a backend may also draw the
+/// next token from them on the device as the sampler will and queue it behind this one), or
+/// after a device prefix the residual stream (rows, n_embd). Written only when the call
+/// completes.
 pub enum GraphReadback<'a> {
     Logits(&'a mut [f32]),
     Argmax(&'a mut u32),
-    TopK(usize, &'a mut Vec<(u32, f32)>),
+    TopK(usize, Option<crate::sample::DrawSpec>, &'a mut Vec<(u32, f32)>),
     Hidden(&'a mut [f32]),
 }
 
@@ -186,7 +188,16 @@ impl GraphReadback<'_> {
     #[cfg(any(feature = "gpu", feature = "cuda"))]
     pub(crate) fn device_top_k(&self) -> Option<usize> {
         match self {
-            GraphReadback::TopK(k, _) if (1..=crate::gpu::candidates::DEVICE_TOP_K_MAX).contains(k) => Some(*k),
+            GraphReadback::TopK(k, ..) if (1..=crate::gpu::candidates::DEVICE_TOP_K_MAX).contains(k) => Some(*k),
+            _ => None,
+        }
+    }
+
+    /// The draw spec of a `TopK` readback whose candidates a device picks (`device_top_k`).
+    #[cfg(feature = "gpu")]
+    pub(crate) fn device_draw(&self) -> Option<crate::sample::DrawSpec> {
+        match self {
+            GraphReadback::TopK(_, draw, _) if self.device_top_k().is_some() => *draw,
             _ => None,
         }
     }
@@ -197,9 +208,9 @@ impl GraphReadback<'_> {
         match (self, read) {
             (GraphReadback::Logits(l), GraphRead::Logits(v)) => l.copy_from_slice(&v),
             (GraphReadback::Argmax(b), GraphRead::Argmax(i)) => *b = i,
-            (GraphReadback::TopK(k, c), GraphRead::Logits(v)) => *c = crate::sample::top_candidates(&v, k),
+            (GraphReadback::TopK(k, _, c), GraphRead::Logits(v)) => *c = crate::sample::top_candidates(&v, k),
             #[cfg(any(feature = "gpu", feature = "cuda"))]
-            (GraphReadback::TopK(_, c), GraphRead::TopK(v)) => *c = v,
+            (GraphReadback::TopK(_, _, c), GraphRead::TopK(v)) => *c = v,
             #[cfg(any(test, feature = "gpu"))]
             (GraphReadback::Hidden(h), GraphRead::Hidden(v)) => h.copy_from_slice(&v),
             _ => unreachable!("a backend reads back what was asked for"),
@@ -211,8 +222,9 @@ impl GraphReadback<'_> {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GraphProfile {
     pub tokens: u64,
-    /// Of those, greedy tokens the device already ran, queued behind the token before them
-    /// on its argmax; and tokens so queued that the host then replaced with another.
+    /// Of those, tokens the device already ran, queued behind the token before them on its
+    /// own pick (the argmax, or a sampled token drawn on the device); and tokens so queued
+    /// that the host then replaced with another.
     pub tokens_ahead: u64,
     pub ahead_dropped: u64,
     /// Host work before the submission.

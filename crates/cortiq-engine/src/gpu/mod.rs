@@ -306,7 +306,7 @@ impl Gpu {
                 let pass = p.gpu_pass.map(|d| format!(", of which the compute pass on the GPU {:.1} us", per(d))).unwrap_or_default();
                 t.push_str(&format!("\ntoken graph, per token over {} tokens: host encode {:.1} us (before the submission), GPU tail {:.1} us (submission to readback){pass}\n", p.tokens, per(p.host), per(p.tail)));
                 if p.tokens_ahead + p.ahead_dropped > 0 {
-                    t.push_str(&format!("token graph: {} tokens were queued ahead on the device's own pick and taken, {} queued ahead and replaced by the host's\n", p.tokens_ahead, p.ahead_dropped));
+                    t.push_str(&format!("token graph: {} tokens were queued ahead on the device's own pick (argmax or draw) and taken, {} queued ahead and replaced by the host's\n", p.tokens_ahead, p.ahead_dropped));
                 }
                 t.push_str(&p.kernel_lines());
             }

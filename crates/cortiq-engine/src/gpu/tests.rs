@@ -178,7 +178,7 @@ fn sampled_generation_draws_from_the_top_k_candidates_as_on_the_cpu() {
     for _ in 0..4 {
         let t = crate::sample::argmax(&a);
         a = cpu.step(t).unwrap();
-        assert_eq!(dev.step_top_k(t, 40).unwrap(), crate::sample::top_candidates(&a, 40));
+        assert_eq!(dev.step_top_k(t, 40, None).unwrap(), crate::sample::top_candidates(&a, 40));
     }
 }
 

@@ -46,6 +46,7 @@ const ARGMAX: &str = include_str!("kernels/argmax.wgsl");
 const TOPK_KEYS: &str = include_str!("kernels/topk_keys.wgsl");
 const TOPK_GROUPS: &str = include_str!("kernels/topk_groups.wgsl");
 const TOPK_MERGE: &str = include_str!("kernels/topk_merge.wgsl");
+const TOPK_DRAW: &str = include_str!("kernels/topk_draw.wgsl");
 
 /// The codecs with a matvec pipeline: (codec, `unit_dot_*` suffix, x vec4s per unit).
 pub(super) const MATVEC_CODECS: [(Codec, &str, u32); 9] = [
@@ -128,6 +129,8 @@ pub struct WgpuContext {
     /// The sampler's candidates over the logits: per workgroup, then merged (`top_k.rs`).
     pub topk_groups: wgpu::ComputePipeline,
     pub topk_merge: wgpu::ComputePipeline,
+    /// The sampled token drawn from the merged candidates (topk_draw.wgsl).
+    pub topk_draw: wgpu::ComputePipeline,
     pub info: DeviceInfo,
     /// Weight budget in bytes.
     pub budget: u64,
@@ -250,7 +253,8 @@ impl WgpuContext {
         let argmax = build(&device, ARGMAX, &layout(&device, &[r, w, Uniform]), cache.as_ref(), "argmax")?;
         let topk_groups = build(&device, &format!("{TOPK_KEYS}{TOPK_GROUPS}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_groups")?;
         let topk_merge = build(&device, &format!("{TOPK_KEYS}{TOPK_MERGE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_merge")?;
-        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, gemm: Default::default(), embed: Default::default(), subgroups, pipeline_cache: cache, act, norm, quant, rope_store, attn_split, attn_combine, attn_combine_q8, attn_rows, argmax, topk_groups, topk_merge, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
+        let topk_draw = build(&device, TOPK_DRAW, &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_draw")?;
+        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, gemm: Default::default(), embed: Default::default(), subgroups, pipeline_cache: cache, act, norm, quant, rope_store, attn_split, attn_combine, attn_combine_q8, attn_rows, argmax, topk_groups, topk_merge, topk_draw, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
         // The per-op kernels up front (a job's first call should not pay a compile).
         for (codec, _, _) in MATVEC_CODECS {
             for (rows, cols) in [(1, 1), (TALL_ROWS, 1), (WIDE_ROWS, WIDE_COLS)] {
@@ -774,7 +778,7 @@ mod tests {
                 }
             }
         }
-        for (name, src) in [("act", ACT.to_string()), ("norm", norm_source()), ("quant", quant_source()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_split", format!("{STEP}{ATTN_CHUNK}{ATTN_SPLIT}")), ("attn_combine", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE}")), ("attn_combine_q8", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE_Q8}{QUANT_UNIT}")), ("attn_rows", format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}")), ("argmax", ARGMAX.to_string()), ("topk_groups", format!("{TOPK_KEYS}{TOPK_GROUPS}")), ("topk_merge", format!("{TOPK_KEYS}{TOPK_MERGE}"))] {
+        for (name, src) in [("act", ACT.to_string()), ("norm", norm_source()), ("quant", quant_source()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_split", format!("{STEP}{ATTN_CHUNK}{ATTN_SPLIT}")), ("attn_combine", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE}")), ("attn_combine_q8", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE_Q8}{QUANT_UNIT}")), ("attn_rows", format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}")), ("argmax", ARGMAX.to_string()), ("topk_groups", format!("{TOPK_KEYS}{TOPK_GROUPS}")), ("topk_merge", format!("{TOPK_KEYS}{TOPK_MERGE}")), ("topk_draw", TOPK_DRAW.to_string())] {
             validate(name, &src);
         }
     }

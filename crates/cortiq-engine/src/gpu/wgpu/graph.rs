@@ -12,7 +12,7 @@
 //! shares the model's buffers, the sequence's mirror and the frame (`on_graph`) with it.
 
 use super::multi::{self, MultiIo};
-use super::top_k::DeviceTopK;
+use super::top_k::{key_staging, read_candidates, DeviceTopK};
 use super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform};
 use super::{int8_layers, Resident, Unfit, Variant, WgpuBackend, XMode, Q8_CODECS};
 use crate::gpu::backend::{DeviceOutcome, GraphRead, GraphReadback, TokenGraphJob, WeightArg};
@@ -128,8 +128,9 @@ pub(super) struct ArgmaxBlock {
 pub(super) enum Readback {
     Logits(usize),
     Argmax,
-    /// The sampler's k candidates, picked on the device (`top_k.rs`).
-    TopK(usize),
+    /// The sampler's k candidates, picked on the device (`top_k.rs`), and whether the device
+    /// also draws the next token from them (the caller gave the sampler's draw spec).
+    TopK(usize, bool),
     Hidden(usize),
 }
 
@@ -138,7 +139,7 @@ impl Readback {
     /// sampler's candidates than the device picks: `GraphReadback::fill` picks them).
     pub(super) fn of(out: &GraphReadback, vocab: usize) -> Readback {
         if let Some(k) = out.device_top_k() {
-            return Readback::TopK(k);
+            return Readback::TopK(k, out.device_draw().is_some());
         }
         match out {
             GraphReadback::Logits(_) | GraphReadback::TopK(..) => Readback::Logits(vocab),
@@ -170,8 +171,9 @@ pub(super) struct ModelGraph {
     xq: wgpu::Buffer,
     xd: wgpu::Buffer,
     logits: wgpu::Buffer, // (vocab)
-    best: wgpu::Buffer,   // (1) u32: the logits' argmax
-    /// The sampler's candidates picked from `logits`.
+    best: wgpu::Buffer,   // (1) u32: the logits' argmax, or the token drawn from their candidates
+    /// The sampler's candidates picked from `logits` (and a token drawn from them into
+    /// `best`).
     top: DeviceTopK,
     /// (1) u32: the token whose embedding row the graph's first dispatch decodes, where the
     /// embedding is decoded on the device (`Recorded::device_embed`).
@@ -218,23 +220,43 @@ pub(super) struct Mirror {
     /// parity: a token queued ahead copies into the other one than the token before it, and
     /// other sequences' tokens queued in between into their own.
     best_staging: [wgpu::Buffer; 2],
+    /// Where this sequence's top-k keys are read back from, by the position's parity as
+    /// `best_staging`.
+    keys_staging: [wgpu::Buffer; 2],
 }
 
-/// A token queued ahead: its position, its submission, and (once the token before it was
-/// read back) the token it embeds.
+/// A token queued ahead: its position, what it reads back, its submission, and (once the
+/// token before it was read back) the token it embeds.
 pub(super) struct Ahead {
     pos: usize,
+    kind: Readback,
     submission: wgpu::SubmissionIndex,
     token: Option<u32>,
 }
 
 /// How a call's command buffer starts and ends: whether its token is copied from the
-/// previous token's argmax on the device (else the host wrote its input), and the staging
-/// buffer it copies its argmax into.
+/// previous token's device pick (argmax or draw; else the host wrote its input), and the
+/// staging buffers it copies its pick and its top-k keys into.
 #[derive(Clone, Copy)]
 pub(super) struct TokenIo<'a> {
     pub from_device: bool,
     pub best_to: &'a wgpu::Buffer,
+    pub keys_to: &'a wgpu::Buffer,
+}
+
+impl Mirror {
+    /// The staging buffers of the token at `pos`, its command buffer's token taken from the
+    /// previous token's device pick or not.
+    pub(super) fn io(&self, pos: usize, from_device: bool) -> TokenIo<'_> {
+        TokenIo { from_device, best_to: &self.best_staging[pos % 2], keys_to: &self.keys_staging[pos % 2] }
+    }
+}
+
+impl Readback {
+    /// Whether a token can be queued behind this one on its device pick.
+    fn picks_on_device(self) -> bool {
+        matches!(self, Readback::Argmax | Readback::TopK(_, true))
+    }
 }
 
 /// One token's dispatches with their bind groups (and the uniform slots they point into).
@@ -339,6 +361,7 @@ impl WgpuBackend {
         let chunks = capacity.div_ceil(ATT_CHUNK);
         let dev = &self.ctx.device;
         let logits = self.storage_buf("logits", c.vocab);
+        let best = self.storage_buf("best", 1);
         ModelGraph {
             model_key,
             layers,
@@ -354,9 +377,9 @@ impl WgpuBackend {
             int8,
             xq: self.storage_buf("xq", if int8 { widest / 4 } else { 1 }),
             xd: self.storage_buf("xd", if int8 { widest / 8 } else { 1 }),
-            top: DeviceTopK::new(&self.ctx, &logits, c.vocab),
+            top: DeviceTopK::new(&self.ctx, &logits, &best, c.vocab),
             logits,
-            best: self.storage_buf("best", 1),
+            best,
             tok: self.storage_buf("tok", 1),
             part: self.storage_buf("part", c.n_head * chunks * (c.head_dim + 2)),
             capacity,
@@ -401,6 +424,7 @@ impl WgpuBackend {
             prefill: None,
             ahead: None,
             best_staging: [0, 1].map(|_| self.ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some("argmax-read"), size: 4, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false })),
+            keys_staging: [0, 1].map(|_| key_staging(&self.ctx)),
         });
         if mirror.len != at.pos {
             mirror.ahead = None;
@@ -589,6 +613,7 @@ impl WgpuBackend {
     pub(super) fn run_graph(&self, job: &TokenGraphJob, out: GraphReadback) -> DeviceOutcome {
         let m = job.model;
         let kind = Readback::of(&out, m.cfg.vocab);
+        let draw = out.device_draw();
         let capacity = job.host_kv.capacity();
         let at = At { model: m, seq: job.seq, pos: job.pos, host_kv: job.host_kv, layers: job.layers };
         self.on_graph(&at, 1, out, |g, mirror, map| {
@@ -601,25 +626,33 @@ impl WgpuBackend {
             }
             let t0 = std::time::Instant::now();
             let rec = mirror.recorded.as_ref().expect("recorded above");
-            let slot = job.pos % 2;
-            // Greedy tokens go ahead: the next token is queued before this one is read back,
-            // its token copied on the device from this one's argmax, so the device never waits
-            // for the host between greedy tokens (not under the profiling timers, whose
+            // The next token goes ahead where the device picks it (greedy: the argmax; sampled:
+            // drawn from the candidates by the sampler's spec): it is queued before this one is
+            // read back, its token copied on the device from this one's pick, so the device
+            // never waits for the host between tokens (not under the profiling timers, whose
             // buffers serve one token at a time).
-            let go_ahead = kind == Readback::Argmax && rec.device_embed && g.timer.is_none() && g.stamps.is_none() && job.pos + 1 < capacity;
+            let go_ahead = kind.picks_on_device() && rec.device_embed && g.timer.is_none() && g.stamps.is_none() && job.pos + 1 < capacity;
             let (queued, dropped) = match mirror.ahead.take() {
-                Some(a) if a.pos == job.pos && a.token == Some(job.token) && kind == Readback::Argmax => (Some(a.submission), false),
+                Some(a) if a.pos == job.pos && a.token == Some(job.token) && a.kind == kind => (Some(a.submission), false),
                 Some(a) => (None, a.pos == job.pos),
                 None => (None, false),
+            };
+            // The draw of the token whose candidates a submission picks: this token's first,
+            // the one queued behind it second.
+            let set_draw = |which: usize| {
+                if let (Readback::TopK(k, true), Some(spec)) = (kind, &draw) {
+                    g.top.set_draw(&self.ctx, k, spec, spec.draws[which]);
+                }
             };
             let taken = queued.is_some();
             let submission = match queued {
                 Some(s) => s,
                 None => {
                     self.write_token(m, g, rec, job.token, job.pos);
+                    set_draw(0);
                     let cmd = match mirror.prepared.take() {
                         Some((pos, k, cmd)) if pos == job.pos && k == kind => cmd,
-                        _ => self.encode_token(rec, g, job.pos, kind, TokenIo { from_device: false, best_to: &mirror.best_staging[slot] }),
+                        _ => self.encode_token(rec, g, job.pos, kind, mirror.io(job.pos, false)),
                     };
                     self.ctx.queue.submit([cmd])
                 }
@@ -628,15 +661,16 @@ impl WgpuBackend {
             let next = job.pos + 1;
             if go_ahead {
                 self.ctx.queue.write_buffer(&g.step, 0, bytemuck::bytes_of(&step_block(m, next, (next + 1).div_ceil(ATT_CHUNK) as u32, self.rope_fold)));
-                let cmd = self.encode_token(rec, g, next, kind, TokenIo { from_device: true, best_to: &mirror.best_staging[next % 2] });
-                mirror.ahead = Some(Ahead { pos: next, submission: self.ctx.queue.submit([cmd]), token: None });
+                set_draw(1);
+                let cmd = self.encode_token(rec, g, next, kind, mirror.io(next, true));
+                mirror.ahead = Some(Ahead { pos: next, kind, submission: self.ctx.queue.submit([cmd]), token: None });
             } else if next < capacity {
                 // While the GPU runs this token, encode the next one.
-                mirror.prepared = Some((next, kind, self.encode_token(rec, g, next, kind, TokenIo { from_device: false, best_to: &mirror.best_staging[next % 2] })));
+                mirror.prepared = Some((next, kind, self.encode_token(rec, g, next, kind, mirror.io(next, false))));
             }
-            let back = self.read_result(g, kind, &mirror.best_staging[slot], Some(submission))?;
-            if let (Some(a), GraphRead::Argmax(t)) = (mirror.ahead.as_mut(), &back) {
-                a.token = Some(*t);
+            let (back, pick) = self.read_result(g, kind, mirror.io(job.pos, false), Some(submission))?;
+            if let (Some(a), Some(t)) = (mirror.ahead.as_mut(), pick) {
+                a.token = Some(t);
             }
             let mut prof = self.profile.lock().unwrap_or_else(|e| e.into_inner());
             prof.tokens += 1;
@@ -670,14 +704,20 @@ impl WgpuBackend {
         self.ctx.queue.write_buffer(&g.step, 0, bytemuck::bytes_of(&step_block(m, pos, (pos + 1).div_ceil(ATT_CHUNK) as u32, self.rope_fold)));
     }
 
-    /// What `kind` names, from the staging buffer the graph's command buffer copied it into
-    /// (the argmax from `best`, waiting only for submission `after` where given).
-    pub(super) fn read_result(&self, g: &ModelGraph, kind: Readback, best: &wgpu::Buffer, after: Option<wgpu::SubmissionIndex>) -> Result<GraphRead, String> {
+    /// What `kind` names, from the staging buffers the graph's command buffer copied it into
+    /// (the argmax or the top-k keys from `io`'s, waiting only for submission `after` where
+    /// given), and the device's pick of the next token where it made one (the argmax, or the
+    /// token drawn from the candidates).
+    pub(super) fn read_result(&self, g: &ModelGraph, kind: Readback, io: TokenIo, after: Option<wgpu::SubmissionIndex>) -> Result<(GraphRead, Option<u32>), String> {
+        let pick = || self.ctx.read_back_after::<u32>(io.best_to, 1, after.clone()).map(|b| b[0]);
         Ok(match kind {
-            Readback::Logits(vocab) => GraphRead::Logits(self.ctx.read_back::<f32>(&g.staging, vocab as u64)?),
-            Readback::Argmax => GraphRead::Argmax(self.ctx.read_back_after::<u32>(best, 1, after)?[0]),
-            Readback::TopK(k) => GraphRead::TopK(g.top.read(&self.ctx, k)?),
-            Readback::Hidden(n) => GraphRead::Hidden(self.ctx.read_back::<f32>(&g.hidden_staging, n as u64)?),
+            Readback::Logits(vocab) => (GraphRead::Logits(self.ctx.read_back::<f32>(&g.staging, vocab as u64)?), None),
+            Readback::Argmax => {
+                let t = pick()?;
+                (GraphRead::Argmax(t), Some(t))
+            }
+            Readback::TopK(k, draw) => (GraphRead::TopK(read_candidates(&self.ctx, io.keys_to, k, after.clone())?), if draw { Some(pick()?) } else { None }),
+            Readback::Hidden(n) => (GraphRead::Hidden(self.ctx.read_back::<f32>(&g.hidden_staging, n as u64)?), None),
         })
     }
 
@@ -793,8 +833,8 @@ impl WgpuBackend {
             let timestamp_writes = timer.map(|(q, _, _)| wgpu::ComputePassTimestampWrites { query_set: q, beginning_of_pass_write_index: Some(0), end_of_pass_write_index: Some(1) });
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(label), timestamp_writes });
             plan::encode(&mut pass, rec.dispatches.iter().map(|(p, b, gr)| (p, b, *gr)), chunks, stamps.map(|s| &s.0));
-            if let Readback::TopK(k) = kind {
-                g.top.encode(&self.ctx, &mut pass, k);
+            if let Readback::TopK(k, draw) = kind {
+                g.top.encode(&self.ctx, &mut pass, k, draw);
             }
         }
         if let Some((q, resolve, read, _)) = stamps {
@@ -805,7 +845,12 @@ impl WgpuBackend {
         match kind {
             Readback::Logits(vocab) => enc.copy_buffer_to_buffer(&g.logits, 0, &g.staging, 0, (vocab * 4) as u64),
             Readback::Argmax => enc.copy_buffer_to_buffer(&g.best, 0, io.best_to, 0, 4),
-            Readback::TopK(k) => g.top.copy_out(&mut enc, k),
+            Readback::TopK(k, draw) => {
+                g.top.copy_out(&mut enc, k, io.keys_to);
+                if draw {
+                    enc.copy_buffer_to_buffer(&g.best, 0, io.best_to, 0, 4);
+                }
+            }
             Readback::Hidden(n) => enc.copy_buffer_to_buffer(hidden, 0, &g.hidden_staging, 0, (n * 4) as u64),
         }
         if let Some((q, resolve, read)) = timer {

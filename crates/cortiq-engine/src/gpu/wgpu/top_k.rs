@@ -1,8 +1,11 @@
 //! The sampler's candidates picked on the device after a graph's head (kernels/topk_*.wgsl):
-//! a sampled token reads back k keys (`gpu::candidates`) instead of the vocabulary's logits.
+//! a sampled token reads back k keys (`gpu::candidates`) instead of the vocabulary's logits,
+//! and where the sampler's draw spec is given the device also draws the next token from them
+//! (topk_draw.wgsl), so it can be queued before the host has drawn.
 
 use super::context::WgpuContext;
 use crate::gpu::candidates::{candidates, DEVICE_TOP_K_MAX};
+use crate::sample::DrawSpec;
 use wgpu::util::DeviceExt;
 
 /// Logits one `topk_groups` workgroup takes (256 invocations, 16 each).
@@ -18,65 +21,98 @@ struct TopKParams {
     pad: u32,
 }
 
-/// The picks' buffers over one logits buffer, and the bind groups of their two dispatches.
+/// The draw's uniform block (`DrawParams` in topk_draw.wgsl).
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct DrawParams {
+    k: u32,
+    temperature: f32,
+    min_p: f32,
+    top_p: f32,
+    u: f32,
+    pad: [u32; 3],
+}
+
+/// The picks' buffers over one logits buffer, and the bind groups of their dispatches (the
+/// two picks, then the draw into `best`).
 pub(super) struct DeviceTopK {
     n: u32,
     groups: u32,
-    keys: wgpu::Buffer,    // (DEVICE_TOP_K_MAX) vec2<u32> keys, descending
-    staging: wgpu::Buffer, // MAP_READ copy of `keys`
-    params: wgpu::Buffer,  // TopKParams
-    bind: [wgpu::BindGroup; 2],
+    keys: wgpu::Buffer,   // (DEVICE_TOP_K_MAX) vec2<u32> keys, descending
+    params: wgpu::Buffer, // TopKParams
+    draw: wgpu::Buffer,   // DrawParams
+    bind: [wgpu::BindGroup; 3],
+}
+
+/// A MAP_READ buffer that one call's keys are copied into (`DeviceTopK::copy_out`).
+pub(super) fn key_staging(ctx: &WgpuContext) -> wgpu::Buffer {
+    ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some("top-k read"), size: (DEVICE_TOP_K_MAX * 8) as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false })
 }
 
 impl DeviceTopK {
-    /// Buffers for the picks over `logits` (n floats).
-    pub fn new(ctx: &WgpuContext, logits: &wgpu::Buffer, n: usize) -> DeviceTopK {
+    /// Buffers for the picks over `logits` (n floats), the draw writing its token to `best`
+    /// ((1) u32).
+    pub fn new(ctx: &WgpuContext, logits: &wgpu::Buffer, best: &wgpu::Buffer, n: usize) -> DeviceTopK {
         let dev = &ctx.device;
         let groups = n.div_ceil(GROUP_SLICE).max(1);
         let storage = |label, bytes: usize| dev.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: bytes as u64, usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC, mapped_at_creation: false });
         let part = storage("top-k part", groups * DEVICE_TOP_K_MAX * 8); // (groups, DEVICE_TOP_K_MAX) keys
         let keys = storage("top-k keys", DEVICE_TOP_K_MAX * 8);
-        let staging = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("top-k read"), size: (DEVICE_TOP_K_MAX * 8) as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
-        let block = TopKParams { n: n as u32, k: 1, groups: groups as u32, pad: 0 };
-        let params = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("top-k params"), contents: bytemuck::bytes_of(&block), usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST });
-        let group = |pipe: &wgpu::ComputePipeline, input: &wgpu::Buffer, output: &wgpu::Buffer| {
-            let entries = [input, output, &params].iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect::<Vec<_>>();
+        let uniform = |label, bytes: &[u8]| dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: bytes, usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST });
+        let params = uniform("top-k params", bytemuck::bytes_of(&TopKParams { n: n as u32, k: 1, groups: groups as u32, pad: 0 }));
+        let draw = uniform("top-k draw", bytemuck::bytes_of(&DrawParams { k: 1, temperature: 1.0, min_p: 0.0, top_p: 1.0, u: 0.0, pad: [0; 3] }));
+        let group = |pipe: &wgpu::ComputePipeline, input: &wgpu::Buffer, output: &wgpu::Buffer, uniform: &wgpu::Buffer| {
+            let entries = [input, output, uniform].iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect::<Vec<_>>();
             dev.create_bind_group(&wgpu::BindGroupDescriptor { label: Some("top-k"), layout: &pipe.get_bind_group_layout(0), entries: &entries })
         };
-        let bind = [group(&ctx.topk_groups, logits, &part), group(&ctx.topk_merge, &part, &keys)];
-        DeviceTopK { n: n as u32, groups: groups as u32, keys, staging, params, bind }
+        let bind = [group(&ctx.topk_groups, logits, &part, &params), group(&ctx.topk_merge, &part, &keys, &params), group(&ctx.topk_draw, &keys, best, &draw)];
+        DeviceTopK { n: n as u32, groups: groups as u32, keys, params, draw, bind }
     }
 
-    /// Both dispatches into an open pass (after the head), and `k` (1..=DEVICE_TOP_K_MAX) set
-    /// for the next submission.
-    pub fn encode(&self, ctx: &WgpuContext, pass: &mut wgpu::ComputePass, k: usize) {
+    /// The picks' dispatches into an open pass (after the head), and `k`
+    /// (1..=DEVICE_TOP_K_MAX) set for the next submission; with `draw`, the draw's dispatch
+    /// after them (its parameters from `set_draw`).
+    pub fn encode(&self, ctx: &WgpuContext, pass: &mut wgpu::ComputePass, k: usize, draw: bool) {
         let block = TopKParams { n: self.n, k: k as u32, groups: self.groups, pad: 0 };
         ctx.queue.write_buffer(&self.params, 0, bytemuck::bytes_of(&block));
-        pass.set_pipeline(&ctx.topk_groups);
-        pass.set_bind_group(0, &self.bind[0], &[]);
-        pass.dispatch_workgroups(self.groups, 1, 1);
-        pass.set_pipeline(&ctx.topk_merge);
-        pass.set_bind_group(0, &self.bind[1], &[]);
-        pass.dispatch_workgroups(1, 1, 1);
+        let pipes = [&ctx.topk_groups, &ctx.topk_merge, &ctx.topk_draw];
+        let grids = [self.groups, 1, 1];
+        for ((pipe, bind), gx) in pipes.into_iter().zip(&self.bind).zip(grids).take(if draw { 3 } else { 2 }) {
+            pass.set_pipeline(pipe);
+            pass.set_bind_group(0, bind, &[]);
+            pass.dispatch_workgroups(gx, 1, 1);
+        }
     }
 
-    /// Copy the k keys out for `read` (after the pass).
-    pub fn copy_out(&self, enc: &mut wgpu::CommandEncoder, k: usize) {
-        enc.copy_buffer_to_buffer(&self.keys, 0, &self.staging, 0, (k * 8) as u64);
+    /// The draw of the next submission: from its k candidates by `spec`, with the uniform
+    /// draw `u`.
+    pub fn set_draw(&self, ctx: &WgpuContext, k: usize, spec: &DrawSpec, u: f32) {
+        let block = DrawParams { k: k as u32, temperature: spec.temperature, min_p: spec.min_p, top_p: spec.top_p, u, pad: [0; 3] };
+        ctx.queue.write_buffer(&self.draw, 0, bytemuck::bytes_of(&block));
     }
 
-    /// The k candidates, as `sample::top_candidates` gives them (fewer when fewer logits are
-    /// finite), once the submission that copied them out has run.
-    pub fn read(&self, ctx: &WgpuContext, k: usize) -> Result<Vec<(u32, f32)>, String> {
-        let words = ctx.read_back::<u32>(&self.staging, 2 * k as u64)?;
-        Ok(candidates(words.chunks_exact(2).map(|w| ((w[0] as u64) << 32) | w[1] as u64)))
+    /// Copy the k keys out into `staging` (`key_staging`) for `read` (after the pass).
+    pub fn copy_out(&self, enc: &mut wgpu::CommandEncoder, k: usize, staging: &wgpu::Buffer) {
+        enc.copy_buffer_to_buffer(&self.keys, 0, staging, 0, (k * 8) as u64);
     }
 }
 
+/// The k candidates copied into `staging`, as `sample::top_candidates` gives them (fewer
+/// when fewer logits are finite), once submission `after` (or every submission) has run.
+pub(super) fn read_candidates(ctx: &WgpuContext, staging: &wgpu::Buffer, k: usize, after: Option<wgpu::SubmissionIndex>) -> Result<Vec<(u32, f32)>, String> {
+    let words = ctx.read_back_after::<u32>(staging, 2 * k as u64, after)?;
+    Ok(candidates(words.chunks_exact(2).map(|w| ((w[0] as u64) << 32) | w[1] as u64)))
+}
+
+/// The device's top-k candidates (as `sample::top_candidates` gives them) and, where a draw
+/// was asked for, the token it drew from them.
+pub type PickedAndDrawn = (Vec<(u32, f32)>, Option<u32>);
+
 impl super::WgpuBackend {
     /// The k (1..=DEVICE_TOP_K_MAX) largest finite values of `values` picked by the device
-    /// kernels, as `sample::top_candidates` gives them (for the parity tests).
-    pub fn top_k(&self, values: &[f32], k: usize) -> Result<Vec<(u32, f32)>, String> {
+    /// kernels, as `sample::top_candidates` gives them, and with `draw` (a spec and its
+    /// uniform draw) the token the device draws from them (for the parity tests).
+    pub fn top_k(&self, values: &[f32], k: usize, draw: Option<(&DrawSpec, f32)>) -> Result<PickedAndDrawn, String> {
         if values.is_empty() || !(1..=DEVICE_TOP_K_MAX).contains(&k) {
             return Err(format!("top-{k} of {} values: outside the picks' range", values.len()));
         }
@@ -84,18 +120,25 @@ impl super::WgpuBackend {
         let dev = &ctx.device;
         let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
         let logits = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("logits"), contents: bytemuck::cast_slice(values), usage: wgpu::BufferUsages::STORAGE });
-        let top = DeviceTopK::new(ctx, &logits, values.len());
+        let best = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("drawn"), contents: bytemuck::bytes_of(&u32::MAX), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
+        let best_read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("drawn read"), size: 4, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
+        let (top, staging) = (DeviceTopK::new(ctx, &logits, &best, values.len()), key_staging(ctx));
+        if let Some((spec, u)) = draw {
+            top.set_draw(ctx, k, spec, u);
+        }
         let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("top-k") });
         {
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("top-k"), timestamp_writes: None });
-            top.encode(ctx, &mut pass, k);
+            top.encode(ctx, &mut pass, k, draw.is_some());
         }
-        top.copy_out(&mut enc, k);
+        top.copy_out(&mut enc, k, &staging);
+        enc.copy_buffer_to_buffer(&best, 0, &best_read, 0, 4);
         ctx.queue.submit([enc.finish()]);
-        let picked = top.read(ctx, k);
+        let picked = read_candidates(ctx, &staging, k, None);
+        let drawn = ctx.read_back::<u32>(&best_read, 1);
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(format!("top-k: {e}"));
         }
-        picked
+        Ok((picked?, draw.map(|_| drawn).transpose()?.map(|d| d[0])))
     }
 }

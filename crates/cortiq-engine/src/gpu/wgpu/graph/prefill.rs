@@ -111,10 +111,10 @@ impl WgpuBackend {
             }
             let (_, rec) = mirror.prefill.as_ref().expect("recorded above");
             let t0 = std::time::Instant::now();
-            let cmd = self.encode_recorded("prefill", rec, g, 0, kind, &pb.x, false, super::TokenIo { from_device: false, best_to: &mirror.best_staging[0] });
+            let cmd = self.encode_recorded("prefill", rec, g, 0, kind, &pb.x, false, mirror.io(0, false));
             self.ctx.queue.submit([cmd]);
             let t1 = std::time::Instant::now();
-            let back = self.read_result(g, kind, &mirror.best_staging[0], None)?;
+            let (back, _) = self.read_result(g, kind, mirror.io(0, false), None)?;
             let mut prof = self.profile.lock().unwrap_or_else(|e| e.into_inner());
             self.add_dispatch_times(g, rec, &mut prof.prefill_kernels)?;
             prof.prefill_chunks += 1;
