@@ -1142,6 +1142,46 @@ fn wgpu_top_k_picks_the_samplers_candidates() {
     }
 }
 
+/// The wgpu greedy pick (argmax.wgsl per 4096 logits, then argmax_merge.wgsl) against
+/// `sample::argmax` exactly: vocabularies 1 .. 262 144, ties (the first index wins), -0 and
+/// +0, NaN (never chosen), infinities (+inf wins, -inf only if nothing else is a number),
+/// nothing a number (0).
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "SKIP gpu parity: no wgpu backend compiled in (build with --features gpu)")]
+fn wgpu_argmax_picks_as_the_sampler() {
+    #[cfg(feature = "gpu")]
+    {
+        let Some(be) = wgpu_or_skip("wgpu_argmax_picks_as_the_sampler") else { return };
+        let mut rng = SplitMix64::new(0xA4A);
+        let mut cases = 0;
+        for n in [1usize, 31, 4095, 4097, 49152, 128256, 262144] {
+            for variant in ["continuous", "grid", "non-finite", "equal", "late spike", "+inf", "none a number"] {
+                let values: Vec<f32> = (0..n)
+                    .map(|i| {
+                        let v = rng.uniform() * 30.0 - 15.0;
+                        match variant {
+                            "continuous" => v,
+                            "grid" => (v * 0.5).round(),
+                            "non-finite" if i % 37 == 1 => [f32::NAN, f32::NEG_INFINITY][i % 2],
+                            "non-finite" => v,
+                            "equal" => [0.0, -0.0][i % 2],
+                            "late spike" if i + 1 == n || i + 2 == n => 40.0,
+                            "+inf" if i % 5000 == 4999 || i + 1 == n => f32::INFINITY,
+                            "none a number" if i % 3 == 0 => f32::NEG_INFINITY,
+                            "none a number" => f32::NAN,
+                            _ => v,
+                        }
+                    })
+                    .collect();
+                let got = be.argmax(&values).unwrap_or_else(|e| panic!("argmax of {n} {variant}: {e}"));
+                assert_eq!(got, cortiq_engine::sample::argmax(&values), "wgpu argmax of {n} {variant} logits");
+                cases += 1;
+            }
+        }
+        eprintln!("wgpu: {cases} argmax cases equal to the sampler's pick");
+    }
+}
+
 /// The wgpu token draw (topk_draw.wgsl) against the sampler's `sample::draw` over the same
 /// candidates: random logits (spread from near-ties to one dominant token, some NaN), k 1 /
 /// 7 / 40 / 64, temperatures 0.2-1.5, min-p 0-0.2, top-p 0.5-1, random draws. The device's exp

@@ -43,6 +43,8 @@ const ATTN_MERGE: &str = include_str!("kernels/attn_merge.wgsl");
 const ATTN_ROWS: &str = include_str!("kernels/attn_rows.wgsl");
 const ATTN_CHUNK: &str = include_str!("kernels/attn_chunk.wgsl");
 const ARGMAX: &str = include_str!("kernels/argmax.wgsl");
+const ARGMAX_MERGE: &str = include_str!("kernels/argmax_merge.wgsl");
+const ARGMAX_PICK: &str = include_str!("kernels/argmax_pick.wgsl");
 const TOPK_KEYS: &str = include_str!("kernels/topk_keys.wgsl");
 const TOPK_GROUPS: &str = include_str!("kernels/topk_groups.wgsl");
 const TOPK_MERGE: &str = include_str!("kernels/topk_merge.wgsl");
@@ -125,7 +127,10 @@ pub struct WgpuContext {
     /// The prefill graph's causal attention of a chunk's rows.
     pub attn_rows: wgpu::ComputePipeline,
     /// The token graph's greedy pick over the logits.
+    /// The greedy pick: per 4096 logits a candidate (argmax.wgsl), then the best of them
+    /// (argmax_merge.wgsl).
     pub argmax: wgpu::ComputePipeline,
+    pub argmax_merge: wgpu::ComputePipeline,
     /// The sampler's candidates over the logits: per workgroup, then merged (`top_k.rs`).
     pub topk_groups: wgpu::ComputePipeline,
     pub topk_merge: wgpu::ComputePipeline,
@@ -250,11 +255,12 @@ impl WgpuContext {
         let attn_combine = build(&device, &format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "attn_combine")?;
         let attn_combine_q8 = build(&device, &format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE_Q8}{QUANT_UNIT}"), &layout(&device, &[r, w, w, Uniform]), cache.as_ref(), "attn_combine_q8")?;
         let attn_rows = build(&device, &format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}"), &layout(&device, &[r, r, r, w, Uniform]), cache.as_ref(), "attn_rows")?;
-        let argmax = build(&device, ARGMAX, &layout(&device, &[r, w, Uniform]), cache.as_ref(), "argmax")?;
+        let argmax = build(&device, &format!("{ARGMAX_PICK}{ARGMAX}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "argmax")?;
+        let argmax_merge = build(&device, &format!("{ARGMAX_PICK}{ARGMAX_MERGE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "argmax_merge")?;
         let topk_groups = build(&device, &format!("{TOPK_KEYS}{TOPK_GROUPS}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_groups")?;
         let topk_merge = build(&device, &format!("{TOPK_KEYS}{TOPK_MERGE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_merge")?;
         let topk_draw = build(&device, TOPK_DRAW, &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_draw")?;
-        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, gemm: Default::default(), embed: Default::default(), subgroups, pipeline_cache: cache, act, norm, quant, rope_store, attn_split, attn_combine, attn_combine_q8, attn_rows, argmax, topk_groups, topk_merge, topk_draw, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
+        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, gemm: Default::default(), embed: Default::default(), subgroups, pipeline_cache: cache, act, norm, quant, rope_store, attn_split, attn_combine, attn_combine_q8, attn_rows, argmax, argmax_merge, topk_groups, topk_merge, topk_draw, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
         // The per-op kernels up front (a job's first call should not pay a compile).
         for (codec, _, _) in MATVEC_CODECS {
             for (rows, cols) in [(1, 1), (TALL_ROWS, 1), (WIDE_ROWS, WIDE_COLS)] {
@@ -778,7 +784,7 @@ mod tests {
                 }
             }
         }
-        for (name, src) in [("act", ACT.to_string()), ("norm", norm_source()), ("quant", quant_source()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_split", format!("{STEP}{ATTN_CHUNK}{ATTN_SPLIT}")), ("attn_combine", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE}")), ("attn_combine_q8", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE_Q8}{QUANT_UNIT}")), ("attn_rows", format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}")), ("argmax", ARGMAX.to_string()), ("topk_groups", format!("{TOPK_KEYS}{TOPK_GROUPS}")), ("topk_merge", format!("{TOPK_KEYS}{TOPK_MERGE}")), ("topk_draw", TOPK_DRAW.to_string())] {
+        for (name, src) in [("act", ACT.to_string()), ("norm", norm_source()), ("quant", quant_source()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_split", format!("{STEP}{ATTN_CHUNK}{ATTN_SPLIT}")), ("attn_combine", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE}")), ("attn_combine_q8", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE_Q8}{QUANT_UNIT}")), ("attn_rows", format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}")), ("argmax", format!("{ARGMAX_PICK}{ARGMAX}")), ("argmax_merge", format!("{ARGMAX_PICK}{ARGMAX_MERGE}")), ("topk_groups", format!("{TOPK_KEYS}{TOPK_GROUPS}")), ("topk_merge", format!("{TOPK_KEYS}{TOPK_MERGE}")), ("topk_draw", TOPK_DRAW.to_string())] {
             validate(name, &src);
         }
     }

@@ -114,14 +114,6 @@ pub(super) fn quant_slot(params: &mut Params, cols: u32, mode: u32, eps: f32) ->
     params.slot(bytemuck::bytes_of(&QuantBlock { cols, mode, eps, pad: 0 }))
 }
 
-/// `ArgmaxParams` in argmax.wgsl.
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-pub(super) struct ArgmaxBlock {
-    pub n: u32,
-    pub pad: [u32; 3],
-}
-
 /// What a graph call copies out for the host: the logits (vocab), their argmax, or the
 /// residual stream after a device prefix (its floats: rows x n_embd).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -172,6 +164,7 @@ pub(super) struct ModelGraph {
     xd: wgpu::Buffer,
     logits: wgpu::Buffer, // (vocab)
     best: wgpu::Buffer,   // (1) u32: the logits' argmax, or the token drawn from their candidates
+    argmax_part: wgpu::Buffer, // (argmax::groups(vocab), 2) u32: the argmax's per-group candidates
     /// The sampler's candidates picked from `logits` (and a token drawn from them into
     /// `best`).
     top: DeviceTopK,
@@ -378,6 +371,7 @@ impl WgpuBackend {
             xq: self.storage_buf("xq", if int8 { widest / 4 } else { 1 }),
             xd: self.storage_buf("xd", if int8 { widest / 8 } else { 1 }),
             top: DeviceTopK::new(&self.ctx, &logits, &best, c.vocab),
+            argmax_part: self.storage_buf("argmax part", 2 * super::argmax::groups(c.vocab)),
             logits,
             best,
             tok: self.storage_buf("tok", 1),
@@ -604,8 +598,7 @@ impl WgpuBackend {
         plan::matvec(ctx, res(head)?, io, d, 1, &mut params, &mut p)?;
         stage(&mut p, at, "head", &args[args.len() - 1..], "head");
         // The greedy pick, read back instead of the logits when only it is wanted.
-        let at = params.slot(bytemuck::bytes_of(&ArgmaxBlock { n: c.vocab as u32, pad: [0; 3] }));
-        p.push(Planned { label: "argmax", pipe: ctx.argmax.clone(), bufs: vec![&g.logits, &g.best], uniform: Uniform::Slot(at), grid: Grid::Fixed(1, 1, 1) });
+        super::argmax::plan(ctx, &g.logits, &g.argmax_part, &g.best, c.vocab, &mut params, &mut p);
         Ok(Recorded::bind(&ctx.device, p, &params, stage_bytes))
     }
 

@@ -10,6 +10,7 @@
 
 pub mod adapter;
 mod context;
+mod argmax;
 mod graph;
 mod multi;
 mod top_k;

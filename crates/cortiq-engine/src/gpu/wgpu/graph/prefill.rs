@@ -17,7 +17,7 @@
 use super::super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform};
 use super::super::{Resident, WgpuBackend};
 use super::super::{int8_layers, Variant, XMode};
-use super::{graph_weights, quant_slot, quantize_rows, relabel, step_block, ArgmaxBlock, At, ModelGraph, NormBlock, Readback, Recorded, QUANT_PLAIN, QUANT_SILU};
+use super::{graph_weights, quant_slot, quantize_rows, relabel, step_block, At, ModelGraph, NormBlock, Readback, Recorded, QUANT_PLAIN, QUANT_SILU};
 use crate::gpu::backend::{DeviceOutcome, GraphReadback, PrefillGraphJob, WeightArg};
 use std::collections::HashMap;
 
@@ -199,8 +199,7 @@ impl WgpuBackend {
         let at = p.len();
         plan::matvec(ctx, res(&args[args.len() - 1])?, MatvecIo::plain(&pb.last, &g.logits, 0), d, 1, params, &mut p)?;
         relabel(&mut p, at, "head");
-        let at = params.slot(bytemuck::bytes_of(&ArgmaxBlock { n: c.vocab as u32, pad: [0; 3] }));
-        p.push(Planned { label: "argmax", pipe: ctx.argmax.clone(), bufs: vec![&g.logits, &g.best], uniform: Uniform::Slot(at), grid: Grid::Fixed(1, 1, 1) });
+        super::super::argmax::plan(ctx, &g.logits, &g.argmax_part, &g.best, c.vocab, params, &mut p);
         Ok(p)
     }
 }
