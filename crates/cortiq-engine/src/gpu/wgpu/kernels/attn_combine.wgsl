@@ -8,11 +8,8 @@
 
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let h = wg.x;
-    let hd = st.head_dim;
-    let base = h * st.chunks * (hd + 2u);
-    let stats = merge_stats(base);
-    for (var d = lid; d < hd; d += 64u) {
-        att[h * hd + d] = merged(base, d, stats);
+    let stats = merge_stats(wg.x);
+    for (var d = lid; d < st.head_dim; d += 64u) {
+        att[wg.x * st.head_dim + d] = merged(wg.x, d, stats);
     }
 }

@@ -19,17 +19,14 @@ fn o4(i: u32) -> vec4<f32> {
 
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let h = wg.x;
-    let hd = st.head_dim;
-    let base = h * st.chunks * (hd + 2u);
-    let stats = merge_stats(base);
-    for (var d = lid; d < hd; d += 64u) {
-        o[d] = merged(base, d, stats);
+    let stats = merge_stats(wg.x);
+    for (var d = lid; d < st.head_dim; d += 64u) {
+        o[d] = merged(wg.x, d, stats);
     }
     workgroupBarrier();
-    let units = hd / 32u;
+    let units = st.head_dim / 32u;
     if (lid < units) {
         let b = 8u * lid;
-        store_unit(h * units + lid, o4(b), o4(b + 1u), o4(b + 2u), o4(b + 3u), o4(b + 4u), o4(b + 5u), o4(b + 6u), o4(b + 7u));
+        store_unit(wg.x * units + lid, o4(b), o4(b + 1u), o4(b + 2u), o4(b + 3u), o4(b + 4u), o4(b + 5u), o4(b + 6u), o4(b + 7u));
     }
 }
