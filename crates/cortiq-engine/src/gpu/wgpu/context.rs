@@ -46,6 +46,8 @@ const ARGMAX: &str = include_str!("kernels/argmax.wgsl");
 const ARGMAX_MERGE: &str = include_str!("kernels/argmax_merge.wgsl");
 const ARGMAX_PICK: &str = include_str!("kernels/argmax_pick.wgsl");
 const TOPK_KEYS: &str = include_str!("kernels/topk_keys.wgsl");
+const TOPK_REDUCE_SHARED: &str = include_str!("kernels/topk_reduce_shared.wgsl");
+const TOPK_REDUCE_SUBGROUP: &str = include_str!("kernels/topk_reduce_subgroup.wgsl");
 const TOPK_GROUPS: &str = include_str!("kernels/topk_groups.wgsl");
 const TOPK_MERGE: &str = include_str!("kernels/topk_merge.wgsl");
 const TOPK_DRAW: &str = include_str!("kernels/topk_draw.wgsl");
@@ -257,8 +259,8 @@ impl WgpuContext {
         let attn_rows = build(&device, &format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}"), &layout(&device, &[r, r, r, w, Uniform]), cache.as_ref(), "attn_rows")?;
         let argmax = build(&device, &format!("{ARGMAX_PICK}{ARGMAX}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "argmax")?;
         let argmax_merge = build(&device, &format!("{ARGMAX_PICK}{ARGMAX_MERGE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "argmax_merge")?;
-        let topk_groups = build(&device, &format!("{TOPK_KEYS}{TOPK_GROUPS}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_groups")?;
-        let topk_merge = build(&device, &format!("{TOPK_KEYS}{TOPK_MERGE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_merge")?;
+        let topk_groups = build(&device, &topk_source(TOPK_GROUPS, subgroups), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_groups")?;
+        let topk_merge = build(&device, &topk_source(TOPK_MERGE, subgroups), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_merge")?;
         let topk_draw = build(&device, TOPK_DRAW, &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_draw")?;
         let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, gemm: Default::default(), embed: Default::default(), subgroups, pipeline_cache: cache, act, norm, quant, rope_store, attn_split, attn_combine, attn_combine_q8, attn_rows, argmax, argmax_merge, topk_groups, topk_merge, topk_draw, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
         // The per-op kernels up front (a job's first call should not pay a compile).
@@ -513,6 +515,23 @@ pub(super) fn reduce_source(subgroups: bool) -> &'static str {
     }
 }
 
+/// The value of a reduction snippet's directive line (`// KEY=value`), empty if it has none.
+fn reduce_directive(reduce: &str, key: &str) -> String {
+    reduce.lines().find_map(|l| l.trim_start_matches("// ").strip_prefix(key)).unwrap_or("").to_string()
+}
+
+/// A top-k kernel's shader: the keys' helpers, the kernel, and the rounds' workgroup maximum
+/// (with subgroup operations where the adapter has them), its REDUCE_* placeholders filled
+/// from the snippet's directives.
+fn topk_source(kernel: &str, subgroups: bool) -> String {
+    let reduce = if subgroups { TOPK_REDUCE_SUBGROUP } else { TOPK_REDUCE_SHARED };
+    let body = format!("{TOPK_KEYS}{kernel}")
+        .replace("REDUCE_ARGS", &reduce_directive(reduce, "REDUCE_ARGS="))
+        .replace("REDUCE_PASS", &reduce_directive(reduce, "REDUCE_PASS="))
+        .replace("REDUCE_PARAMS", &reduce_directive(reduce, "REDUCE_PARAMS="));
+    format!("{body}\n{reduce}")
+}
+
 /// The matvec shader for one codec and variant: bindings, the kernel, codec functions,
 /// reduction.
 fn matvec_source(suffix: &str, vec4s: u32, subgroups: bool, shape: MatvecShape, variant: Variant) -> String {
@@ -533,7 +552,7 @@ pub(super) const SILU4: &str = "fn silu4(a: vec4<f32>) -> vec4<f32> { return a /
 /// `unit_dot8`) and `reduce` defined beside it.
 pub(super) fn matvec_kernel(vec4s: u32, subgroups: bool, shape: MatvecShape, variant: Variant) -> String {
     let reduce = reduce_source(subgroups);
-    let directive = |key: &str| reduce.lines().find_map(|l| l.trim_start_matches("// ").strip_prefix(key)).unwrap_or("").to_string();
+    let directive = |key: &str| reduce_directive(reduce, key);
     let pass = directive("REDUCE_PASS=");
     let groups = shape.rows / 4;
     let rows = (1..shape.rows).map(|j| format!("let r{j} = min(r0 + {j}u, last);")).collect::<Vec<_>>().join(" ");
@@ -784,7 +803,11 @@ mod tests {
                 }
             }
         }
-        for (name, src) in [("act", ACT.to_string()), ("norm", norm_source()), ("quant", quant_source()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_split", format!("{STEP}{ATTN_CHUNK}{ATTN_SPLIT}")), ("attn_combine", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE}")), ("attn_combine_q8", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE_Q8}{QUANT_UNIT}")), ("attn_rows", format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}")), ("argmax", format!("{ARGMAX_PICK}{ARGMAX}")), ("argmax_merge", format!("{ARGMAX_PICK}{ARGMAX_MERGE}")), ("topk_groups", format!("{TOPK_KEYS}{TOPK_GROUPS}")), ("topk_merge", format!("{TOPK_KEYS}{TOPK_MERGE}")), ("topk_draw", TOPK_DRAW.to_string())] {
+        for subgroups in [false, true] {
+            validate(&format!("topk_groups subgroups={subgroups}"), &topk_source(TOPK_GROUPS, subgroups));
+            validate(&format!("topk_merge subgroups={subgroups}"), &topk_source(TOPK_MERGE, subgroups));
+        }
+        for (name, src) in [("act", ACT.to_string()), ("norm", norm_source()), ("quant", quant_source()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_split", format!("{STEP}{ATTN_CHUNK}{ATTN_SPLIT}")), ("attn_combine", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE}")), ("attn_combine_q8", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE_Q8}{QUANT_UNIT}")), ("attn_rows", format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}")), ("argmax", format!("{ARGMAX_PICK}{ARGMAX}")), ("argmax_merge", format!("{ARGMAX_PICK}{ARGMAX_MERGE}")), ("topk_draw", TOPK_DRAW.to_string())] {
             validate(name, &src);
         }
     }

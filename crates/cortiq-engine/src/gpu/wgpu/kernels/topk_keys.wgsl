@@ -5,7 +5,9 @@
 // bits in IEEE total order (-0 below +0), y the index's complement; (0, 0) for NaN and
 // +-inf, which are never candidates (a finite value's x is at least 0x00800000). Each round
 // takes the largest key below the last one taken, so nothing needs marking. Infinities and
-// NaN are recognized by their bits (WGSL may assume no NaN in comparisons).
+// NaN are recognized by their bits (WGSL may assume no NaN in comparisons). The host appends
+// topk_reduce_subgroup.wgsl or topk_reduce_shared.wgsl (`workgroup_largest`) and fills in
+// REDUCE_ARGS / REDUCE_PASS / REDUCE_PARAMS from its directives.
 
 struct TopKParams {
     n: u32,      // logits
@@ -15,8 +17,7 @@ struct TopKParams {
 }
 
 const WG: u32 = 256u;
-const PER: u32 = 16u; // logits per invocation in topk_groups
-var<workgroup> red: array<vec2<u32>, 256>;
+const PER: u32 = 16u; // keys per invocation held in registers
 
 fn order_key(v: f32, i: u32) -> vec2<u32> {
     let u = bitcast<u32>(v);
@@ -34,17 +35,27 @@ fn larger(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
     return select(b, a, above(a, b));
 }
 
-// The largest of every invocation's m, to every invocation.
-fn workgroup_largest(m: vec2<u32>, lid: u32) -> vec2<u32> {
-    red[lid] = m;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (lid < s) {
-            red[lid] = larger(red[lid], red[lid + s]);
+// Rounds r < tp.k: the largest key below the previous round's among every invocation's
+// `keys` (and, past the registers' WG * PER, `part` from `spill` to `total`, read each
+// round), into out[base + r] by invocation 0. Call from uniform control flow.
+fn top_rounds(keys: array<vec2<u32>, PER>, spill: u32, total: u32, base: u32, lid: u32 REDUCE_PARAMS) {
+    var last = vec2<u32>(0xffffffffu, 0xffffffffu);
+    for (var r = 0u; r < tp.k; r++) {
+        var m = vec2<u32>(0u, 0u);
+        for (var j = 0u; j < PER; j++) {
+            if (above(last, keys[j])) {
+                m = larger(m, keys[j]);
+            }
         }
-        workgroupBarrier();
+        for (var i = spill + lid; i < total; i += WG) {
+            let key = spilled(i);
+            if (above(last, key)) {
+                m = larger(m, key);
+            }
+        }
+        last = workgroup_largest(m, lid REDUCE_PASS);
+        if (lid == 0u) {
+            out[base + r] = last;
+        }
     }
-    let top = red[0];
-    workgroupBarrier();
-    return top;
 }

@@ -1,0 +1,20 @@
+// The top-k rounds' workgroup maximum through shared memory: the portable path.
+// REDUCE_ARGS=
+// REDUCE_PASS=
+// REDUCE_PARAMS=
+var<workgroup> red: array<vec2<u32>, 256>;
+
+// The largest of every invocation's m, to every invocation.
+fn workgroup_largest(m: vec2<u32>, lid: u32) -> vec2<u32> {
+    red[lid] = m;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) {
+            red[lid] = larger(red[lid], red[lid + s]);
+        }
+        workgroupBarrier();
+    }
+    let top = red[0];
+    workgroupBarrier();
+    return top;
+}
