@@ -229,7 +229,7 @@ pub(super) struct Ahead {
 
 /// How a call's command buffer starts and ends: whether its token is copied from the
 /// previous token's device pick (argmax or draw; else the host wrote its input), and the
-/// staging buffers it copies its argmax, or its top-k keys and drawn token, into.
+/// staging buffers it copies its pick and its top-k keys into.
 #[derive(Clone, Copy)]
 pub(super) struct TokenIo<'a> {
     pub from_device: bool,
@@ -698,20 +698,18 @@ impl WgpuBackend {
     }
 
     /// What `kind` names, from the staging buffers the graph's command buffer copied it into
-    /// (the argmax, or the top-k keys and the token drawn from them, from `io`'s: one
-    /// readback, waiting only for submission `after` where given), and the device's pick of
-    /// the next token where it made one (the argmax, or the drawn token).
+    /// (the argmax or the top-k keys from `io`'s, waiting only for submission `after` where
+    /// given), and the device's pick of the next token where it made one (the argmax, or the
+    /// token drawn from the candidates).
     pub(super) fn read_result(&self, g: &ModelGraph, kind: Readback, io: TokenIo, after: Option<wgpu::SubmissionIndex>) -> Result<(GraphRead, Option<u32>), String> {
+        let pick = || self.ctx.read_back_after::<u32>(io.best_to, 1, after.clone()).map(|b| b[0]);
         Ok(match kind {
             Readback::Logits(vocab) => (GraphRead::Logits(self.ctx.read_back::<f32>(&g.staging, vocab as u64)?), None),
             Readback::Argmax => {
-                let t = self.ctx.read_back_after::<u32>(io.best_to, 1, after)?[0];
+                let t = pick()?;
                 (GraphRead::Argmax(t), Some(t))
             }
-            Readback::TopK(k, draw) => {
-                let (cand, drawn) = read_candidates(&self.ctx, io.keys_to, k, draw, after)?;
-                (GraphRead::TopK(cand), drawn)
-            }
+            Readback::TopK(k, draw) => (GraphRead::TopK(read_candidates(&self.ctx, io.keys_to, k, after.clone())?), if draw { Some(pick()?) } else { None }),
             Readback::Hidden(n) => (GraphRead::Hidden(self.ctx.read_back::<f32>(&g.hidden_staging, n as u64)?), None),
         })
     }
@@ -840,7 +838,12 @@ impl WgpuBackend {
         match kind {
             Readback::Logits(vocab) => enc.copy_buffer_to_buffer(&g.logits, 0, &g.staging, 0, (vocab * 4) as u64),
             Readback::Argmax => enc.copy_buffer_to_buffer(&g.best, 0, io.best_to, 0, 4),
-            Readback::TopK(k, draw) => g.top.copy_out(&mut enc, k, io.keys_to, draw.then_some(&g.best)),
+            Readback::TopK(k, draw) => {
+                g.top.copy_out(&mut enc, k, io.keys_to);
+                if draw {
+                    enc.copy_buffer_to_buffer(&g.best, 0, io.best_to, 0, 4);
+                }
+            }
             Readback::Hidden(n) => enc.copy_buffer_to_buffer(hidden, 0, &g.hidden_staging, 0, (n * 4) as u64),
         }
         if let Some((q, resolve, read)) = timer {

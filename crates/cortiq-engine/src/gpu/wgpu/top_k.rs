@@ -44,13 +44,9 @@ pub(super) struct DeviceTopK {
     bind: [wgpu::BindGroup; 3],
 }
 
-/// Word of a key staging buffer where the drawn token lands, after the largest k's keys.
-const DRAWN_WORD: usize = 2 * DEVICE_TOP_K_MAX;
-
-/// A MAP_READ buffer that one call's keys and drawn token are copied into
-/// (`DeviceTopK::copy_out`): (DEVICE_TOP_K_MAX, 2) u32 keys, then the token.
+/// A MAP_READ buffer that one call's keys are copied into (`DeviceTopK::copy_out`).
 pub(super) fn key_staging(ctx: &WgpuContext) -> wgpu::Buffer {
-    ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some("top-k read"), size: (4 * DRAWN_WORD + 16) as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false })
+    ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some("top-k read"), size: (DEVICE_TOP_K_MAX * 8) as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false })
 }
 
 impl DeviceTopK {
@@ -95,23 +91,17 @@ impl DeviceTopK {
         ctx.queue.write_buffer(&self.draw, 0, bytemuck::bytes_of(&block));
     }
 
-    /// Copy the k keys out into `staging` (`key_staging`), and where given the drawn token
-    /// from `drawn` (the draw's output) beside them, for `read_candidates` (after the pass):
-    /// one readback for both.
-    pub fn copy_out(&self, enc: &mut wgpu::CommandEncoder, k: usize, staging: &wgpu::Buffer, drawn: Option<&wgpu::Buffer>) {
+    /// Copy the k keys out into `staging` (`key_staging`) for `read` (after the pass).
+    pub fn copy_out(&self, enc: &mut wgpu::CommandEncoder, k: usize, staging: &wgpu::Buffer) {
         enc.copy_buffer_to_buffer(&self.keys, 0, staging, 0, (k * 8) as u64);
-        if let Some(best) = drawn {
-            enc.copy_buffer_to_buffer(best, 0, staging, (4 * DRAWN_WORD) as u64, 4);
-        }
     }
 }
 
 /// The k candidates copied into `staging`, as `sample::top_candidates` gives them (fewer
-/// when fewer logits are finite), and with `drawn` the token drawn from them, once
-/// submission `after` (or every submission) has run.
-pub(super) fn read_candidates(ctx: &WgpuContext, staging: &wgpu::Buffer, k: usize, drawn: bool, after: Option<wgpu::SubmissionIndex>) -> Result<PickedAndDrawn, String> {
-    let words = ctx.read_back_after::<u32>(staging, if drawn { DRAWN_WORD + 1 } else { 2 * k } as u64, after)?;
-    Ok((candidates(words[..2 * k].chunks_exact(2).map(|w| ((w[0] as u64) << 32) | w[1] as u64)), drawn.then(|| words[DRAWN_WORD])))
+/// when fewer logits are finite), once submission `after` (or every submission) has run.
+pub(super) fn read_candidates(ctx: &WgpuContext, staging: &wgpu::Buffer, k: usize, after: Option<wgpu::SubmissionIndex>) -> Result<Vec<(u32, f32)>, String> {
+    let words = ctx.read_back_after::<u32>(staging, 2 * k as u64, after)?;
+    Ok(candidates(words.chunks_exact(2).map(|w| ((w[0] as u64) << 32) | w[1] as u64)))
 }
 
 /// The device's top-k candidates (as `sample::top_candidates` gives them) and, where a draw
@@ -131,6 +121,7 @@ impl super::WgpuBackend {
         let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
         let logits = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("logits"), contents: bytemuck::cast_slice(values), usage: wgpu::BufferUsages::STORAGE });
         let best = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("drawn"), contents: bytemuck::bytes_of(&u32::MAX), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
+        let best_read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("drawn read"), size: 4, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
         let (top, staging) = (DeviceTopK::new(ctx, &logits, &best, values.len()), key_staging(ctx));
         if let Some((spec, u)) = draw {
             top.set_draw(ctx, k, spec, u);
@@ -140,12 +131,14 @@ impl super::WgpuBackend {
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("top-k"), timestamp_writes: None });
             top.encode(ctx, &mut pass, k, draw.is_some());
         }
-        top.copy_out(&mut enc, k, &staging, draw.map(|_| &best));
+        top.copy_out(&mut enc, k, &staging);
+        enc.copy_buffer_to_buffer(&best, 0, &best_read, 0, 4);
         ctx.queue.submit([enc.finish()]);
-        let picked = read_candidates(ctx, &staging, k, draw.is_some(), None);
+        let picked = read_candidates(ctx, &staging, k, None);
+        let drawn = ctx.read_back::<u32>(&best_read, 1);
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(format!("top-k: {e}"));
         }
-        picked
+        Ok((picked?, draw.map(|_| drawn).transpose()?.map(|d| d[0])))
     }
 }
