@@ -1,7 +1,7 @@
 //! The graphs' greedy pick on the device (kernels/argmax*.wgsl): per 4096 logits a workgroup's
-//! best candidate, then one workgroup's pick among them, by `sample::argmax`'s rule.
+//! best candidate, then one workgroup's pick among them, by `sample::argmax`'s rule; encoded
+//! after the head only when a call reads its argmax back.
 
-use super::plan::{self, Grid, Params, Planned, Uniform};
 use super::WgpuContext;
 use wgpu::util::DeviceExt;
 
@@ -17,19 +17,39 @@ struct ArgmaxBlock {
     pad: [u32; 2],
 }
 
-/// Workgroups of the first pass over `n` logits (the length of its `part` buffer in
-/// candidates of two u32 each).
-pub(super) fn groups(n: usize) -> usize {
-    n.div_ceil(GROUP_SLICE).max(1)
+/// The pick's buffers over one logits buffer and the bind groups of its two dispatches,
+/// encoded after a graph's head only when its argmax is read back (as `DeviceTopK` is for
+/// the sampler's candidates).
+pub(super) struct DeviceArgmax {
+    groups: u32,
+    bind: [wgpu::BindGroup; 2],
+    _part: wgpu::Buffer,   // (groups, 2) u32: each group's candidate (value bits, index)
+    _params: wgpu::Buffer, // ArgmaxBlock
 }
 
-/// The two dispatches that pick the argmax of `logits` (n floats) into `best` ((1) u32),
-/// through `part` ((groups(n), 2) u32), their uniform block added to `params`.
-pub(super) fn plan<'b>(ctx: &WgpuContext, logits: &'b wgpu::Buffer, part: &'b wgpu::Buffer, best: &'b wgpu::Buffer, n: usize, params: &mut Params, p: &mut Vec<Planned<'b>>) {
-    let g = groups(n) as u32;
-    let at = params.slot(bytemuck::bytes_of(&ArgmaxBlock { n: n as u32, groups: g, pad: [0; 2] }));
-    p.push(Planned { label: "argmax", pipe: ctx.argmax.clone(), bufs: vec![logits, part], uniform: Uniform::Slot(at), grid: Grid::Fixed(g, 1, 1) });
-    p.push(Planned { label: "argmax", pipe: ctx.argmax_merge.clone(), bufs: vec![part, best], uniform: Uniform::Slot(at), grid: Grid::Fixed(1, 1, 1) });
+impl DeviceArgmax {
+    /// Buffers for the pick of `logits` (n floats) into `best` ((1) u32).
+    pub fn new(ctx: &WgpuContext, logits: &wgpu::Buffer, best: &wgpu::Buffer, n: usize) -> DeviceArgmax {
+        let dev = &ctx.device;
+        let groups = n.div_ceil(GROUP_SLICE).max(1) as u32;
+        let part = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("argmax part"), size: 8 * groups as u64, usage: wgpu::BufferUsages::STORAGE, mapped_at_creation: false });
+        let params = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("argmax params"), contents: bytemuck::bytes_of(&ArgmaxBlock { n: n as u32, groups, pad: [0; 2] }), usage: wgpu::BufferUsages::UNIFORM });
+        let group = |pipe: &wgpu::ComputePipeline, input: &wgpu::Buffer, output: &wgpu::Buffer| {
+            let entries = [input, output, &params].iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect::<Vec<_>>();
+            dev.create_bind_group(&wgpu::BindGroupDescriptor { label: Some("argmax"), layout: &pipe.get_bind_group_layout(0), entries: &entries })
+        };
+        let bind = [group(&ctx.argmax, logits, &part), group(&ctx.argmax_merge, &part, best)];
+        DeviceArgmax { groups, bind, _part: part, _params: params }
+    }
+
+    /// Both dispatches into an open pass (after the head).
+    pub fn encode(&self, ctx: &WgpuContext, pass: &mut wgpu::ComputePass) {
+        for ((pipe, bind), gx) in [&ctx.argmax, &ctx.argmax_merge].into_iter().zip(&self.bind).zip([self.groups, 1]) {
+            pass.set_pipeline(pipe);
+            pass.set_bind_group(0, bind, &[]);
+            pass.dispatch_workgroups(gx, 1, 1);
+        }
+    }
 }
 
 impl super::WgpuBackend {
@@ -42,17 +62,13 @@ impl super::WgpuBackend {
         let dev = &ctx.device;
         let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
         let logits = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("logits"), contents: bytemuck::cast_slice(values), usage: wgpu::BufferUsages::STORAGE });
-        let part = self.storage_buf("argmax part", 2 * groups(values.len()));
         let best = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("best"), contents: bytemuck::bytes_of(&u32::MAX), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
         let read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("best read"), size: 4, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
-        let (mut params, mut p) = (Params::default(), Vec::new());
-        plan(ctx, &logits, &part, &best, values.len(), &mut params, &mut p);
-        let pbuf = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("argmax params"), contents: &params.0, usage: wgpu::BufferUsages::UNIFORM });
-        let groups_bound = plan::bind(dev, &p, &pbuf);
+        let pick = DeviceArgmax::new(ctx, &logits, &best, values.len());
         let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("argmax") });
         {
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("argmax"), timestamp_writes: None });
-            plan::encode(&mut pass, p.iter().zip(&groups_bound).map(|(d, g)| (&d.pipe, g, d.grid)), 0, None);
+            pick.encode(ctx, &mut pass);
         }
         enc.copy_buffer_to_buffer(&best, 0, &read, 0, 4);
         ctx.queue.submit([enc.finish()]);

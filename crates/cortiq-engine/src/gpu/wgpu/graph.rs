@@ -12,6 +12,7 @@
 //! shares the model's buffers, the sequence's mirror and the frame (`on_graph`) with it.
 
 use super::multi::{self, MultiIo};
+use super::argmax::DeviceArgmax;
 use super::top_k::{key_staging, read_candidates, DeviceTopK};
 use super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform};
 use super::{int8_layers, Resident, Unfit, Variant, WgpuBackend, XMode, Q8_CODECS};
@@ -114,8 +115,10 @@ pub(super) fn quant_slot(params: &mut Params, cols: u32, mode: u32, eps: f32) ->
     params.slot(bytemuck::bytes_of(&QuantBlock { cols, mode, eps, pad: 0 }))
 }
 
-/// What a graph call copies out for the host: the logits (vocab), their argmax, or the
-/// residual stream after a device prefix (its floats: rows x n_embd).
+/// What a graph call copies out for the host: the logits (vocab), their argmax, the
+/// sampler's top-k candidates, or the residual stream after a device prefix (its floats:
+/// rows x n_embd); the argmax and the candidates are picked by dispatches encoded after the
+/// head for that call only.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Readback {
     Logits(usize),
@@ -164,7 +167,8 @@ pub(super) struct ModelGraph {
     xd: wgpu::Buffer,
     logits: wgpu::Buffer, // (vocab)
     best: wgpu::Buffer,   // (1) u32: the logits' argmax, or the token drawn from their candidates
-    argmax_part: wgpu::Buffer, // (argmax::groups(vocab), 2) u32: the argmax's per-group candidates
+    /// The greedy pick of `logits` into `best`.
+    argmax: DeviceArgmax,
     /// The sampler's candidates picked from `logits` (and a token drawn from them into
     /// `best`).
     top: DeviceTopK,
@@ -371,7 +375,7 @@ impl WgpuBackend {
             xq: self.storage_buf("xq", if int8 { widest / 4 } else { 1 }),
             xd: self.storage_buf("xd", if int8 { widest / 8 } else { 1 }),
             top: DeviceTopK::new(&self.ctx, &logits, &best, c.vocab),
-            argmax_part: self.storage_buf("argmax part", 2 * super::argmax::groups(c.vocab)),
+            argmax: DeviceArgmax::new(&self.ctx, &logits, &best, c.vocab),
             logits,
             best,
             tok: self.storage_buf("tok", 1),
@@ -443,7 +447,8 @@ impl WgpuBackend {
     /// activations (`ModelGraph::int8`) a quantizer before QKV (the norm folded in), gate/up
     /// (the norm) and down (SiLU(gate) * up) instead, and O's input quantized by the combine
     /// (`combine_q8`; else a quantizer before O) (9 stages); then the final norm (or its
-    /// quantizer), the head and the argmax. A stage's matrices run as one dispatch where
+    /// quantizer) and the head (the argmax or the top-k follow per call, `encode_recorded`).
+    /// A stage's matrices run as one dispatch where
     /// `multi.rs` takes them (else a dispatch each). The whole model's token starts with its
     /// embedding row decoded on the device where it can be (`plan::embed`).
     fn record(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &ModelGraph, mirror: &Mirror) -> Result<Recorded, String> {
@@ -597,8 +602,6 @@ impl WgpuBackend {
         let at = p.len();
         plan::matvec(ctx, res(head)?, io, d, 1, &mut params, &mut p)?;
         stage(&mut p, at, "head", &args[args.len() - 1..], "head");
-        // The greedy pick, read back instead of the logits when only it is wanted.
-        super::argmax::plan(ctx, &g.logits, &g.argmax_part, &g.best, c.vocab, &mut params, &mut p);
         Ok(Recorded::bind(&ctx.device, p, &params, stage_bytes))
     }
 
@@ -826,8 +829,11 @@ impl WgpuBackend {
             let timestamp_writes = timer.map(|(q, _, _)| wgpu::ComputePassTimestampWrites { query_set: q, beginning_of_pass_write_index: Some(0), end_of_pass_write_index: Some(1) });
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(label), timestamp_writes });
             plan::encode(&mut pass, rec.dispatches.iter().map(|(p, b, gr)| (p, b, *gr)), chunks, stamps.map(|s| &s.0));
-            if let Readback::TopK(k, draw) = kind {
-                g.top.encode(&self.ctx, &mut pass, k, draw);
+            // After the head, what the readback needs: the greedy pick or the sampler's candidates.
+            match kind {
+                Readback::Argmax => g.argmax.encode(&self.ctx, &mut pass),
+                Readback::TopK(k, draw) => g.top.encode(&self.ctx, &mut pass, k, draw),
+                Readback::Logits(_) | Readback::Hidden(_) => {}
             }
         }
         if let Some((q, resolve, read, _)) = stamps {

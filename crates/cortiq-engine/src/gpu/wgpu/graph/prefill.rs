@@ -5,7 +5,7 @@
 //! `GEMM_MIN_BATCH` rows), RoPE with the KV-mirror append at each row's position, causal
 //! attention of every row over the mirror (`attn_rows.wgsl`), the O projection, the norm with
 //! the residual add, gate and up, SiLU(gate) * up, down. Then the last row alone: the final
-//! norm (its residual added), the head and the argmax; or, for a device prefix of the
+//! norm (its residual added), the head and, where asked for, the argmax; or, for a device prefix of the
 //! leading layers, every row's residual stream (its last down projection added) for the host. The embedding rows are decoded on the
 //! host and written with the chunk. The dispatches and their bind groups are recorded once per
 //! (sequence, chunk rows) and re-encoded for the next chunk of that many rows (the position
@@ -193,13 +193,13 @@ impl WgpuBackend {
             p.push(Planned { label: "residual add", pipe: ctx.norm.clone(), bufs: vec![&pb.x, &pb.o, &g.out_norm, &pb.xn], uniform: Uniform::Slot(at), grid: Grid::Fixed(n, 1, 1) });
             return Ok(p);
         }
-        // The last row only: its residual added, normed, through the head, argmax.
+        // The last row only: its residual added, normed, through the head (its argmax, where
+        // asked for, encoded after the plan: `encode_recorded`).
         let at = norm(params, true, n - 1);
         p.push(Planned { label: "final norm", pipe: ctx.norm.clone(), bufs: vec![&pb.x, &pb.o, &g.out_norm, &pb.last], uniform: Uniform::Slot(at), grid: Grid::Fixed(1, 1, 1) });
         let at = p.len();
         plan::matvec(ctx, res(&args[args.len() - 1])?, MatvecIo::plain(&pb.last, &g.logits, 0), d, 1, params, &mut p)?;
         relabel(&mut p, at, "head");
-        super::super::argmax::plan(ctx, &g.logits, &g.argmax_part, &g.best, c.vocab, params, &mut p);
         Ok(p)
     }
 }
