@@ -6,7 +6,8 @@
 # Env: BACKEND (cuda), PROMPT (64), GEN (128), REPS (2), ROUNDS (2), DEADLINE (seconds from
 # the start after which no new run begins; 0: none), MODELS_DIR, VARIANTS (settings that
 # each binary runs under in turn, e.g. "CMF_WGPU_INT8=0 CMF_WGPU_INT8=1"; commas join several
-# settings into one variant, "A=1,B=2"; default: one run as the environment is), BENCH_ARGS
+# settings into one variant, "A=1,B=2", while a comma not followed by NAME= stays in the value,
+# "CMF_CUDA_DEFINES=X,Y"; default: one run as the environment is), BENCH_ARGS
 # (more `cortiq bench` flags for every run, e.g. "--sample").
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -31,7 +32,7 @@ for spec in "$@"; do
           echo "deadline: $spec round $round $label not run" >> "$out/ab-runs.txt"
           continue
         fi
-        json=$(env ${var//,/ } CMF_GPU=$backend CMF_PROBE_CACHE=0 timeout 300 "$bin" bench -m "$file" -p "$prompt" -n "$gen" -r "${REPS:-2}" --backend "$backend" --json ${BENCH_ARGS:-} 2>>"$out/ab.log") || { echo "$spec $label failed" >> "$out/ab-runs.txt"; continue; }
+        json=$(env $(echo "$var" | sed -E 's/,([A-Z_][A-Z0-9_]*=)/ \1/g') CMF_GPU=$backend CMF_PROBE_CACHE=0 timeout 300 "$bin" bench -m "$file" -p "$prompt" -n "$gen" -r "${REPS:-2}" --backend "$backend" --json ${BENCH_ARGS:-} 2>>"$out/ab.log") || { echo "$spec $label failed" >> "$out/ab-runs.txt"; continue; }
         echo "$json" | python3 -c "
 import json, sys
 r = {x['test'].split()[0]: x for x in json.load(sys.stdin)['results']}

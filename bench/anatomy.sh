@@ -3,8 +3,8 @@
 # token (`CMF_GRAPH_HOSTPROF=1`: on CUDA the captured token from submission to readback, on
 # wgpu the token's compute pass) of the whole token, then with the profiling knobs: each stage
 # left out (`CMF_GRAPH_SKIP`, crates/cortiq-engine/src/gpu/stage_skip.rs), all of them, and on
-# CUDA every row kernel without its activation staging, its weight stream, or both
-# (`CMF_CUDA_DEFINES`, gpu/cuda/anatomy.rs); the whole token again last, as a check on drift.
+# CUDA every row kernel without its activation staging, its weight stream, or both, and the
+# split attention without its merge step (`CMF_CUDA_DEFINES`, gpu/cuda/anatomy.rs); the whole token again last, as a check on drift.
 # Writes OUTDIR/anatomy.md: each variant's time and what leaving it out saved, per token and
 # per layer. The variants' outputs are wrong; only their timings mean anything.
 # Usage: bash bench/anatomy.sh OUTDIR [SHAPE:CODEC ...]
@@ -19,7 +19,7 @@ prompt=${PROMPT:-512}
 gen=${GEN:-128}
 backend=${BACKEND:-cuda}
 variants=("" "CMF_GRAPH_SKIP=qkv" "CMF_GRAPH_SKIP=attn" "CMF_GRAPH_SKIP=o" "CMF_GRAPH_SKIP=glu" "CMF_GRAPH_SKIP=down" "CMF_GRAPH_SKIP=qkv,attn,o,glu,down")
-[ "$backend" = cuda ] && variants+=("CMF_CUDA_DEFINES=CORTIQ_NO_STAGING" "CMF_CUDA_DEFINES=CORTIQ_NO_STREAM" "CMF_CUDA_DEFINES=CORTIQ_NO_STAGING,CORTIQ_NO_STREAM")
+[ "$backend" = cuda ] && variants+=("CMF_CUDA_DEFINES=CORTIQ_NO_STAGING" "CMF_CUDA_DEFINES=CORTIQ_NO_STREAM" "CMF_CUDA_DEFINES=CORTIQ_NO_STAGING,CORTIQ_NO_STREAM" "CMF_CUDA_DEFINES=CORTIQ_ATT_NO_MERGE")
 variants+=("")
 : > "$out/anatomy.tsv"
 for spec in "${specs[@]}"; do

@@ -141,6 +141,9 @@ __device__ __forceinline__ void attention_split(const float* q, const float* kc,
         pp[head_dim] = m;
         pp[head_dim + 1] = sum;
     }
+#ifdef CORTIQ_ATT_NO_MERGE
+    return;  // profiling (anatomy.rs): the partials written, never merged
+#endif
     // Publish the partial; the head's last block merges (reading past L1).
     __threadfence();
     __syncthreads();
