@@ -4,7 +4,8 @@
 # wgpu the token's compute pass) of the whole token, then with the profiling knobs: each stage
 # left out (`CMF_GRAPH_SKIP`, crates/cortiq-engine/src/gpu/stage_skip.rs), all of them, and on
 # CUDA every row kernel without its activation staging, its weight stream, or both, and the
-# split attention without its merge step (`CMF_CUDA_DEFINES`, gpu/cuda/anatomy.rs); the whole token again last, as a check on drift.
+# split attention without its merge step (`CMF_CUDA_DEFINES`, gpu/cuda/anatomy.rs); the whole
+# token again last, as a check on drift.
 # Writes OUTDIR/anatomy.md: each variant's time and what leaving it out saved, per token and
 # per layer. The variants' outputs are wrong; only their timings mean anything.
 # Usage: bash bench/anatomy.sh OUTDIR [SHAPE:CODEC ...]
