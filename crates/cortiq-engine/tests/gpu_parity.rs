@@ -434,13 +434,11 @@ fn token_graph_matches_the_cpu_path() {
                 worst = worst.max(rel_l2(&a, &b));
             }
             eprintln!("{name} {shape} {codec}: graph vs CPU logits, worst relative L2 {worst:.2e}, argmax agreement {same}/{steps}");
-            // wgpu queues each greedy token behind the one before it on its own pick: taken
-            // wherever the fed token was that pick, dropped at the replaced ones.
-            if name.starts_with("wgpu") {
-                if let Some(p) = gpu.backend_profile() {
-                    eprintln!("{name} {shape} {codec}: greedy tokens queued ahead and taken {}, dropped {}", p.tokens_ahead, p.ahead_dropped);
-                    assert!(p.tokens_ahead > 0 && p.ahead_dropped > 0, "{name} {shape} {codec}: no token went ahead ({} taken, {} dropped)", p.tokens_ahead, p.ahead_dropped);
-                }
+            // Each greedy token is queued behind the one before it on the device's own pick:
+            // taken wherever the fed token was that pick, dropped at the replaced ones.
+            if let Some(p) = gpu.backend_profile() {
+                eprintln!("{name} {shape} {codec}: greedy tokens queued ahead and taken {}, dropped {}", p.tokens_ahead, p.ahead_dropped);
+                assert!(p.tokens_ahead > 0 && p.ahead_dropped > 0, "{name} {shape} {codec}: no token went ahead ({} taken, {} dropped)", p.tokens_ahead, p.ahead_dropped);
             }
             assert!(worst < 5e-2, "{name} {shape} {codec}: relative L2 {worst}");
             // A new session after a dropped one may take over its device state (CUDA reuses
@@ -1128,7 +1126,7 @@ fn cuda_top_k_picks_the_samplers_candidates() {
             Ok(b) => b,
             Err(e) => return missing("cuda_top_k_picks_the_samplers_candidates", "no CUDA device", e),
         };
-        top_k_picks_the_samplers_candidates("cuda", &|v, k| be.top_k(v, k));
+        top_k_picks_the_samplers_candidates("cuda", &|v, k| be.top_k(v, k, None).map(|r| r.0));
     }
 }
 
@@ -1182,40 +1180,62 @@ fn wgpu_argmax_picks_as_the_sampler() {
     }
 }
 
-/// The wgpu token draw (topk_draw.wgsl) against the sampler's `sample::draw` over the same
-/// candidates: random logits (spread from near-ties to one dominant token, some NaN), k 1 /
-/// 7 / 40 / 64, temperatures 0.2-1.5, min-p 0-0.2, top-p 0.5-1, random draws. The device's exp
-/// and division may differ from the host's in the last bit, so a draw within 1e-4 of the kept
-/// mass of a slice's edge (where the host's own pick moves when u does) is not compared;
-/// every other draw must be the host's token.
+/// A backend's top-k candidates and, with a spec and its uniform draw, the token it draws.
+#[cfg(any(feature = "gpu", feature = "cuda"))]
+type TopKDraw<'a> = &'a dyn Fn(&[f32], usize, &cortiq_engine::sample::DrawSpec, f32) -> Result<(Vec<(u32, f32)>, Option<u32>), String>;
+
+/// A device's token draw (wgpu: topk_draw.wgsl; CUDA: topk.cu's pick_next) against the
+/// sampler's `sample::draw` over the same candidates: random logits (spread from near-ties
+/// to one dominant token, some NaN), k 1 / 7 / 40 / 64, temperatures 0.2-1.5, min-p 0-0.2,
+/// top-p 0.5-1, random draws. The device's exp and division may differ from the host's in
+/// the last bit, so a draw within 1e-4 of the kept mass of a slice's edge (where the host's
+/// own pick moves when u does) is not compared; every other draw must be the host's token.
+#[cfg(any(feature = "gpu", feature = "cuda"))]
+fn draws_the_sampled_token_as_the_sampler(backend: &str, top_k: TopKDraw) {
+    use cortiq_engine::sample::{draw, top_candidates, DrawSpec};
+    let mut rng = SplitMix64::new(0xD4A3);
+    let (mut compared, mut near_edge) = (0, 0);
+    for case in 0..400 {
+        let spread = [0.05, 1.0, 8.0, 40.0][case % 4];
+        let values: Vec<f32> = (0..1000).map(|i| if i % 97 == 3 && case % 5 == 0 { f32::NAN } else { rng.uniform() * spread }).collect();
+        let k = [1, 7, 40, 64][case / 4 % 4];
+        let spec = DrawSpec { temperature: 0.2 + 1.3 * rng.uniform(), min_p: 0.2 * rng.uniform() * (case % 3) as f32 / 2.0, top_p: 0.5 + 0.5 * rng.uniform(), draws: [rng.uniform(), 0.0] };
+        let u = spec.draws[0];
+        let (cand, drawn) = top_k(&values, k, &spec, u).unwrap();
+        let cand_host = top_candidates(&values, k);
+        assert_eq!(candidate_bits(&cand), candidate_bits(&cand_host), "{backend} case {case}: the candidates differ");
+        let host = |u: f32| draw(&cand_host, spec.temperature, spec.min_p, spec.top_p, u);
+        if host((u - 1e-4).max(0.0)) != host(u) || host((u + 1e-4).min(0.999_999)) != host(u) {
+            near_edge += 1;
+            continue;
+        }
+        assert_eq!(drawn, Some(host(u)), "{backend} case {case}: k {k}, {spec:?}: the device drew another token");
+        compared += 1;
+    }
+    eprintln!("{backend}: {compared} device draws equal to the sampler's, {near_edge} within 1e-4 of a slice's edge not compared");
+    assert!(compared >= 300, "{backend}: too few draws compared ({compared})");
+}
+
 #[test]
 #[cfg_attr(not(feature = "gpu"), ignore = "SKIP gpu parity: no wgpu backend compiled in (build with --features gpu)")]
 fn wgpu_draws_the_sampled_token_as_the_sampler() {
     #[cfg(feature = "gpu")]
     {
-        use cortiq_engine::sample::{draw, top_candidates, DrawSpec};
         let Some(be) = wgpu_or_skip("wgpu_draws_the_sampled_token_as_the_sampler") else { return };
-        let mut rng = SplitMix64::new(0xD4A3);
-        let (mut compared, mut near_edge) = (0, 0);
-        for case in 0..400 {
-            let spread = [0.05, 1.0, 8.0, 40.0][case % 4];
-            let values: Vec<f32> = (0..1000).map(|i| if i % 97 == 3 && case % 5 == 0 { f32::NAN } else { rng.uniform() * spread }).collect();
-            let k = [1, 7, 40, 64][case / 4 % 4];
-            let spec = DrawSpec { temperature: 0.2 + 1.3 * rng.uniform(), min_p: 0.2 * rng.uniform() * (case % 3) as f32 / 2.0, top_p: 0.5 + 0.5 * rng.uniform(), draws: [rng.uniform(), 0.0] };
-            let u = spec.draws[0];
-            let (cand, drawn) = be.top_k(&values, k, Some((&spec, u))).unwrap();
-            let cand_host = top_candidates(&values, k);
-            assert_eq!(candidate_bits(&cand), candidate_bits(&cand_host), "case {case}: the candidates differ");
-            let host = |u: f32| draw(&cand_host, spec.temperature, spec.min_p, spec.top_p, u);
-            if host((u - 1e-4).max(0.0)) != host(u) || host((u + 1e-4).min(0.999_999)) != host(u) {
-                near_edge += 1;
-                continue;
-            }
-            assert_eq!(drawn, Some(host(u)), "case {case}: k {k}, {spec:?}: the device drew another token");
-            compared += 1;
-        }
-        eprintln!("wgpu: {compared} device draws equal to the sampler's, {near_edge} within 1e-4 of a slice's edge not compared");
-        assert!(compared >= 300, "too few draws compared ({compared})");
+        draws_the_sampled_token_as_the_sampler("wgpu", &|v, k, spec, u| be.top_k(v, k, Some((spec, u))));
+    }
+}
+
+#[test]
+#[cfg_attr(not(feature = "cuda"), ignore = "SKIP gpu parity: no CUDA backend compiled in (build with --features cuda)")]
+fn cuda_draws_the_sampled_token_as_the_sampler() {
+    #[cfg(feature = "cuda")]
+    {
+        let be = match cortiq_engine::gpu::cuda::CudaBackend::new(0) {
+            Ok(b) => b,
+            Err(e) => return missing("cuda_draws_the_sampled_token_as_the_sampler", "no CUDA device", e),
+        };
+        draws_the_sampled_token_as_the_sampler("cuda", &|v, k, spec, u| be.top_k(v, k, Some((spec, u))));
     }
 }
 
@@ -1248,8 +1268,8 @@ fn token_graph_candidates_are_the_top_of_its_logits() {
 
 /// Sampled decode through the token graph with the sampler's draw spec (`cortiq run`'s
 /// default path) generates exactly the tokens of the same sampler reading only the
-/// candidates (the host's draw decides every token); on wgpu the device draws each next token
-/// and queues it behind the current one, and those queued tokens must be the ones taken.
+/// candidates (the host's draw decides every token); the device draws each next token and
+/// queues it behind the current one, and those queued tokens must be the ones taken.
 #[test]
 #[cfg_attr(not(any(feature = "gpu", feature = "cuda")), ignore = "SKIP gpu parity: no GPU backend compiled in (build with --features gpu or cuda)")]
 fn sampled_tokens_drawn_ahead_are_the_samplers() {
@@ -1286,9 +1306,7 @@ fn sampled_tokens_drawn_ahead_are_the_samplers() {
             assert_eq!(with, without, "{name}: the tokens drawn with the spec differ");
             let (taken, dropped) = (after.tokens_ahead - before.tokens_ahead, after.ahead_dropped - before.ahead_dropped);
             eprintln!("{name}: 49 sampled tokens equal with and without the draw spec; {taken} ran ahead on the device's draw, {dropped} dropped");
-            if name == "wgpu" {
-                assert!(taken >= 40, "{name}: only {taken} of 48 sampled tokens ran ahead");
-            }
+            assert!(taken >= 40, "{name}: only {taken} of 48 sampled tokens ran ahead");
         }
     }
 }

@@ -194,7 +194,7 @@ impl GraphReadback<'_> {
     }
 
     /// The draw spec of a `TopK` readback whose candidates a device picks (`device_top_k`).
-    #[cfg(feature = "gpu")]
+    #[cfg(any(feature = "gpu", feature = "cuda"))]
     pub(crate) fn device_draw(&self) -> Option<crate::sample::DrawSpec> {
         match self {
             GraphReadback::TopK(_, draw, _) if self.device_top_k().is_some() => *draw,

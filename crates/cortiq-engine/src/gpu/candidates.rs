@@ -7,6 +7,11 @@
 #[cfg(any(feature = "gpu", feature = "cuda"))]
 pub(crate) const DEVICE_TOP_K_MAX: usize = 64;
 
+/// A device's top-k candidates (as `sample::top_candidates` gives them) and, where a draw
+/// was asked for, the token it drew from them (the backends' parity-test hooks).
+#[cfg(any(feature = "gpu", feature = "cuda"))]
+pub type PickedAndDrawn = (Vec<(u32, f32)>, Option<u32>);
+
 /// The (index, value) of a key; None for key 0 (no finite value).
 fn candidate(key: u64) -> Option<(u32, f32)> {
     if key == 0 {

@@ -5,7 +5,7 @@
 
 pub mod backend;
 #[cfg(any(test, feature = "gpu", feature = "cuda"))]
-mod candidates;
+pub mod candidates;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod explain;
@@ -299,17 +299,20 @@ impl Gpu {
     pub fn explain_table(&self) -> String {
         let mut t = self.explain.lock().unwrap_or_else(|e| e.into_inner()).table(self.backend_name());
         let hostprof = std::env::var("CMF_GRAPH_HOSTPROF").is_ok_and(|v| v == "1" || v == "2");
-        if let (true, Some(p)) = (hostprof, self.backend.as_ref().and_then(|b| b.graph_profile())) {
+        let Some(p) = self.backend.as_ref().and_then(|b| b.graph_profile()) else { return t };
+        if hostprof {
             t.push_str(&p.prefill_line());
             if p.tokens > 0 {
                 let per = |d: Duration| d.as_secs_f64() * 1e6 / p.tokens as f64;
                 let pass = p.gpu_pass.map(|d| format!(", of which the compute pass on the GPU {:.1} us", per(d))).unwrap_or_default();
                 t.push_str(&format!("\ntoken graph, per token over {} tokens: host encode {:.1} us (before the submission), GPU tail {:.1} us (submission to readback){pass}\n", p.tokens, per(p.host), per(p.tail)));
-                if p.tokens_ahead + p.ahead_dropped > 0 {
-                    t.push_str(&format!("token graph: {} tokens were queued ahead on the device's own pick (argmax or draw) and taken, {} queued ahead and replaced by the host's\n", p.tokens_ahead, p.ahead_dropped));
-                }
-                t.push_str(&p.kernel_lines());
             }
+        }
+        if p.tokens_ahead + p.ahead_dropped > 0 {
+            t.push_str(&format!("token graph: {} tokens were queued ahead on the device's own pick (argmax or draw) and taken, {} queued ahead and replaced by the host's\n", p.tokens_ahead, p.ahead_dropped));
+        }
+        if hostprof && p.tokens > 0 {
+            t.push_str(&p.kernel_lines());
         }
         t
     }

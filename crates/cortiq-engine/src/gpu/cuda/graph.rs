@@ -17,14 +17,15 @@
 //! FP32 for other head sizes), and only the last row goes through the head.
 
 use super::launch::{launch, KernelArgs};
-use super::top_k::TopKBuffers;
+use super::top_k::{read_candidates, NextPick, PickTo, TopKBuffers, TOPK_MAX};
 use super::{err, kind, row_smem, CudaBackend, MatvecHow, Resident, Unfit};
 use crate::gpu::backend::{DeviceOutcome, GraphRead, GraphReadback, PrefillGraphJob, TokenGraphJob, WeightArg};
 use crate::gpu::memory::model_key;
 use crate::kv::KvCache;
 use crate::model::llama::{Llama, LlamaConfig, Weight};
+use crate::sample::DrawSpec;
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
-use cudarc::driver::{CudaGraph, CudaSlice, CudaView, LaunchConfig};
+use cudarc::driver::{CudaEvent, CudaGraph, CudaSlice, CudaView, LaunchConfig};
 use half::slice::HalfFloatSliceExt;
 use std::collections::HashMap;
 
@@ -69,6 +70,10 @@ pub(super) struct ModelGraph {
     out_norm: CudaSlice<f32>,
     /// [token, pos]
     params: CudaSlice<i32>,
+    /// The (sequence, position) whose token `params` holds once the queued work has run (None:
+    /// a prefill chunk's): a token queued ahead finds its own there unless another sequence's
+    /// call came in between.
+    params_for: Option<(u64, usize)>,
     x: CudaSlice<f32>,      // (n_embd) residual stream
     q: CudaSlice<f32>,      // (n_head * head_dim), after RoPE
     att: CudaSlice<f32>,    // (n_head * head_dim)
@@ -170,6 +175,50 @@ pub(super) struct Mirror {
     v: Vec<CudaSlice<f32>>,
     len: usize,
     captured: Option<CapturedToken>,
+    /// Where a token's readback waits for the host, by the position's parity (a token queued
+    /// ahead writes the other slot than the token before it, which the host may not have
+    /// read yet): the device's pick of the next token (2), the candidates' keys (2, TOPK_MAX).
+    picks: CudaSlice<i32>,
+    keys: CudaSlice<u64>,
+    /// The next token, already queued behind the last one on the device's own pick.
+    ahead: Option<Ahead>,
+}
+
+/// A token queued ahead: its position, what it reads back, the event its work ends with,
+/// and (once the token before it was read back) the token it embeds.
+pub(super) struct Ahead {
+    pos: usize,
+    read: TokenRead,
+    done: CudaEvent,
+    token: Option<u32>,
+}
+
+/// What a decode token reads back (a `GraphReadback`'s kind, with the candidates' k).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum TokenRead {
+    Logits,
+    Argmax,
+    TopK(usize),
+}
+
+impl TokenRead {
+    fn of(out: &GraphReadback) -> TokenRead {
+        match (out.device_top_k(), out.wants_logits()) {
+            (Some(k), _) => TokenRead::TopK(k),
+            (None, true) => TokenRead::Logits,
+            (None, false) => TokenRead::Argmax,
+        }
+    }
+
+    /// How the device picks the token after this one as the host will (the argmax, or the
+    /// sampler's draw with its uniform draw `which`), where it can.
+    fn next_pick(self, draw: Option<DrawSpec>, which: usize) -> Option<NextPick> {
+        match (self, draw) {
+            (TokenRead::Argmax, _) => Some(NextPick::Argmax),
+            (TokenRead::TopK(_), Some(spec)) => Some(NextPick::Draw { spec, u: spec.draws[which] }),
+            _ => None,
+        }
+    }
 }
 
 fn all_weights(m: &Llama) -> Vec<Weight> {
@@ -262,6 +311,7 @@ impl CudaBackend {
             norms,
             out_norm: s.clone_htod(&m.output_norm).map_err(err)?,
             params: s.alloc_zeros::<i32>(2).map_err(err)?,
+            params_for: None,
             x: zeros(c.n_embd)?,
             q: zeros(c.q_dim())?,
             att: zeros(c.q_dim())?,
@@ -401,7 +451,7 @@ impl CudaBackend {
             // position from the model's buffers.
             let spare = self.spare_mirror.lock().unwrap_or_else(|e| e.into_inner()).take().filter(|m| m.k.len() == c.n_layer && m.k.first().is_some_and(|k| k.len() == cap * kvd));
             let mirror = match spare {
-                Some(m) => Mirror { len: 0, ..m },
+                Some(m) => Mirror { len: 0, ahead: None, ..m },
                 None => {
                     let mut k = Vec::new();
                     let mut v = Vec::new();
@@ -409,7 +459,9 @@ impl CudaBackend {
                         k.push(self.stream.alloc_zeros::<f32>(cap * kvd).map_err(err)?);
                         v.push(self.stream.alloc_zeros::<f32>(cap * kvd).map_err(err)?);
                     }
-                    Mirror { k, v, len: 0, captured: None }
+                    let picks = self.stream.alloc_zeros::<i32>(2).map_err(err)?;
+                    let keys = self.stream.alloc_zeros::<u64>(2 * TOPK_MAX).map_err(err)?;
+                    Mirror { k, v, len: 0, captured: None, picks, keys, ahead: None }
                 }
             };
             slot.insert(mirror);
@@ -430,25 +482,130 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// Run one token through the graph; `out` is written only on success.
+    /// Run one token through the graph; `out` is written only on success. Where the device
+    /// picks the next token as the host will (greedy: the argmax; sampled with the sampler's
+    /// draw spec: drawn from the candidates), that token is queued behind this one before
+    /// this one is read back (on the readback stream), so the device does not wait for the
+    /// host between tokens; the host's next call takes it when it feeds that same token at
+    /// the next position (else it is dropped and the call runs its own). Not under
+    /// `CMF_GRAPH_HOSTPROF`, whose GPU tail is the time of one token.
     pub(super) fn run_graph(&self, job: &TokenGraphJob, out: GraphReadback) -> DeviceOutcome {
         let m = job.model;
         if job.layers != m.layers.len() {
             return DeviceOutcome::Declined("the CUDA token graph runs whole tokens only (no device prefix)");
         }
+        let read = TokenRead::of(&out);
+        let draw = out.device_draw();
+        let capacity = job.host_kv.capacity();
         let at = At { model: m, seq: job.seq, pos: job.pos, host_kv: job.host_kv };
         self.on_graph(&at, 1, out, true, |g, mirror, map| {
-            self.stream.memcpy_htod(&[job.token as i32, job.pos as i32], &mut g.params).map_err(err)?;
-            // The weight list is only needed to capture a sequence's launches, not per token.
-            let args = || -> Vec<WeightArg> { all_weights(m).iter().map(|w| m.weight_arg(w)).collect() };
-            if mirror.captured.is_none() {
-                mirror.captured = self.capture(m, &args(), map, g, mirror)?;
+            let (queued, dropped) = match mirror.ahead.take() {
+                Some(a) if a.pos == job.pos && a.token == Some(job.token) && a.read == read => (Some(a.done), false),
+                Some(a) => (None, a.pos == job.pos),
+                None => (None, false),
+            };
+            let taken = queued.is_some();
+            let done = match queued {
+                Some(done) => done,
+                None => {
+                    self.stream.memcpy_htod(&[job.token as i32, job.pos as i32], &mut g.params).map_err(err)?;
+                    g.params_for = Some((job.seq, job.pos));
+                    self.launch_token(m, map, g, mirror)?;
+                    if read == TokenRead::Logits {
+                        let queued = std::time::Instant::now();
+                        return Ok((GraphRead::Logits(self.stream.clone_dtoh(&g.logits).map_err(err)?), queued));
+                    }
+                    let first = read.next_pick(draw, 0);
+                    let done = self.queue_readback(g, mirror, job.pos, read, first)?;
+                    if first.is_some() {
+                        g.params_for = Some((job.seq, job.pos + 1));
+                    }
+                    done
+                }
+            };
+            let next = read.next_pick(draw, 1).filter(|_| !self.hostprof && job.pos + 1 < capacity);
+            if next.is_some() {
+                // pick_next wrote the next token and position into g.params, unless another
+                // sequence's call came after it: then they come from this sequence's pick.
+                if g.params_for != Some((job.seq, job.pos + 1)) {
+                    let slot = job.pos % 2;
+                    self.stream.memcpy_dtod(&mirror.picks.slice(slot..slot + 1), &mut g.params.slice_mut(0..1)).map_err(err)?;
+                    self.stream.memcpy_htod(&[(job.pos + 1) as i32], &mut g.params.slice_mut(1..2)).map_err(err)?;
+                }
+                self.launch_token(m, map, g, mirror)?;
+                let done = self.queue_readback(g, mirror, job.pos + 1, read, next)?;
+                g.params_for = Some((job.seq, job.pos + 2));
+                mirror.ahead = Some(Ahead { pos: job.pos + 1, read, done, token: None });
             }
-            match &mirror.captured {
-                Some(c) => c.0.launch().map_err(err),
-                None => self.queue_token(m, &args(), map, g, mirror, job.host_kv.capacity()),
+            let queued = std::time::Instant::now();
+            let (back, pick) = self.read_token(mirror, job.pos, read, &done)?;
+            if let (Some(a), Some(t)) = (mirror.ahead.as_mut(), pick) {
+                a.token = Some(t);
             }
+            let mut p = self.profile.lock().unwrap_or_else(|e| e.into_inner());
+            p.tokens_ahead += u64::from(taken);
+            p.ahead_dropped += u64::from(dropped);
+            Ok((back, queued))
         })
+    }
+
+    /// Launch one token's kernels (token and position in `g.params`): the sequence's captured
+    /// graph, captured on its first token, or the launches themselves where capture fails.
+    fn launch_token(&self, m: &Llama, map: &HashMap<u64, Resident>, g: &mut ModelGraph, mirror: &mut Mirror) -> Result<(), String> {
+        // The weight list is only needed to capture a sequence's launches, not per token.
+        let args = || -> Vec<WeightArg> { all_weights(m).iter().map(|w| m.weight_arg(w)).collect() };
+        if mirror.captured.is_none() {
+            mirror.captured = self.capture(m, &args(), map, g, mirror)?;
+        }
+        match &mirror.captured {
+            Some(c) => c.0.launch().map_err(err),
+            None => self.queue_token(m, &args(), map, g, mirror, mirror.k[0].len() / m.cfg.kv_dim().max(1)),
+        }
+    }
+
+    /// Queue what the token at `pos` leaves for the host in its parity's slots of `mirror`:
+    /// the candidates' keys (`TopK`), and with `next` the device's pick of the next token
+    /// (also written to `g.params` for a token queued behind it); then the event the host
+    /// waits for.
+    fn queue_readback(&self, g: &ModelGraph, mirror: &Mirror, pos: usize, read: TokenRead, next: Option<NextPick>) -> Result<CudaEvent, String> {
+        let slot = pos % 2;
+        let keys = mirror.keys.slice(slot * TOPK_MAX..(slot + 1) * TOPK_MAX);
+        let to = || PickTo { params: &g.params, pick: mirror.picks.slice(slot..slot + 1) };
+        match (read, next) {
+            (TokenRead::TopK(k), Some(NextPick::Draw { spec, u })) => self.queue_top_k(&g.logits, &g.top, k, &keys, Some((&spec, u, to())))?,
+            (TokenRead::TopK(k), _) => self.queue_top_k(&g.logits, &g.top, k, &keys, None)?,
+            (_, Some(NextPick::Argmax)) => self.queue_argmax_pick(&g.best, to())?,
+            _ => {}
+        }
+        self.stream.record_event(None).map_err(err)
+    }
+
+    /// The readback of the token at `pos` (`queue_readback`'s slots, once `done`), read on the
+    /// readback stream so that a token queued behind it keeps running: what `read` asks for,
+    /// and the device's pick of the next token where it made one.
+    fn read_token(&self, mirror: &Mirror, pos: usize, read: TokenRead, done: &CudaEvent) -> Result<(GraphRead, Option<u32>), String> {
+        let (slot, r) = (pos % 2, &self.readback);
+        r.wait(done).map_err(err)?;
+        let mut pick = [0i32];
+        let picked = |pick: &mut [i32; 1]| r.memcpy_dtoh(&mirror.picks.slice(slot..slot + 1), pick).map_err(err);
+        match read {
+            TokenRead::Argmax => {
+                picked(&mut pick)?;
+                Ok((GraphRead::Argmax(pick[0] as u32), Some(pick[0] as u32)))
+            }
+            TokenRead::TopK(k) => {
+                let cand = read_candidates(r, &mirror.keys, slot * TOPK_MAX, k)?;
+                let drawn = match mirror.ahead {
+                    Some(_) => {
+                        picked(&mut pick)?;
+                        Some(pick[0] as u32)
+                    }
+                    None => None,
+                };
+                Ok((GraphRead::TopK(cand), drawn))
+            }
+            TokenRead::Logits => unreachable!("logits are read on the stream itself"),
+        }
     }
 
     /// Run a prompt chunk through the batched prefill graph; `out` (the last position's) is
@@ -463,6 +620,7 @@ impl CudaBackend {
             return DeviceOutcome::Declined("prompt chunk longer than the prefill graph takes (Backend::prefill_rows)");
         }
         let at = At { model: m, seq: job.seq, pos: job.pos, host_kv: job.host_kv };
+        let read = TokenRead::of(&out);
         self.on_graph(&at, rows, out, false, |g, mirror, map| {
             let tokens: Vec<i32> = job.tokens.iter().map(|&t| t as i32).collect();
             if g.prefill.is_none() {
@@ -471,17 +629,20 @@ impl CudaBackend {
             let pb = g.prefill.as_mut().expect("made above");
             self.stream.memcpy_htod(&tokens, &mut pb.tokens.slice_mut(0..rows)).map_err(err)?;
             self.stream.memcpy_htod(&[0, job.pos as i32], &mut g.params).map_err(err)?;
+            g.params_for = None;
             let args: Vec<WeightArg> = all_weights(m).iter().map(|w| m.weight_arg(w)).collect();
-            self.queue_prefill(m, &args, map, g, mirror, rows)
+            self.queue_prefill(m, &args, map, g, mirror, rows)?;
+            let queued = std::time::Instant::now();
+            Ok((self.read_now(g, read)?, queued))
         })
     }
 
     /// The frame of every graph call: the model's buffers (built, and every weight made
     /// resident, when the model or the context size changes), the sequence's mirror holding
-    /// exactly `at.pos` rows, then `queue` (which queues the work), the readback `out` asks
-    /// for, and the mirror `rows` longer. Token calls (`token`) and prefill chunks feed
-    /// their own `CMF_GRAPH_HOSTPROF` counters.
-    fn on_graph(&self, at: &At, rows: usize, out: GraphReadback, token: bool, queue: impl FnOnce(&mut ModelGraph, &mut Mirror, &HashMap<u64, Resident>) -> Result<(), String>) -> DeviceOutcome {
+    /// exactly `at.pos` rows, then `run` (which queues the work and reads back what `out` asks
+    /// for, saying when it had queued it), `out` filled, and the mirror `rows` longer. Token
+    /// calls (`token`) and prefill chunks feed their own `CMF_GRAPH_HOSTPROF` counters.
+    fn on_graph(&self, at: &At, rows: usize, out: GraphReadback, token: bool, run: impl FnOnce(&mut ModelGraph, &mut Mirror, &HashMap<u64, Resident>) -> Result<(GraphRead, std::time::Instant), String>) -> DeviceOutcome {
         let m = at.model;
         let mut graph = self.graph.lock().unwrap_or_else(|e| e.into_inner());
         let mut mirrors = self.mirrors.lock().unwrap_or_else(|e| e.into_inner());
@@ -505,7 +666,10 @@ impl CudaBackend {
             };
             // Captured launch sequences point at the old buffers: drop them with the buffers
             // (and the spare mirror, which may have another geometry).
-            mirrors.values_mut().for_each(|mi| mi.captured = None);
+            mirrors.values_mut().for_each(|mi| {
+                mi.captured = None;
+                mi.ahead = None;
+            });
             *self.spare_mirror.lock().unwrap_or_else(|e| e.into_inner()) = None;
             match self.build_graph(m, capacity, key) {
                 Ok(g) => *graph = Some(g),
@@ -518,28 +682,18 @@ impl CudaBackend {
         let result = self.mirror_at(&mut mirrors, at).and_then(|()| {
             let mirror = mirrors.get_mut(&at.seq).expect("mirror_at made it");
             let t0 = std::time::Instant::now();
-            queue(g, mirror, &map)?;
-            let t1 = std::time::Instant::now();
-            let back = if let Some(k) = out.device_top_k() {
-                GraphRead::TopK(self.queue_top_k(&g.logits, &mut g.top, k)?)
-            } else if out.wants_logits() {
-                GraphRead::Logits(self.stream.clone_dtoh(&g.logits).map_err(err)?)
-            } else {
-                let mut key = [0u64];
-                self.stream.memcpy_dtoh(&g.best, &mut key).map_err(err)?;
-                GraphRead::Argmax(argmax_of_key(key[0]))
-            };
+            let (back, queued) = run(g, mirror, &map)?;
             let mut p = self.profile.lock().unwrap_or_else(|e| e.into_inner());
             if token {
                 p.tokens += 1;
-                p.host += t1 - t0;
-                p.tail += t1.elapsed();
+                p.host += queued - t0;
+                p.tail += queued.elapsed();
             } else {
                 p.prefill_chunks += 1;
                 p.prefill_rows += rows as u64;
                 p.prefill_setup += t0 - ts;
-                p.prefill_host += t1 - t0;
-                p.prefill_tail += t1.elapsed();
+                p.prefill_host += queued - t0;
+                p.prefill_tail += queued.elapsed();
             }
             mirror.len = at.pos + rows;
             Ok(back)
@@ -554,6 +708,22 @@ impl CudaBackend {
                 DeviceOutcome::Failed(e)
             }
         }
+    }
+
+    /// What `read` asks for, read back on the stream itself once the work queued on it ends.
+    fn read_now(&self, g: &mut ModelGraph, read: TokenRead) -> Result<GraphRead, String> {
+        Ok(match read {
+            TokenRead::TopK(k) => {
+                self.queue_top_k(&g.logits, &g.top, k, &g.top.keys, None)?;
+                GraphRead::TopK(read_candidates(&self.stream, &g.top.keys, 0, k)?)
+            }
+            TokenRead::Logits => GraphRead::Logits(self.stream.clone_dtoh(&g.logits).map_err(err)?),
+            TokenRead::Argmax => {
+                let mut key = [0u64];
+                self.stream.memcpy_dtoh(&g.best, &mut key).map_err(err)?;
+                GraphRead::Argmax(argmax_of_key(key[0]))
+            }
+        })
     }
 
     /// Capture one token's launches into a CUDA graph (None if capture is not possible; the
@@ -819,13 +989,30 @@ impl CudaBackend {
 
 #[cfg(test)]
 mod tests {
-    use super::{attention_split_kernel, unsupported, ATTENTION_SPLIT, MAX_HEAD_DIM};
+    use super::{attention_split_kernel, unsupported, GraphReadback, ATTENTION_SPLIT, MAX_HEAD_DIM};
     use crate::gpu::cuda::row_smem;
     use crate::model::llama::Llama;
     use std::sync::Arc;
 
     /// Every head size the graph takes (multiples of 16 up to MAX_HEAD_DIM) gets the smallest
     /// split attention kernel whose registers hold it.
+    #[test]
+    fn the_device_picks_the_next_token_for_greedy_and_drawn_reads_only() {
+        use super::{NextPick, TokenRead};
+        let spec = crate::sample::DrawSpec { temperature: 0.8, min_p: 0.05, top_p: 0.95, draws: [0.25, 0.75] };
+        assert_eq!(TokenRead::Argmax.next_pick(None, 1), Some(NextPick::Argmax));
+        assert_eq!(TokenRead::TopK(40).next_pick(Some(spec), 0), Some(NextPick::Draw { spec, u: 0.25 }));
+        assert_eq!(TokenRead::TopK(40).next_pick(Some(spec), 1), Some(NextPick::Draw { spec, u: 0.75 }));
+        assert_eq!(TokenRead::TopK(40).next_pick(None, 0), None);
+        assert_eq!(TokenRead::Logits.next_pick(Some(spec), 0), None);
+        let (mut logits, mut best, mut cand) = (vec![0f32; 4], 0u32, Vec::new());
+        assert_eq!(TokenRead::of(&GraphReadback::Logits(&mut logits)), TokenRead::Logits);
+        assert_eq!(TokenRead::of(&GraphReadback::Argmax(&mut best)), TokenRead::Argmax);
+        assert_eq!(TokenRead::of(&GraphReadback::TopK(40, Some(spec), &mut cand)), TokenRead::TopK(40));
+        // Past the device's k the logits come back and the host picks.
+        assert_eq!(TokenRead::of(&GraphReadback::TopK(1000, Some(spec), &mut cand)), TokenRead::Logits);
+    }
+
     #[test]
     fn the_long_prompt_row_cap_takes_16_to_4096_rows() {
         assert_eq!(super::long_prefill_rows(None), Ok(super::LONG_PREFILL_ROWS));

@@ -254,6 +254,10 @@ pub struct CudaBackend {
     /// Most prompt rows a prefill submission takes where the attention runs tiled
     /// (`graph::LONG_PREFILL_ROWS`, `CMF_CUDA_PREFILL_ROWS`).
     long_prefill_rows: usize,
+    /// Where decode tokens are read back while the next one runs on `stream` (`graph.rs`).
+    readback: Arc<CudaStream>,
+    /// Whether `CMF_GRAPH_HOSTPROF` times each token alone (no token queued ahead).
+    hostprof: bool,
     info: DeviceInfo,
 }
 
@@ -342,8 +346,10 @@ impl CudaBackend {
         let sms = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(err)?.max(1) as u32;
         let total = ctx.total_mem().map_err(err)? as u64;
         let blas = blas::Blas::new(&stream);
+        let readback = stream.fork().map_err(err)?;
+        let hostprof = std::env::var("CMF_GRAPH_HOSTPROF").is_ok_and(|v| v == "1" || v == "2");
         let info = DeviceInfo { backend: "cuda", name: ctx.name().map_err(err)?, discrete: true, memory_bytes: total, f16: true, subgroups: true, max_binding_bytes: total, q8_activations: true, q8_matvec: true };
-        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, kernel_cache, skip, switches, blas, flash: !crate::gpu::selection::switched_off("CMF_CUDA_FLASH"), long_prefill_rows, info })
+        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, kernel_cache, skip, switches, blas, flash: !crate::gpu::selection::switched_off("CMF_CUDA_FLASH"), long_prefill_rows, readback, hostprof, info })
     }
 
     /// This backend with the prefill graph on the int8 tensor-core GEMMs, cuBLAS left out

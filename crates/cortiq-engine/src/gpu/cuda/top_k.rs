@@ -4,7 +4,10 @@
 
 use super::launch::{launch, KernelArgs};
 use super::{err, CudaBackend};
-use cudarc::driver::{CudaSlice, LaunchConfig};
+use crate::gpu::candidates::PickedAndDrawn;
+use crate::sample::DrawSpec;
+use cudarc::driver::{CudaSlice, CudaStream, CudaView, DevicePtr, LaunchConfig};
+use std::sync::Arc;
 
 /// Largest k the device picks (topk.cu's `TOPK_MAX`); larger requests read the logits back.
 pub(crate) const TOPK_MAX: usize = crate::gpu::candidates::DEVICE_TOP_K_MAX;
@@ -21,7 +24,7 @@ pub(super) fn defines() -> String {
 }
 
 /// The kernels this module launches.
-pub(super) const KERNELS: [&str; 2] = ["topk_warps", "topk_merge"];
+pub(super) const KERNELS: [&str; 3] = ["topk_warps", "topk_merge", "pick_argmax"];
 
 /// Warps `topk_warps` runs over `n` logits: one per slice of 32 * TOPK_PER_LANE.
 pub(super) fn warps(n: usize) -> usize {
@@ -31,7 +34,8 @@ pub(super) fn warps(n: usize) -> usize {
 /// Device scratch for the picks over `vocab` logits.
 pub(super) struct TopKBuffers {
     part: CudaSlice<u64>, // (warps(vocab), TOPK_MAX) each warp's keys
-    keys: CudaSlice<u64>, // (TOPK_MAX) the k largest keys, descending
+    /// (TOPK_MAX) the k largest keys, descending, where a caller keeps no keys of its own.
+    pub keys: CudaSlice<u64>,
 }
 
 impl TopKBuffers {
@@ -41,15 +45,42 @@ impl TopKBuffers {
     }
 }
 
+/// How the device picks the next token after a decode token: the argmax of the logits
+/// (`pick_argmax` in topk.cu), or a draw from the k candidates by the sampler's spec with the
+/// uniform draw `u` (`topk_merge`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum NextPick {
+    Argmax,
+    Draw { spec: DrawSpec, u: f32 },
+}
+
+/// Where the device writes its pick of the next token: the graph's [token, position] (the
+/// position moved on by one) and the host's copy.
+pub(super) struct PickTo<'a> {
+    pub params: &'a CudaSlice<i32>,
+    pub pick: CudaView<'a, i32>,
+}
+
+impl PickTo<'_> {
+    /// Whether the buffers hold what the kernels write (two params, one pick).
+    fn fits(&self) -> bool {
+        self.params.len() >= 2 && !self.pick.is_empty()
+    }
+}
+
 impl CudaBackend {
-    /// Queue the picks over `logits` (vocab) into `buf` and read the k (1..=TOPK_MAX) largest
-    /// finite ones back as `sample::top_candidates` gives them (fewer when fewer are finite).
-    pub(super) fn queue_top_k(&self, logits: &CudaSlice<f32>, buf: &mut TopKBuffers, k: usize) -> Result<Vec<(u32, f32)>, String> {
+    /// Queue the picks of the k (1..=TOPK_MAX) largest finite values of `logits` (vocab) into
+    /// `keys` (at least k keys, descending; `gpu::candidates` reads them) with `buf`'s scratch,
+    /// and with `draw` (the sampler's spec and its uniform draw) the token drawn from them.
+    pub(super) fn queue_top_k(&self, logits: &CudaSlice<f32>, buf: &TopKBuffers, k: usize, keys: &impl DevicePtr<u64>, draw: Option<(&DrawSpec, f32, PickTo)>) -> Result<(), String> {
         let s = &self.stream;
         let n = logits.len();
         let w = warps(n);
-        if !(1..=TOPK_MAX).contains(&k) || buf.part.len() < w * TOPK_MAX {
+        if !(1..=TOPK_MAX).contains(&k) || buf.part.len() < w * TOPK_MAX || keys.len() < k {
             return Err(format!("top-{k} of {n} logits: outside the picks' range or scratch"));
+        }
+        if draw.as_ref().is_some_and(|(_, _, to)| !to.fits()) {
+            return Err("the next token's draw: its buffers are too small".into());
         }
         let mut a = KernelArgs::default();
         a.buf(logits, s).int(n as i32).int(k as i32).buf(&buf.part, s);
@@ -58,23 +89,52 @@ impl CudaBackend {
         // warp, and the arguments follow topk_warps's parameters.
         unsafe { launch(s, &self.funcs["topk_warps"], warp_cfg, &a, false) }.map_err(err)?;
         let mut a = KernelArgs::default();
-        a.buf(&buf.part, s).int(w as i32).int(k as i32).buf(&buf.keys, s);
+        a.buf(&buf.part, s).int(w as i32).int(k as i32).buf(keys, s);
+        match &draw {
+            Some((spec, u, to)) => a.int(1).float(spec.temperature).float(spec.min_p).float(spec.top_p).float(*u).buf(to.params, s).buf(&to.pick, s),
+            None => a.int(0).float(1.0).float(0.0).float(1.0).float(0.0).null().null(),
+        };
         let merge_cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (TOPK_THREADS, 1, 1), shared_mem_bytes: 0 };
-        // SAFETY: reads the w * k keys topk_warps wrote, writes k <= TOPK_MAX keys; the
-        // arguments follow topk_merge's parameters.
-        unsafe { launch(s, &self.funcs["topk_merge"], merge_cfg, &a, false) }.map_err(err)?;
-        let mut keys = [0u64; TOPK_MAX];
-        s.memcpy_dtoh(&buf.keys.slice(0..k), &mut keys[..k]).map_err(err)?;
-        Ok(crate::gpu::candidates::candidates(keys[..k].iter().copied()))
+        // SAFETY: reads the w * k keys topk_warps wrote, writes k <= keys.len() keys and, with
+        // a draw, params[0..2] and pick[0] (checked above); the arguments follow topk_merge's
+        // parameters.
+        unsafe { launch(s, &self.funcs["topk_merge"], merge_cfg, &a, false) }.map_err(err)
     }
 
-    /// The k (1..=TOPK_MAX) largest finite values of `values` picked by the device kernels,
-    /// as `sample::top_candidates` gives them (for the parity tests).
-    pub fn top_k(&self, values: &[f32], k: usize) -> Result<Vec<(u32, f32)>, String> {
-        let logits = self.stream.clone_htod(values).map_err(err)?;
-        let mut buf = TopKBuffers::new(self, values.len())?;
-        self.queue_top_k(&logits, &mut buf, k)
+    /// Queue the device's greedy pick of the next token (the argmax key in `best`) into `to`.
+    pub(super) fn queue_argmax_pick(&self, best: &CudaSlice<u64>, to: PickTo) -> Result<(), String> {
+        let s = &self.stream;
+        if !to.fits() {
+            return Err("the next token's pick: its buffers are too small".into());
+        }
+        let mut a = KernelArgs::default();
+        a.buf(best, s).buf(to.params, s).buf(&to.pick, s);
+        let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: one thread reads *best, writes params[0..2] and pick[0] (checked above); the
+        // arguments follow pick_argmax's parameters.
+        unsafe { launch(s, &self.funcs["pick_argmax"], cfg, &a, false) }.map_err(err)
     }
+
+    /// The k largest finite values of `values` picked by the device kernels (k in
+    /// 1..=TOPK_MAX), as `sample::top_candidates` gives them, and with `draw` (a spec and
+    /// its uniform draw) the token the device draws from them (for the parity tests).
+    pub fn top_k(&self, values: &[f32], k: usize, draw: Option<(&DrawSpec, f32)>) -> Result<PickedAndDrawn, String> {
+        let s = &self.stream;
+        let logits = s.clone_htod(values).map_err(err)?;
+        let buf = TopKBuffers::new(self, values.len())?;
+        let (params, pick) = (s.alloc_zeros::<i32>(2).map_err(err)?, s.clone_htod(&[-1i32]).map_err(err)?);
+        self.queue_top_k(&logits, &buf, k, &buf.keys, draw.map(|(spec, u)| (spec, u, PickTo { params: &params, pick: pick.slice(..) })))?;
+        let drawn = draw.map(|_| s.clone_dtoh(&pick)).transpose().map_err(err)?.map(|p| p[0] as u32);
+        Ok((read_candidates(s, &buf.keys, 0, k)?, drawn))
+    }
+}
+
+/// The k candidates in `keys` as `sample::top_candidates` gives them, read back on `stream`.
+pub(super) fn read_candidates(stream: &Arc<CudaStream>, keys: &CudaSlice<u64>, at: usize, k: usize) -> Result<Vec<(u32, f32)>, String> {
+    let mut host = [0u64; TOPK_MAX];
+    let k = k.min(TOPK_MAX).min(keys.len().saturating_sub(at));
+    stream.memcpy_dtoh(&keys.slice(at..at + k), &mut host[..k]).map_err(err)?;
+    Ok(crate::gpu::candidates::candidates(host[..k].iter().copied()))
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! (topk_draw.wgsl), so it can be queued before the host has drawn.
 
 use super::context::WgpuContext;
-use crate::gpu::candidates::{candidates, DEVICE_TOP_K_MAX};
+use crate::gpu::candidates::{candidates, PickedAndDrawn, DEVICE_TOP_K_MAX};
 use crate::sample::DrawSpec;
 use wgpu::util::DeviceExt;
 
@@ -104,9 +104,6 @@ pub(super) fn read_candidates(ctx: &WgpuContext, staging: &wgpu::Buffer, k: usiz
     Ok(candidates(words.chunks_exact(2).map(|w| ((w[0] as u64) << 32) | w[1] as u64)))
 }
 
-/// The device's top-k candidates (as `sample::top_candidates` gives them) and, where a draw
-/// was asked for, the token it drew from them.
-pub type PickedAndDrawn = (Vec<(u32, f32)>, Option<u32>);
 
 impl super::WgpuBackend {
     /// The k (1..=DEVICE_TOP_K_MAX) largest finite values of `values` picked by the device

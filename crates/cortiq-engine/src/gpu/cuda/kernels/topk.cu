@@ -1,14 +1,15 @@
 // The sampler's candidates on the device: the k largest finite logits (k <= TOPK_MAX), larger
 // first and the lower index first among equal values, as the host's `top_candidates` orders
 // them. Two launches: every warp takes the k largest of its TOPK_SLICE logits, then one block
-// takes the k largest of those. (TOPK_MAX, TOPK_PER_LANE, TOPK_KEEP, TOPK_THREADS: defined
-// by the host, `top_k.rs`.)
+// takes the k largest of those and, for a sampled token queued ahead, draws the next token
+// from them. (TOPK_MAX, TOPK_PER_LANE, TOPK_KEEP, TOPK_THREADS: defined by the host,
+// `top_k.rs`.)
 #define TOPK_SLICE (32 * TOPK_PER_LANE)
 
 // A finite value and its index as one integer ordered as the sampler orders candidates (the
 // value by its IEEE total order, -0 below +0; then the lower index); 0 for NaN and +-inf,
 // which are never candidates. A finite value's key is never 0 (its high word is at least
-// 0x00800000).
+// 0x00800000), and no two keys of one launch's values are equal but 0.
 __device__ __forceinline__ unsigned long long order_key(float v, int i) {
     if (!isfinite(v)) return 0ull;
     unsigned int u = __float_as_uint(v);
@@ -16,21 +17,37 @@ __device__ __forceinline__ unsigned long long order_key(float v, int i) {
     return ((unsigned long long)ord << 32) | (0xffffffffu - (unsigned int)i);
 }
 
+// A key's logit and index (order_key undone).
+__device__ __forceinline__ float key_value(unsigned long long key) {
+    unsigned int ord = (unsigned int)(key >> 32);
+    return __uint_as_float((ord & 0x80000000u) ? (ord & 0x7fffffffu) : ~ord);
+}
+__device__ __forceinline__ int key_index(unsigned long long key) { return (int)(0xffffffffu - (unsigned int)key); }
+
+// The largest of the 32 lanes' m, to every lane: the high words' maximum, then the low words'
+// among the lanes holding it.
+__device__ __forceinline__ unsigned long long warp_max_key(unsigned long long m) {
+    unsigned int hi = (unsigned int)(m >> 32);
+    unsigned int top = __reduce_max_sync(0xffffffffu, hi);
+    unsigned int lo = __reduce_max_sync(0xffffffffu, hi == top ? (unsigned int)m : 0u);
+    return ((unsigned long long)top << 32) | lo;
+}
+
 // The largest of every thread's m, to every thread of the block (red: 32 shared keys).
 __device__ __forceinline__ unsigned long long block_max_key(unsigned long long m, unsigned long long* red) {
-    for (int o = 16; o; o >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
+    m = warp_max_key(m);
     if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = m;
     __syncthreads();
     m = (threadIdx.x & 31) < (blockDim.x >> 5) ? red[threadIdx.x & 31] : 0ull;
-    for (int o = 16; o; o >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
+    m = warp_max_key(m);
     __syncthreads();
     return m;
 }
 
 // part (warps, k): warp w's k largest keys among y[w * TOPK_SLICE ..][..TOPK_SLICE] (n
 // values in all), descending, 0 past its finite values. Threads: 32 per warp, any block size
-// that is a multiple of 32; warps past ceil(n / TOPK_SLICE) do nothing. Each round takes the
-// largest key below the last one taken, so nothing needs marking.
+// that is a multiple of 32; warps past ceil(n / TOPK_SLICE) do nothing. Each lane holds its
+// TOPK_PER_LANE keys in registers; a round takes the warp's largest and its lane drops it.
 extern "C" __global__ void topk_warps(const float* y, int n, int k, unsigned long long* part) {
     int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
     if (warp >= (n + TOPK_SLICE - 1) / TOPK_SLICE) return;
@@ -40,34 +57,116 @@ extern "C" __global__ void topk_warps(const float* y, int n, int k, unsigned lon
         int i = warp * TOPK_SLICE + j * 32 + lane;
         keys[j] = i < n ? order_key(y[i], i) : 0ull;
     }
-    unsigned long long last = ~0ull;
+    unsigned long long* out = part + (long)warp * k;
     for (int r = 0; r < k; r++) {
-        unsigned long long m = 0ull;
+        // The lane's largest, as a tree (a chain would serialize TOPK_PER_LANE maxima).
+        unsigned long long t[TOPK_PER_LANE / 2];
         #pragma unroll
-        for (int j = 0; j < TOPK_PER_LANE; j++) {
-            if (keys[j] < last) m = max(m, keys[j]);
+        for (int j = 0; j < TOPK_PER_LANE / 2; j++) t[j] = max(keys[j], keys[j + TOPK_PER_LANE / 2]);
+        #pragma unroll
+        for (int s = TOPK_PER_LANE / 4; s > 0; s >>= 1) {
+            #pragma unroll
+            for (int j = 0; j < s; j++) t[j] = max(t[j], t[j + s]);
         }
-        for (int o = 16; o; o >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
-        if (lane == 0) part[(long)warp * k + r] = m;
-        last = m;
+        unsigned long long top = warp_max_key(t[0]);
+        if (lane == 0) out[r] = top;
+        if (top == 0ull) {
+            // No finite value left: the rest of the list is empty.
+            for (int rr = r + 1 + lane; rr < k; rr += 32) out[rr] = 0ull;
+            return;
+        }
+        if (t[0] == top) {
+            #pragma unroll
+            for (int j = 0; j < TOPK_PER_LANE; j++) keys[j] = keys[j] == top ? 0ull : keys[j];
+        }
     }
 }
 
+// The token drawn from the k keys `top` (shared, descending, 0 past the finite ones) as
+// `sample::draw` draws with the uniform draw u: probabilities at the temperature, cut by
+// min-p then top-p, then the candidate whose slice of the kept mass holds u * kept; every
+// sum in f32 in candidate order (by one thread), the per-candidate exp and division by the
+// first k threads. Its exp may differ from the host's in the last bit, so a draw within an
+// ulp of a slice's edge can differ: the host's own draw decides, and a token queued on
+// another draw is dropped. 0 where no candidate is finite. Every thread of the block calls
+// it; the token is thread 0's.
+__device__ int draw_token(const unsigned long long* top, int k, float temperature, float min_p, float top_p, float u) {
+    __shared__ float probs[TOPK_MAX];
+    __shared__ float total;
+    const int t = threadIdx.x;
+    const float first = key_value(top[0]);
+    if (t < k && top[t] != 0ull) probs[t] = expf((key_value(top[t]) - first) / temperature);
+    __syncthreads();
+    int n = 0;
+    while (n < k && top[n] != 0ull) n++;
+    if (t == 0) {
+        float sum = 0.f;
+        for (int i = 0; i < n; i++) sum += probs[i];
+        total = sum;
+    }
+    __syncthreads();
+    if (t < n) probs[t] = probs[t] / total;
+    __syncthreads();
+    if (t != 0 || n == 0) return 0;
+    float floor = min_p * probs[0];
+    int keep = 0;
+    while (keep < n && probs[keep] >= floor) keep++;
+    keep = max(keep, 1);
+    float mass = 0.f;
+    for (int i = 0; i < keep; i++) {
+        mass += probs[i];
+        if (mass >= top_p) {
+            keep = i + 1;
+            break;
+        }
+    }
+    float kept = 0.f;
+    for (int i = 0; i < keep; i++) kept += probs[i];
+    float r = u * kept;
+    for (int i = 0; i < keep; i++) {
+        if (r < probs[i]) return key_index(top[i]);
+        r -= probs[i];
+    }
+    return key_index(top[keep - 1]);
+}
+
 // out (k): the k largest keys of part (warps, k), descending, 0 past the finite values. One
-// block of TOPK_THREADS threads. Every key of the answer is at least `least`, the largest of
-// the warps' k-th keys (that warp alone holds k keys at or above it), so only those keys are
-// gathered into shared memory (read from part itself when more than TOPK_KEEP pass, as when
-// most logits are equal); then k rounds, each the block's largest key below the last.
-extern "C" __global__ void __launch_bounds__(TOPK_THREADS) topk_merge(const unsigned long long* part, int warps, int k, unsigned long long* out) {
+// block of TOPK_THREADS threads. Every key of the answer is at least `least`, the larger of
+// two lower bounds of the k-th largest key: the largest of the warps' k-th keys (that warp
+// alone holds k keys at or above it) and the k-th largest of the warps' first keys (k
+// distinct keys at or above it). Only the keys at or above it are gathered into shared
+// memory, and each takes its place in the answer by its rank among them (how many gathered
+// keys are larger), so no rounds are needed; where more than TOPK_KEEP pass (as when most
+// logits are equal) the block's rounds read part itself. With `draw`, the next token is
+// drawn from them (`draw_token`) into params[0] and *pick, and the position params[1] moves
+// on by one, for a token queued behind this one (host: `graph.rs`).
+extern "C" __global__ void __launch_bounds__(TOPK_THREADS) topk_merge(const unsigned long long* part, int warps, int k, unsigned long long* out, int draw, float temperature, float min_p, float top_p, float u, int* params, int* pick) {
     __shared__ unsigned long long kept[TOPK_KEEP];
+    __shared__ unsigned long long firsts[TOPK_THREADS];
     __shared__ unsigned long long red[32];
+    __shared__ unsigned long long top[TOPK_MAX];
+    __shared__ unsigned long long kth_first;
     __shared__ int count;
     const int t = threadIdx.x;
-    unsigned long long m = 0ull;
+    const bool ranked = warps <= TOPK_THREADS && warps >= k;
+    unsigned long long m = 0ull, first = 0ull;
     for (int w = t; w < warps; w += TOPK_THREADS) m = max(m, part[(long)w * k + k - 1]);
-    const unsigned long long least = block_max_key(m, red);
-    if (t == 0) count = 0;
-    __syncthreads();
+    if (ranked && t < warps) firsts[t] = first = part[(long)t * k];
+    if (t < TOPK_MAX) top[t] = 0ull;
+    if (t == 0) {
+        count = 0;
+        kth_first = 0ull;
+    }
+    unsigned long long least = block_max_key(m, red);
+    if (ranked) {
+        if (t < warps && first != 0ull) {
+            int rank = 0;
+            for (int j = 0; j < warps; j++) rank += firsts[j] > first;
+            if (rank == k - 1) kth_first = first;
+        }
+        __syncthreads();
+        least = max(least, kth_first);
+    }
     const long total = (long)warps * k;
     for (long i = t; i < total; i += TOPK_THREADS) {
         unsigned long long key = part[i];
@@ -77,18 +176,45 @@ extern "C" __global__ void __launch_bounds__(TOPK_THREADS) topk_merge(const unsi
         }
     }
     __syncthreads();
-    const bool fits = count <= TOPK_KEEP;
-    const unsigned long long* src = fits ? kept : part;
-    const long len = fits ? count : total;
-    unsigned long long last = ~0ull;
-    for (int r = 0; r < k; r++) {
-        m = 0ull;
-        for (long i = t; i < len; i += TOPK_THREADS) {
-            unsigned long long key = src[i];
-            if (key < last && key >= least) m = max(m, key);
+    const int len = count;
+    if (len <= TOPK_KEEP) {
+        for (int i = t; i < len; i += TOPK_THREADS) {
+            unsigned long long key = kept[i];
+            int rank = 0;
+            for (int j = 0; j < len; j++) rank += kept[j] > key;
+            if (rank < k) top[rank] = key;
         }
-        m = block_max_key(m, red);
-        if (t == 0) out[r] = m;
-        last = m;
+    } else {
+        unsigned long long last = ~0ull;
+        for (int r = 0; r < k; r++) {
+            m = 0ull;
+            for (long i = t; i < total; i += TOPK_THREADS) {
+                unsigned long long key = part[i];
+                if (key < last && key >= least) m = max(m, key);
+            }
+            m = block_max_key(m, red);
+            if (t == 0) top[r] = m;
+            last = m;
+        }
     }
+    __syncthreads();
+    if (t < k) out[t] = top[t];
+    if (!draw) return;
+    int token = draw_token(top, k, temperature, min_p, top_p, u);
+    if (t == 0) {
+        params[0] = token;
+        params[1] += 1;
+        *pick = token;
+    }
+}
+
+// The greedy token after this one, the argmax in *best (matvec.cu's argmax_key; token 0 when
+// no logit was a number), into params[0] and *pick, and the position params[1] moved on by
+// one, for a token queued behind this one (host: `graph.rs`). One thread.
+extern "C" __global__ void pick_argmax(const unsigned long long* best, int* params, int* pick) {
+    unsigned long long key = *best;
+    int token = key == 0ull ? 0 : key_index(key);
+    params[0] = token;
+    params[1] += 1;
+    *pick = token;
 }
