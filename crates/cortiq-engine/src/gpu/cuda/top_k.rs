@@ -13,6 +13,8 @@ use std::sync::Arc;
 pub(crate) const TOPK_MAX: usize = crate::gpu::candidates::DEVICE_TOP_K_MAX;
 /// Logits each lane of `topk_warps` holds in registers (a warp's slice: 32 times this).
 const TOPK_PER_LANE: usize = 16;
+/// Warps of a `topk_warps` block (each with a shared buffer of 32 * TOPK_PER_LANE keys).
+const TOPK_BLOCK_WARPS: usize = 8;
 /// Keys `topk_merge` gathers into shared memory (8 bytes each).
 const TOPK_KEEP: usize = 2048;
 /// Threads of the one `topk_merge` block.
@@ -20,7 +22,7 @@ const TOPK_THREADS: u32 = 1024;
 
 /// The kernels' sizes, as the defines topk.cu is compiled with.
 pub(super) fn defines() -> String {
-    format!("#define TOPK_MAX {TOPK_MAX}\n#define TOPK_PER_LANE {TOPK_PER_LANE}\n#define TOPK_KEEP {TOPK_KEEP}\n#define TOPK_THREADS {TOPK_THREADS}\n")
+    format!("#define TOPK_MAX {TOPK_MAX}\n#define TOPK_PER_LANE {TOPK_PER_LANE}\n#define TOPK_BLOCK_WARPS {TOPK_BLOCK_WARPS}\n#define TOPK_KEEP {TOPK_KEEP}\n#define TOPK_THREADS {TOPK_THREADS}\n")
 }
 
 /// The kernels this module launches.
@@ -84,7 +86,7 @@ impl CudaBackend {
         }
         let mut a = KernelArgs::default();
         a.buf(logits, s).int(n as i32).int(k as i32).buf(&buf.part, s);
-        let warp_cfg = LaunchConfig { grid_dim: ((w as u32).div_ceil(8), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let warp_cfg = LaunchConfig { grid_dim: (w.div_ceil(TOPK_BLOCK_WARPS) as u32, 1, 1), block_dim: (32 * TOPK_BLOCK_WARPS as u32, 1, 1), shared_mem_bytes: 0 };
         // SAFETY: part holds warps(n) * TOPK_MAX >= warps(n) * k keys, the grid covers every
         // warp, and the arguments follow topk_warps's parameters.
         unsafe { launch(s, &self.funcs["topk_warps"], warp_cfg, &a, false) }.map_err(err)?;

@@ -45,41 +45,70 @@ __device__ __forceinline__ unsigned long long block_max_key(unsigned long long m
 }
 
 // part (warps, k): warp w's k largest keys among y[w * TOPK_SLICE ..][..TOPK_SLICE] (n
-// values in all), descending, 0 past its finite values. Threads: 32 per warp, any block size
-// that is a multiple of 32; warps past ceil(n / TOPK_SLICE) do nothing. Each lane holds its
-// TOPK_PER_LANE keys in registers; a round takes the warp's largest and its lane drops it.
-extern "C" __global__ void topk_warps(const float* y, int n, int k, unsigned long long* part) {
+// values in all), descending, 0 past its finite values. Blocks of TOPK_BLOCK_WARPS warps;
+// warps past ceil(n / TOPK_SLICE) do nothing. Each lane holds TOPK_PER_LANE keys; the k-th
+// largest of the lanes' two largest keys (64 distinct keys, ranked in shared memory) bounds
+// the warp's k-th largest from below, so the keys at or above it hold the answer; they are
+// gathered into the warp's shared buffer and each written to its place by its rank among
+// them (how many of them are larger).
+extern "C" __global__ void __launch_bounds__(32 * TOPK_BLOCK_WARPS) topk_warps(const float* y, int n, int k, unsigned long long* part) {
+    __shared__ unsigned long long buf[TOPK_BLOCK_WARPS][TOPK_SLICE];
     int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
     if (warp >= (n + TOPK_SLICE - 1) / TOPK_SLICE) return;
+    unsigned long long* cand = buf[threadIdx.x >> 5];
     unsigned long long keys[TOPK_PER_LANE];
     #pragma unroll
     for (int j = 0; j < TOPK_PER_LANE; j++) {
         int i = warp * TOPK_SLICE + j * 32 + lane;
         keys[j] = i < n ? order_key(y[i], i) : 0ull;
     }
-    unsigned long long* out = part + (long)warp * k;
-    for (int r = 0; r < k; r++) {
-        // The lane's largest, as a tree (a chain would serialize TOPK_PER_LANE maxima).
+    // The lane's largest key and its second (keys are distinct but for 0).
+    auto lane_max = [&](unsigned long long drop) {
         unsigned long long t[TOPK_PER_LANE / 2];
         #pragma unroll
-        for (int j = 0; j < TOPK_PER_LANE / 2; j++) t[j] = max(keys[j], keys[j + TOPK_PER_LANE / 2]);
+        for (int j = 0; j < TOPK_PER_LANE / 2; j++) {
+            unsigned long long a = keys[j], b = keys[j + TOPK_PER_LANE / 2];
+            t[j] = max(a == drop ? 0ull : a, b == drop ? 0ull : b);
+        }
         #pragma unroll
         for (int s = TOPK_PER_LANE / 4; s > 0; s >>= 1) {
             #pragma unroll
             for (int j = 0; j < s; j++) t[j] = max(t[j], t[j + s]);
         }
-        unsigned long long top = warp_max_key(t[0]);
-        if (lane == 0) out[r] = top;
-        if (top == 0ull) {
-            // No finite value left: the rest of the list is empty.
-            for (int rr = r + 1 + lane; rr < k; rr += 32) out[rr] = 0ull;
-            return;
-        }
-        if (t[0] == top) {
-            #pragma unroll
-            for (int j = 0; j < TOPK_PER_LANE; j++) keys[j] = keys[j] == top ? 0ull : keys[j];
-        }
+        return t[0];
+    };
+    const unsigned long long m1 = lane_max(0ull), m2 = m1 == 0ull ? 0ull : lane_max(m1);
+    cand[lane] = m1;
+    cand[32 + lane] = m2;
+    __syncwarp();
+    int r1 = 0, r2 = 0;
+    for (int j = 0; j < 64; j++) {
+        unsigned long long c = cand[j];
+        r1 += c > m1;
+        r2 += c > m2;
     }
+    // The bound: the one of the 64 with k - 1 larger (0, taking every finite key, when fewer
+    // than k of them are finite).
+    unsigned long long mine = (m1 != 0ull && r1 == k - 1) ? m1 : ((m2 != 0ull && r2 == k - 1) ? m2 : 0ull);
+    const unsigned long long bound = warp_max_key(mine);
+    __syncwarp();
+    int len = 0;
+    #pragma unroll
+    for (int j = 0; j < TOPK_PER_LANE; j++) {
+        bool take = keys[j] != 0ull && keys[j] >= bound;
+        unsigned int ballot = __ballot_sync(0xffffffffu, take);
+        if (take) cand[len + __popc(ballot & ((1u << lane) - 1u))] = keys[j];
+        len += __popc(ballot);
+    }
+    __syncwarp();
+    unsigned long long* out = part + (long)warp * k;
+    for (int i = lane; i < len; i += 32) {
+        unsigned long long key = cand[i];
+        int rank = 0;
+        for (int j = 0; j < len; j++) rank += cand[j] > key;
+        if (rank < k) out[rank] = key;
+    }
+    for (int r = len + lane; r < k; r += 32) out[r] = 0ull;
 }
 
 // The token drawn from the k keys `top` (shared, descending, 0 past the finite ones) as
