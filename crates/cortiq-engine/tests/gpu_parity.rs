@@ -1182,9 +1182,9 @@ fn wgpu_argmax_picks_as_the_sampler() {
 
 /// A backend's top-k candidates and, with a spec and its uniform draw, the token it draws.
 #[cfg(any(feature = "gpu", feature = "cuda"))]
-type TopKDraw<'a> = &'a dyn Fn(&[f32], usize, &cortiq_engine::sample::DrawSpec, f32) -> Result<(Vec<(u32, f32)>, Option<u32>), String>;
+type TopKDraw<'a> = &'a dyn Fn(&[f32], usize, &cortiq_engine::sample::DrawSpec, f32) -> Result<cortiq_engine::gpu::candidates::PickedAndDrawn, String>;
 
-/// A device's token draw (wgpu: topk_draw.wgsl; CUDA: topk.cu's pick_next) against the
+/// A device's token draw (wgpu: topk_draw.wgsl; CUDA: topk.cu's draw_token) against the
 /// sampler's `sample::draw` over the same candidates: random logits (spread from near-ties
 /// to one dominant token, some NaN), k 1 / 7 / 40 / 64, temperatures 0.2-1.5, min-p 0-0.2,
 /// top-p 0.5-1, random draws. The device's exp and division may differ from the host's in

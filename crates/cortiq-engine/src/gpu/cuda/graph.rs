@@ -525,8 +525,9 @@ impl CudaBackend {
             };
             let next = read.next_pick(draw, 1).filter(|_| !self.hostprof && job.pos + 1 < capacity);
             if next.is_some() {
-                // pick_next wrote the next token and position into g.params, unless another
-                // sequence's call came after it: then they come from this sequence's pick.
+                // The device's pick (pick_argmax, or topk_merge's draw) wrote the next token and
+                // position into g.params, unless another sequence's call came after it: then
+                // they come from this sequence's pick slot.
                 if g.params_for != Some((job.seq, job.pos + 1)) {
                     let slot = job.pos % 2;
                     self.stream.memcpy_dtod(&mirror.picks.slice(slot..slot + 1), &mut g.params.slice_mut(0..1)).map_err(err)?;
@@ -994,8 +995,8 @@ mod tests {
     use crate::model::llama::Llama;
     use std::sync::Arc;
 
-    /// Every head size the graph takes (multiples of 16 up to MAX_HEAD_DIM) gets the smallest
-    /// split attention kernel whose registers hold it.
+    /// The device picks the next token for greedy reads and for top-k reads that carry the
+    /// sampler's draw spec (with the draw for this token or the one after), never for logits.
     #[test]
     fn the_device_picks_the_next_token_for_greedy_and_drawn_reads_only() {
         use super::{NextPick, TokenRead};
@@ -1022,6 +1023,8 @@ mod tests {
         }
     }
 
+    /// Every head size the graph takes (multiples of 16 up to MAX_HEAD_DIM) gets the smallest
+    /// split attention kernel whose registers hold it.
     #[test]
     fn every_head_size_gets_the_smallest_split_kernel_that_holds_it() {
         for hd in (16..=MAX_HEAD_DIM).step_by(16) {

@@ -1,6 +1,8 @@
 //! The sampler's candidates picked on the device (topk.cu): a sampled decode token reads
 //! back k keys (`gpu::candidates`) instead of the whole vocabulary's logits, and the host's
-//! sampler works on them as it would on `sample::top_candidates` of the full logits.
+//! sampler works on them as it would on `sample::top_candidates` of the full logits. For a
+//! token queued ahead (`graph.rs`) the device also picks the next token as the host will:
+//! the argmax, or the draw from the candidates by the sampler's spec.
 
 use super::launch::{launch, KernelArgs};
 use super::{err, CudaBackend};
