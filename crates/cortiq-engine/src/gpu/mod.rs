@@ -151,6 +151,16 @@ pub struct Gpu {
 
 static GLOBAL: OnceLock<Arc<Gpu>> = OnceLock::new();
 
+/// The graph profile's level from `CMF_GRAPH_HOSTPROF`: 1 the host/GPU split per token and
+/// prefill chunk, 2 also the GPU time per kind of dispatch (wgpu); 0 unset or anything else.
+pub(crate) fn hostprof_level() -> u8 {
+    match std::env::var("CMF_GRAPH_HOSTPROF").as_deref() {
+        Ok("1") => 1,
+        Ok("2") => 2,
+        _ => 0,
+    }
+}
+
 /// Log a facade notice (stderr, one line).
 fn notice(msg: &str) {
     eprintln!("cortiq: {msg}");
@@ -298,7 +308,7 @@ impl Gpu {
     /// The `--explain` table (with the graph's host/GPU split under `CMF_GRAPH_HOSTPROF=1`).
     pub fn explain_table(&self) -> String {
         let mut t = self.explain.lock().unwrap_or_else(|e| e.into_inner()).table(self.backend_name());
-        let hostprof = std::env::var("CMF_GRAPH_HOSTPROF").is_ok_and(|v| v == "1" || v == "2");
+        let hostprof = hostprof_level() > 0;
         let Some(p) = self.backend.as_ref().and_then(|b| b.graph_profile()) else { return t };
         if hostprof {
             t.push_str(&p.prefill_line());

@@ -68,12 +68,6 @@ pub(super) struct ModelGraph {
     /// Per layer: (attn_norm, ffn_norm), (n_embd) each.
     norms: Vec<(CudaSlice<f32>, CudaSlice<f32>)>,
     out_norm: CudaSlice<f32>,
-    /// [token, pos]
-    params: CudaSlice<i32>,
-    /// The (sequence, position) whose token `params` holds once the queued work has run (None:
-    /// a prefill chunk's): a token queued ahead finds its own there unless another sequence's
-    /// call came in between.
-    params_for: Option<(u64, usize)>,
     x: CudaSlice<f32>,      // (n_embd) residual stream
     q: CudaSlice<f32>,      // (n_head * head_dim), after RoPE
     att: CudaSlice<f32>,    // (n_head * head_dim)
@@ -175,21 +169,26 @@ pub(super) struct Mirror {
     v: Vec<CudaSlice<f32>>,
     len: usize,
     captured: Option<CapturedToken>,
+    /// [token, pos] of this sequence's next graph call: written by the host, or by the device's
+    /// pick for a token queued ahead (the captured graph reads them here, so another
+    /// sequence's calls in between leave them alone).
+    params: CudaSlice<i32>,
     /// Where a token's readback waits for the host, by the position's parity (a token queued
     /// ahead writes the other slot than the token before it, which the host may not have
-    /// read yet): the device's pick of the next token (2), the candidates' keys (2, TOPK_MAX).
+    /// read yet): the device's pick of the next token (2), the candidates' keys (2, TOPK_MAX),
+    /// and the event recorded after them.
     picks: CudaSlice<i32>,
     keys: CudaSlice<u64>,
+    done: [CudaEvent; 2],
     /// The next token, already queued behind the last one on the device's own pick.
     ahead: Option<Ahead>,
 }
 
-/// A token queued ahead: its position, what it reads back, the event its work ends with,
-/// and (once the token before it was read back) the token it embeds.
+/// A token queued ahead: its position, what it reads back, and (once the token before it
+/// was read back) the token it embeds.
 pub(super) struct Ahead {
     pos: usize,
     read: TokenRead,
-    done: CudaEvent,
     token: Option<u32>,
 }
 
@@ -310,8 +309,6 @@ impl CudaBackend {
             model_key,
             norms,
             out_norm: s.clone_htod(&m.output_norm).map_err(err)?,
-            params: s.alloc_zeros::<i32>(2).map_err(err)?,
-            params_for: None,
             x: zeros(c.n_embd)?,
             q: zeros(c.q_dim())?,
             att: zeros(c.q_dim())?,
@@ -459,9 +456,10 @@ impl CudaBackend {
                         k.push(self.stream.alloc_zeros::<f32>(cap * kvd).map_err(err)?);
                         v.push(self.stream.alloc_zeros::<f32>(cap * kvd).map_err(err)?);
                     }
-                    let picks = self.stream.alloc_zeros::<i32>(2).map_err(err)?;
+                    let (params, picks) = (self.stream.alloc_zeros::<i32>(2).map_err(err)?, self.stream.alloc_zeros::<i32>(2).map_err(err)?);
                     let keys = self.stream.alloc_zeros::<u64>(2 * TOPK_MAX).map_err(err)?;
-                    Mirror { k, v, len: 0, captured: None, picks, keys, ahead: None }
+                    let event = || self.stream.context().new_event(None).map_err(err);
+                    Mirror { k, v, len: 0, captured: None, params, picks, keys, done: [event()?, event()?], ahead: None }
                 }
             };
             slot.insert(mirror);
@@ -499,47 +497,28 @@ impl CudaBackend {
         let capacity = job.host_kv.capacity();
         let at = At { model: m, seq: job.seq, pos: job.pos, host_kv: job.host_kv };
         self.on_graph(&at, 1, out, true, |g, mirror, map| {
-            let (queued, dropped) = match mirror.ahead.take() {
-                Some(a) if a.pos == job.pos && a.token == Some(job.token) && a.read == read => (Some(a.done), false),
-                Some(a) => (None, a.pos == job.pos),
-                None => (None, false),
-            };
-            let taken = queued.is_some();
-            let done = match queued {
-                Some(done) => done,
-                None => {
-                    self.stream.memcpy_htod(&[job.token as i32, job.pos as i32], &mut g.params).map_err(err)?;
-                    g.params_for = Some((job.seq, job.pos));
-                    self.launch_token(m, map, g, mirror)?;
-                    if read == TokenRead::Logits {
-                        let queued = std::time::Instant::now();
-                        return Ok((GraphRead::Logits(self.stream.clone_dtoh(&g.logits).map_err(err)?), queued));
-                    }
-                    let first = read.next_pick(draw, 0);
-                    let done = self.queue_readback(g, mirror, job.pos, read, first)?;
-                    if first.is_some() {
-                        g.params_for = Some((job.seq, job.pos + 1));
-                    }
-                    done
+            let at_this = mirror.ahead.take().filter(|a| a.pos == job.pos);
+            let taken = at_this.as_ref().is_some_and(|a| a.token == Some(job.token) && a.read == read);
+            let dropped = at_this.is_some() && !taken;
+            if !taken {
+                self.stream.memcpy_htod(&[job.token as i32, job.pos as i32], &mut mirror.params).map_err(err)?;
+                self.launch_token(m, map, g, mirror)?;
+                if read == TokenRead::Logits {
+                    let queued = std::time::Instant::now();
+                    return Ok((GraphRead::Logits(self.stream.clone_dtoh(&g.logits).map_err(err)?), queued));
                 }
-            };
+                self.queue_readback(g, mirror, job.pos, read, read.next_pick(draw, 0))?;
+            }
             let next = read.next_pick(draw, 1).filter(|_| !self.hostprof && job.pos + 1 < capacity);
             if next.is_some() {
                 // The device's pick (pick_argmax, or topk_merge's draw) wrote the next token and
-                // position into g.params, unless another sequence's call came after it: then
-                // they come from this sequence's pick slot.
-                if g.params_for != Some((job.seq, job.pos + 1)) {
-                    let slot = job.pos % 2;
-                    self.stream.memcpy_dtod(&mirror.picks.slice(slot..slot + 1), &mut g.params.slice_mut(0..1)).map_err(err)?;
-                    self.stream.memcpy_htod(&[(job.pos + 1) as i32], &mut g.params.slice_mut(1..2)).map_err(err)?;
-                }
+                // position into the mirror's params.
                 self.launch_token(m, map, g, mirror)?;
-                let done = self.queue_readback(g, mirror, job.pos + 1, read, next)?;
-                g.params_for = Some((job.seq, job.pos + 2));
-                mirror.ahead = Some(Ahead { pos: job.pos + 1, read, done, token: None });
+                self.queue_readback(g, mirror, job.pos + 1, read, next)?;
+                mirror.ahead = Some(Ahead { pos: job.pos + 1, read, token: None });
             }
             let queued = std::time::Instant::now();
-            let (back, pick) = self.read_token(mirror, job.pos, read, &done)?;
+            let (back, pick) = self.read_token(mirror, job.pos, read)?;
             if let (Some(a), Some(t)) = (mirror.ahead.as_mut(), pick) {
                 a.token = Some(t);
             }
@@ -550,8 +529,9 @@ impl CudaBackend {
         })
     }
 
-    /// Launch one token's kernels (token and position in `g.params`): the sequence's captured
-    /// graph, captured on its first token, or the launches themselves where capture fails.
+    /// Launch one token's kernels (token and position in the mirror's params): the sequence's
+    /// captured graph, captured on its first token, or the launches themselves where capture
+    /// fails.
     fn launch_token(&self, m: &Llama, map: &HashMap<u64, Resident>, g: &mut ModelGraph, mirror: &mut Mirror) -> Result<(), String> {
         // The weight list is only needed to capture a sequence's launches, not per token.
         let args = || -> Vec<WeightArg> { all_weights(m).iter().map(|w| m.weight_arg(w)).collect() };
@@ -566,27 +546,27 @@ impl CudaBackend {
 
     /// Queue what the token at `pos` leaves for the host in its parity's slots of `mirror`:
     /// the candidates' keys (`TopK`), and with `next` the device's pick of the next token
-    /// (also written to `g.params` for a token queued behind it); then the event the host
-    /// waits for.
-    fn queue_readback(&self, g: &ModelGraph, mirror: &Mirror, pos: usize, read: TokenRead, next: Option<NextPick>) -> Result<CudaEvent, String> {
+    /// (also written to the mirror's params for a token queued behind it); then the slot's
+    /// event, which the host waits for.
+    fn queue_readback(&self, g: &ModelGraph, mirror: &Mirror, pos: usize, read: TokenRead, next: Option<NextPick>) -> Result<(), String> {
         let slot = pos % 2;
         let keys = mirror.keys.slice(slot * TOPK_MAX..(slot + 1) * TOPK_MAX);
-        let to = || PickTo { params: &g.params, pick: mirror.picks.slice(slot..slot + 1) };
+        let to = || PickTo { params: &mirror.params, pick: mirror.picks.slice(slot..slot + 1) };
         match (read, next) {
             (TokenRead::TopK(k), Some(NextPick::Draw { spec, u })) => self.queue_top_k(&g.logits, &g.top, k, &keys, Some((&spec, u, to())))?,
             (TokenRead::TopK(k), _) => self.queue_top_k(&g.logits, &g.top, k, &keys, None)?,
             (_, Some(NextPick::Argmax)) => self.queue_argmax_pick(&g.best, to())?,
             _ => {}
         }
-        self.stream.record_event(None).map_err(err)
+        mirror.done[slot].record(&self.stream).map_err(err)
     }
 
-    /// The readback of the token at `pos` (`queue_readback`'s slots, once `done`), read on the
-    /// readback stream so that a token queued behind it keeps running: what `read` asks for,
-    /// and the device's pick of the next token where it made one.
-    fn read_token(&self, mirror: &Mirror, pos: usize, read: TokenRead, done: &CudaEvent) -> Result<(GraphRead, Option<u32>), String> {
+    /// The readback of the token at `pos` (`queue_readback`'s slots, once their event has
+    /// passed), read on the readback stream so that a token queued behind it keeps running:
+    /// what `read` asks for, and the device's pick of the next token where it made one.
+    fn read_token(&self, mirror: &Mirror, pos: usize, read: TokenRead) -> Result<(GraphRead, Option<u32>), String> {
         let (slot, r) = (pos % 2, &self.readback);
-        r.wait(done).map_err(err)?;
+        r.wait(&mirror.done[slot]).map_err(err)?;
         let mut pick = [0i32];
         let picked = |pick: &mut [i32; 1]| r.memcpy_dtoh(&mirror.picks.slice(slot..slot + 1), pick).map_err(err);
         match read {
@@ -629,8 +609,7 @@ impl CudaBackend {
             }
             let pb = g.prefill.as_mut().expect("made above");
             self.stream.memcpy_htod(&tokens, &mut pb.tokens.slice_mut(0..rows)).map_err(err)?;
-            self.stream.memcpy_htod(&[0, job.pos as i32], &mut g.params).map_err(err)?;
-            g.params_for = None;
+            self.stream.memcpy_htod(&[0, job.pos as i32], &mut mirror.params).map_err(err)?;
             let args: Vec<WeightArg> = all_weights(m).iter().map(|w| m.weight_arg(w)).collect();
             self.queue_prefill(m, &args, map, g, mirror, rows)?;
             let queued = std::time::Instant::now();
@@ -738,7 +717,7 @@ impl CudaBackend {
         Ok(graph.map(CapturedToken))
     }
 
-    /// Queue every kernel of one token (token and position are read from `g.params`):
+    /// Queue every kernel of one token (token and position are read from the mirror's params):
     /// per layer qkv_rope (attention norm, RoPE and the mirror append fused), attention
     /// (split merge fused), o-proj (+residual), gate_up_silu (FFN norm fused), down
     /// (+residual); then the head with the final norm fused. `args` is `all_weights` order;
@@ -751,8 +730,8 @@ impl CudaBackend {
         let (d, ff) = (c.n_embd as i32, c.n_ff as i32);
         let (nh, nkv, hd, rot) = (c.n_head as i32, c.n_head_kv as i32, c.head_dim as i32, c.rope_dims as i32);
         let (eps, base, neox) = (c.eps, c.rope_base, c.rope_neox as i32);
-        let pos_ptr = g.params.slice(1..2);
-        let tok_ptr = g.params.slice(0..1);
+        let pos_ptr = mirror.params.slice(1..2);
+        let tok_ptr = mirror.params.slice(0..1);
         let embed = &args[args.len() - 1];
         let (e, ekind) = (dev(embed)?, kd(embed));
         let grid_splits = capacity.div_ceil(ATT_CHUNK);
@@ -806,10 +785,10 @@ impl CudaBackend {
     }
 
     /// Queue the prefill graph for `rows` prompt rows (tokens in the prefill buffers, the first
-    /// row's position in `g.params[1]`): embedding rows; per layer QKV + norm + RoPE + mirror
-    /// append, causal attention of every row over the mirror, O + residual, gate/up + norm +
-    /// SiLU, down + residual, each over tiles of prompt rows (each weight unit read once per
-    /// tile); then the head (final norm fused, argmax folded) for the last row only.
+    /// row's position in the mirror's params[1]): embedding rows; per layer QKV + norm + RoPE +
+    /// mirror append, causal attention of every row over the mirror, O + residual, gate/up +
+    /// norm + SiLU, down + residual, each over tiles of prompt rows (each weight unit read once
+    /// per tile); then the head (final norm fused, argmax folded) for the last row only.
     fn queue_prefill(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &mut ModelGraph, mirror: &mut Mirror, rows: usize) -> Result<(), String> {
         let c = &m.cfg;
         let s = &self.stream;
@@ -818,7 +797,7 @@ impl CudaBackend {
         let (d, ff, n) = (c.n_embd as i32, c.n_ff as i32, rows as i32);
         let (nh, nkv, hd, rot) = (c.n_head as i32, c.n_head_kv as i32, c.head_dim as i32, c.rope_dims as i32);
         let (eps, base, neox) = (c.eps, c.rope_base, c.rope_neox as i32);
-        let pos_ptr = g.params.slice(1..2);
+        let pos_ptr = mirror.params.slice(1..2);
         let embed = &args[args.len() - 1];
         let (e, ekind) = (dev(embed)?, kd(embed));
         let capacity = mirror.k[0].len() / c.kv_dim().max(1);

@@ -387,7 +387,7 @@ impl WgpuBackend {
             step: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("step"), size: std::mem::size_of::<StepBlock>() as u64, usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
             staging: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("logits-read"), size: (c.vocab * 4) as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
             hidden_staging: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("hidden-read"), size: if layers < m.layers.len() { (prefill::PREFILL_ROWS * c.n_embd * 4) as u64 } else { 16 }, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
-            stamps: (std::env::var("CMF_GRAPH_HOSTPROF").is_ok_and(|v| v == "2") && dev.features().contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)).then(|| {
+            stamps: (crate::gpu::hostprof_level() == 2 && dev.features().contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)).then(|| {
                 // Dispatches per token: at most 16 per layer, with row-split chunks; 2 spare.
                 let n = (m.layers.len() * 16 + 8).min(4095) as u32 + 1;
                 let q = dev.create_query_set(&wgpu::QuerySetDescriptor { label: Some("dispatch-stamps"), ty: wgpu::QueryType::Timestamp, count: n });
@@ -395,7 +395,7 @@ impl WgpuBackend {
                 let read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("dispatch-stamps-read"), size: 8 * n as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
                 (q, resolve, read, n)
             }),
-            timer: (std::env::var("CMF_GRAPH_HOSTPROF").is_ok_and(|v| v == "1" || v == "2") && dev.features().contains(wgpu::Features::TIMESTAMP_QUERY)).then(|| {
+            timer: (crate::gpu::hostprof_level() > 0 && dev.features().contains(wgpu::Features::TIMESTAMP_QUERY)).then(|| {
                 let q = dev.create_query_set(&wgpu::QuerySetDescriptor { label: Some("token-timer"), ty: wgpu::QueryType::Timestamp, count: 2 });
                 let resolve = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("token-timer"), size: 16, usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC, mapped_at_creation: false });
                 let read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("token-timer-read"), size: 16, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });

@@ -104,7 +104,6 @@ pub(super) fn read_candidates(ctx: &WgpuContext, staging: &wgpu::Buffer, k: usiz
     Ok(candidates(words.chunks_exact(2).map(|w| ((w[0] as u64) << 32) | w[1] as u64)))
 }
 
-
 impl super::WgpuBackend {
     /// The k (1..=DEVICE_TOP_K_MAX) largest finite values of `values` picked by the device
     /// kernels, as `sample::top_candidates` gives them, and with `draw` (a spec and its
