@@ -133,11 +133,10 @@ pub struct WgpuContext {
     /// (argmax_merge.wgsl).
     pub argmax: wgpu::ComputePipeline,
     pub argmax_merge: wgpu::ComputePipeline,
-    /// The sampler's candidates over the logits: per workgroup, then merged (`top_k.rs`).
+    /// The sampler's candidates over the logits: per workgroup, then merged, and the sampled
+    /// token drawn from them (`top_k.rs`).
     pub topk_groups: wgpu::ComputePipeline,
     pub topk_merge: wgpu::ComputePipeline,
-    /// The sampled token drawn from the merged candidates (topk_draw.wgsl).
-    pub topk_draw: wgpu::ComputePipeline,
     pub info: DeviceInfo,
     /// Weight budget in bytes.
     pub budget: u64,
@@ -259,10 +258,9 @@ impl WgpuContext {
         let attn_rows = build(&device, &format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}"), &layout(&device, &[r, r, r, w, Uniform]), cache.as_ref(), "attn_rows")?;
         let argmax = build(&device, &format!("{ARGMAX_PICK}{ARGMAX}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "argmax")?;
         let argmax_merge = build(&device, &format!("{ARGMAX_PICK}{ARGMAX_MERGE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "argmax_merge")?;
-        let topk_groups = build(&device, &topk_source(TOPK_GROUPS, subgroups), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_groups")?;
-        let topk_merge = build(&device, &topk_source(TOPK_MERGE, subgroups), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_merge")?;
-        let topk_draw = build(&device, TOPK_DRAW, &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_draw")?;
-        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, gemm: Default::default(), embed: Default::default(), subgroups, pipeline_cache: cache, act, norm, quant, rope_store, attn_split, attn_combine, attn_combine_q8, attn_rows, argmax, argmax_merge, topk_groups, topk_merge, topk_draw, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
+        let topk_groups = build(&device, &format!("{TOPK_KEYS}{TOPK_GROUPS}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_groups")?;
+        let topk_merge = build(&device, &topk_merge_source(subgroups), &layout(&device, &[r, w, Uniform, w, Uniform]), cache.as_ref(), "topk_merge")?;
+        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, gemm: Default::default(), embed: Default::default(), subgroups, pipeline_cache: cache, act, norm, quant, rope_store, attn_split, attn_combine, attn_combine_q8, attn_rows, argmax, argmax_merge, topk_groups, topk_merge, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
         // The per-op kernels up front (a job's first call should not pay a compile).
         for (codec, _, _) in MATVEC_CODECS {
             for (rows, cols) in [(1, 1), (TALL_ROWS, 1), (WIDE_ROWS, WIDE_COLS)] {
@@ -520,15 +518,14 @@ fn reduce_directive(reduce: &str, key: &str) -> String {
     reduce.lines().find_map(|l| l.trim_start_matches("// ").strip_prefix(key)).unwrap_or("").to_string()
 }
 
-/// A top-k kernel's shader: the keys' helpers, the kernel, and the rounds' workgroup maximum
-/// (with subgroup operations where the adapter has them), its REDUCE_* placeholders filled
-/// from the snippet's directives.
-fn topk_source(kernel: &str, subgroups: bool) -> String {
+/// The top-k merge's shader: the keys' helpers, the kernel, the draw, and the workgroup
+/// maximum of its bound and fallback rounds (with subgroup operations where the adapter has
+/// them), its REDUCE_* placeholders filled from the snippet's directives.
+fn topk_merge_source(subgroups: bool) -> String {
     let reduce = if subgroups { TOPK_REDUCE_SUBGROUP } else { TOPK_REDUCE_SHARED };
-    let body = format!("{TOPK_KEYS}{kernel}")
+    let body = format!("{TOPK_KEYS}{TOPK_MERGE}{TOPK_DRAW}")
         .replace("REDUCE_ARGS", &reduce_directive(reduce, "REDUCE_ARGS="))
-        .replace("REDUCE_PASS", &reduce_directive(reduce, "REDUCE_PASS="))
-        .replace("REDUCE_PARAMS", &reduce_directive(reduce, "REDUCE_PARAMS="));
+        .replace("REDUCE_PASS", &reduce_directive(reduce, "REDUCE_PASS="));
     format!("{body}\n{reduce}")
 }
 
@@ -804,10 +801,9 @@ mod tests {
             }
         }
         for subgroups in [false, true] {
-            validate(&format!("topk_groups subgroups={subgroups}"), &topk_source(TOPK_GROUPS, subgroups));
-            validate(&format!("topk_merge subgroups={subgroups}"), &topk_source(TOPK_MERGE, subgroups));
+            validate(&format!("topk_merge subgroups={subgroups}"), &topk_merge_source(subgroups));
         }
-        for (name, src) in [("act", ACT.to_string()), ("norm", norm_source()), ("quant", quant_source()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_split", format!("{STEP}{ATTN_CHUNK}{ATTN_SPLIT}")), ("attn_combine", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE}")), ("attn_combine_q8", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE_Q8}{QUANT_UNIT}")), ("attn_rows", format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}")), ("argmax", format!("{ARGMAX_PICK}{ARGMAX}")), ("argmax_merge", format!("{ARGMAX_PICK}{ARGMAX_MERGE}")), ("topk_draw", TOPK_DRAW.to_string())] {
+        for (name, src) in [("act", ACT.to_string()), ("norm", norm_source()), ("quant", quant_source()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_split", format!("{STEP}{ATTN_CHUNK}{ATTN_SPLIT}")), ("attn_combine", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE}")), ("attn_combine_q8", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE_Q8}{QUANT_UNIT}")), ("attn_rows", format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}")), ("argmax", format!("{ARGMAX_PICK}{ARGMAX}")), ("argmax_merge", format!("{ARGMAX_PICK}{ARGMAX_MERGE}")), ("topk_groups", format!("{TOPK_KEYS}{TOPK_GROUPS}"))] {
             validate(name, &src);
         }
     }

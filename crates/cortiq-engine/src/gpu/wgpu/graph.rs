@@ -636,8 +636,8 @@ impl WgpuBackend {
             // The draw of the token whose candidates a submission picks: this token's first,
             // the one queued behind it second.
             let set_draw = |which: usize| {
-                if let (Readback::TopK(k, true), Some(spec)) = (kind, &draw) {
-                    g.top.set_draw(&self.ctx, k, spec, spec.draws[which]);
+                if let (Readback::TopK(_, true), Some(spec)) = (kind, &draw) {
+                    g.top.set_draw(&self.ctx, spec, spec.draws[which]);
                 }
             };
             let taken = queued.is_some();

@@ -1,7 +1,7 @@
 //! The sampler's candidates picked on the device after a graph's head (kernels/topk_*.wgsl):
 //! a sampled token reads back k keys (`gpu::candidates`) instead of the vocabulary's logits,
 //! and where the sampler's draw spec is given the device also draws the next token from them
-//! (topk_draw.wgsl), so it can be queued before the host has drawn.
+//! (inside the merge: topk_draw.wgsl), so it can be queued before the host has drawn.
 
 use super::context::WgpuContext;
 use crate::gpu::candidates::{candidates, PickedAndDrawn, DEVICE_TOP_K_MAX};
@@ -18,30 +18,28 @@ struct TopKParams {
     n: u32,
     k: u32,
     groups: u32,
-    pad: u32,
+    draw: u32,
 }
 
 /// The draw's uniform block (`DrawParams` in topk_draw.wgsl).
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct DrawParams {
-    k: u32,
     temperature: f32,
     min_p: f32,
     top_p: f32,
     u: f32,
-    pad: [u32; 3],
 }
 
-/// The picks' buffers over one logits buffer, and the bind groups of their dispatches (the
-/// two picks, then the draw into `best`).
+/// The picks' buffers over one logits buffer, and the bind groups of their two dispatches
+/// (the merge drawing into `best`).
 pub(super) struct DeviceTopK {
     n: u32,
     groups: u32,
     keys: wgpu::Buffer,   // (DEVICE_TOP_K_MAX) vec2<u32> keys, descending
     params: wgpu::Buffer, // TopKParams
     draw: wgpu::Buffer,   // DrawParams
-    bind: [wgpu::BindGroup; 3],
+    bind: [wgpu::BindGroup; 2],
 }
 
 /// A MAP_READ buffer that one call's keys are copied into (`DeviceTopK::copy_out`).
@@ -59,25 +57,23 @@ impl DeviceTopK {
         let part = storage("top-k part", groups * DEVICE_TOP_K_MAX * 8); // (groups, DEVICE_TOP_K_MAX) keys
         let keys = storage("top-k keys", DEVICE_TOP_K_MAX * 8);
         let uniform = |label, bytes: &[u8]| dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: bytes, usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST });
-        let params = uniform("top-k params", bytemuck::bytes_of(&TopKParams { n: n as u32, k: 1, groups: groups as u32, pad: 0 }));
-        let draw = uniform("top-k draw", bytemuck::bytes_of(&DrawParams { k: 1, temperature: 1.0, min_p: 0.0, top_p: 1.0, u: 0.0, pad: [0; 3] }));
-        let group = |pipe: &wgpu::ComputePipeline, input: &wgpu::Buffer, output: &wgpu::Buffer, uniform: &wgpu::Buffer| {
-            let entries = [input, output, uniform].iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect::<Vec<_>>();
+        let params = uniform("top-k params", bytemuck::bytes_of(&TopKParams { n: n as u32, k: 1, groups: groups as u32, draw: 0 }));
+        let draw = uniform("top-k draw", bytemuck::bytes_of(&DrawParams { temperature: 1.0, min_p: 0.0, top_p: 1.0, u: 0.0 }));
+        let group = |pipe: &wgpu::ComputePipeline, buffers: &[&wgpu::Buffer]| {
+            let entries = buffers.iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect::<Vec<_>>();
             dev.create_bind_group(&wgpu::BindGroupDescriptor { label: Some("top-k"), layout: &pipe.get_bind_group_layout(0), entries: &entries })
         };
-        let bind = [group(&ctx.topk_groups, logits, &part, &params), group(&ctx.topk_merge, &part, &keys, &params), group(&ctx.topk_draw, &keys, best, &draw)];
+        let bind = [group(&ctx.topk_groups, &[logits, &part, &params]), group(&ctx.topk_merge, &[&part, &keys, &params, best, &draw])];
         DeviceTopK { n: n as u32, groups: groups as u32, keys, params, draw, bind }
     }
 
     /// The picks' dispatches into an open pass (after the head), and `k`
-    /// (1..=DEVICE_TOP_K_MAX) set for the next submission; with `draw`, the draw's dispatch
-    /// after them (its parameters from `set_draw`).
+    /// (1..=DEVICE_TOP_K_MAX) set for the next submission; with `draw`, the merge also draws
+    /// the next token (its parameters from `set_draw`).
     pub fn encode(&self, ctx: &WgpuContext, pass: &mut wgpu::ComputePass, k: usize, draw: bool) {
-        let block = TopKParams { n: self.n, k: k as u32, groups: self.groups, pad: 0 };
+        let block = TopKParams { n: self.n, k: k as u32, groups: self.groups, draw: draw as u32 };
         ctx.queue.write_buffer(&self.params, 0, bytemuck::bytes_of(&block));
-        let pipes = [&ctx.topk_groups, &ctx.topk_merge, &ctx.topk_draw];
-        let grids = [self.groups, 1, 1];
-        for ((pipe, bind), gx) in pipes.into_iter().zip(&self.bind).zip(grids).take(if draw { 3 } else { 2 }) {
+        for ((pipe, bind), gx) in [&ctx.topk_groups, &ctx.topk_merge].into_iter().zip(&self.bind).zip([self.groups, 1]) {
             pass.set_pipeline(pipe);
             pass.set_bind_group(0, bind, &[]);
             pass.dispatch_workgroups(gx, 1, 1);
@@ -86,8 +82,8 @@ impl DeviceTopK {
 
     /// The draw of the next submission: from its k candidates by `spec`, with the uniform
     /// draw `u`.
-    pub fn set_draw(&self, ctx: &WgpuContext, k: usize, spec: &DrawSpec, u: f32) {
-        let block = DrawParams { k: k as u32, temperature: spec.temperature, min_p: spec.min_p, top_p: spec.top_p, u, pad: [0; 3] };
+    pub fn set_draw(&self, ctx: &WgpuContext, spec: &DrawSpec, u: f32) {
+        let block = DrawParams { temperature: spec.temperature, min_p: spec.min_p, top_p: spec.top_p, u };
         ctx.queue.write_buffer(&self.draw, 0, bytemuck::bytes_of(&block));
     }
 
@@ -120,7 +116,7 @@ impl super::WgpuBackend {
         let best_read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("drawn read"), size: 4, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
         let (top, staging) = (DeviceTopK::new(ctx, &logits, &best, values.len()), key_staging(ctx));
         if let Some((spec, u)) = draw {
-            top.set_draw(ctx, k, spec, u);
+            top.set_draw(ctx, spec, u);
         }
         let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("top-k") });
         {

@@ -1,29 +1,21 @@
-// The sampled token drawn on the device from the merged top-k keys (topk_merge.wgsl's
-// output, descending), as `sample::draw` draws it on the host: probabilities at the
-// temperature, cut by min-p then top-p, then the candidate whose slice of the kept mass
-// holds u * kept, all in f32 and summed in candidate order. Its exp and division may differ
-// from the host's in the last bit, so a draw within an ulp of a slice's edge can differ: the
-// host's own draw decides, and a token queued on a different device draw is dropped. One
-// invocation (k <= 64); 0 where no candidate is finite.
+// The sampled token drawn on the device from the merged top-k keys (`top`, descending), as
+// `sample::draw` draws it on the host: probabilities at the temperature, cut by min-p then
+// top-p, then the candidate whose slice of the kept mass holds u * kept, all in f32 and
+// summed in candidate order by one invocation (the exponentials by the first k). Its exp and
+// division may differ from the host's in the last bit, so a draw within an ulp of a slice's
+// edge can differ: the host's own draw decides, and a token queued on a different device draw
+// is dropped. Token 0 where no candidate is finite.
 
 struct DrawParams {
-    k: u32,
     temperature: f32,
     min_p: f32,
     top_p: f32,
     u: f32,
-    pad0: u32,
-    pad1: u32,
-    pad2: u32,
 }
 
-@group(0) @binding(0) var<storage, read> keys: array<vec2<u32>>;   // (64) descending, (0, 0) past the finite values
-@group(0) @binding(1) var<storage, read_write> best: array<u32>;   // (1) the drawn token
-@group(0) @binding(2) var<uniform> dp: DrawParams;
+var<workgroup> probs: array<f32, K_MAX>;
 
-var<private> probs: array<f32, 64>;
-
-// The logit of a key (topk_keys.wgsl's `order_key` undone).
+// The logit of a key (`order_key` undone).
 fn key_value(key: vec2<u32>) -> f32 {
     return bitcast<f32>(select(~key.x, key.x & 0x7fffffffu, (key.x & 0x80000000u) != 0u));
 }
@@ -32,20 +24,26 @@ fn key_index(key: vec2<u32>) -> u32 {
     return 0xffffffffu - key.y;
 }
 
-@compute @workgroup_size(1)
-fn main() {
+// best[0]: the token drawn from `top` (after a barrier that published it). Call from uniform
+// control flow, every invocation.
+fn draw_token(lid: u32) {
+    if (lid < tp.k && is_key(top[lid])) {
+        probs[lid] = exp((key_value(top[lid]) - key_value(top[0])) / dp.temperature);
+    }
+    workgroupBarrier();
+    if (lid != 0u) {
+        return;
+    }
     var n = 0u;
-    while (n < dp.k && (keys[n].x != 0u || keys[n].y != 0u)) {
+    while (n < tp.k && is_key(top[n])) {
         n++;
     }
     if (n == 0u) {
         best[0] = 0u;
         return;
     }
-    let top = key_value(keys[0]);
     var total = 0.0;
     for (var i = 0u; i < n; i++) {
-        probs[i] = exp((key_value(keys[i]) - top) / dp.temperature);
         total += probs[i];
     }
     for (var i = 0u; i < n; i++) {
@@ -72,10 +70,10 @@ fn main() {
     var r = dp.u * kept;
     for (var i = 0u; i < keep; i++) {
         if (r < probs[i]) {
-            best[0] = key_index(keys[i]);
+            best[0] = key_index(top[i]);
             return;
         }
         r -= probs[i];
     }
-    best[0] = key_index(keys[keep - 1u]);
+    best[0] = key_index(top[keep - 1u]);
 }

@@ -1,21 +1,64 @@
 // part (groups, k): workgroup g's k largest keys among logits g * WG * PER .. (topk_keys.wgsl),
-// descending, (0, 0) past its finite values.
+// descending, (0, 0) past its finite values. Each invocation holds PER keys; the k-th largest
+// of the invocations' largest keys (k distinct keys at or above it) bounds the workgroup's
+// k-th largest from below. Only the k invocations whose largest key is at or above it can
+// hold a key at or above it, so at most k * PER keys are gathered (all of them, at most
+// (k - 1) * PER, when fewer than k invocations hold a finite value).
 
 @group(0) @binding(0) var<storage, read> logits: array<f32>;         // (n)
 @group(0) @binding(1) var<storage, read_write> out: array<vec2<u32>>; // (groups, k) part
 @group(0) @binding(2) var<uniform> tp: TopKParams;
 
-// Every logit of the slice is in registers: nothing spills.
-fn spilled(i: u32) -> vec2<u32> {
-    return vec2<u32>(0u, 0u);
-}
+var<workgroup> maxima: array<vec2<u32>, WG>;       // each invocation's largest key
+var<workgroup> gathered: array<vec2<u32>, 1024>;   // (K_MAX * PER) the keys at or above the bound
+var<workgroup> bound: vec2<u32>;
+var<workgroup> count: atomic<u32>;
 
 @compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32 REDUCE_ARGS) {
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     var keys: array<vec2<u32>, PER>;
+    var m = vec2<u32>(0u, 0u);
     for (var j = 0u; j < PER; j++) {
         let i = (wg.x * PER + j) * WG + lid;
         keys[j] = select(vec2<u32>(0u, 0u), order_key(logits[min(i, tp.n - 1u)], i), i < tp.n);
+        m = larger(m, keys[j]);
     }
-    top_rounds(keys, 0u, 0u, wg.x * tp.k, lid REDUCE_PASS);
+    maxima[lid] = m;
+    if (lid == 0u) {
+        bound = vec2<u32>(0u, 0u);
+        atomicStore(&count, 0u);
+    }
+    workgroupBarrier();
+    if (is_key(m)) {
+        var rank = 0u;
+        for (var j = 0u; j < WG; j++) {
+            rank += select(0u, 1u, above(maxima[j], m));
+        }
+        if (rank + 1u == tp.k) {
+            bound = m;
+        }
+    }
+    workgroupBarrier();
+    let least = bound;
+    for (var j = 0u; j < PER; j++) {
+        if (is_key(keys[j]) && !above(least, keys[j])) {
+            gathered[atomicAdd(&count, 1u)] = keys[j];
+        }
+    }
+    workgroupBarrier();
+    let len = atomicLoad(&count);
+    let base = wg.x * tp.k;
+    for (var i = lid; i < len; i += WG) {
+        let key = gathered[i];
+        var rank = 0u;
+        for (var j = 0u; j < len; j++) {
+            rank += select(0u, 1u, above(gathered[j], key));
+        }
+        if (rank < tp.k) {
+            out[base + rank] = key;
+        }
+    }
+    for (var r = len + lid; r < tp.k; r += WG) {
+        out[base + r] = vec2<u32>(0u, 0u);
+    }
 }

@@ -1,7 +1,7 @@
-// The top-k rounds' workgroup maximum through shared memory: the portable path.
+// The top-k merge's workgroup maximum (its bound, its fallback rounds) through shared
+// memory: the portable path.
 // REDUCE_ARGS=
 // REDUCE_PASS=
-// REDUCE_PARAMS=
 var<workgroup> red: array<vec2<u32>, 256>;
 
 // The largest of every invocation's m, to every invocation.

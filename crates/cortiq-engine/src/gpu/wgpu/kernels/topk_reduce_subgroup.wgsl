@@ -1,9 +1,9 @@
-// The top-k rounds' workgroup maximum with subgroup operations: a subgroup's largest key by
-// two subgroupMax (the value word, then the index word among the lanes holding that value),
-// then the subgroups' through shared memory: two barriers a round instead of nine.
+// The top-k merge's workgroup maximum (its bound, its fallback rounds) with subgroup
+// operations: a subgroup's largest key by two subgroupMax (the value word, then the index word
+// among the lanes holding that value), then the subgroups' through shared memory: two
+// barriers instead of nine.
 // REDUCE_ARGS=, @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_id) sg_id: u32, @builtin(num_subgroups) n_sg: u32
 // REDUCE_PASS=, sg_lane, sg_id, n_sg
-// REDUCE_PARAMS=, sg_lane: u32, sg_id: u32, n_sg: u32
 var<workgroup> red: array<vec2<u32>, 256>;
 
 // The largest of every invocation's m, to every invocation.
