@@ -21,10 +21,13 @@ const TOPK_BLOCK_WARPS: usize = 8;
 const TOPK_KEEP: usize = 2048;
 /// Threads of the one `topk_merge` block.
 const TOPK_THREADS: u32 = 1024;
+/// Keys each `topk_merge` thread loads at once while gathering (llama-1b's 251 warps' lists
+/// of 40 keys: two batches a thread).
+const TOPK_GATHER: usize = 8;
 
 /// The kernels' sizes, as the defines topk.cu is compiled with.
 pub(super) fn defines() -> String {
-    format!("#define TOPK_MAX {TOPK_MAX}\n#define TOPK_PER_LANE {TOPK_PER_LANE}\n#define TOPK_BLOCK_WARPS {TOPK_BLOCK_WARPS}\n#define TOPK_KEEP {TOPK_KEEP}\n#define TOPK_THREADS {TOPK_THREADS}\n")
+    format!("#define TOPK_MAX {TOPK_MAX}\n#define TOPK_PER_LANE {TOPK_PER_LANE}\n#define TOPK_BLOCK_WARPS {TOPK_BLOCK_WARPS}\n#define TOPK_KEEP {TOPK_KEEP}\n#define TOPK_THREADS {TOPK_THREADS}\n#define TOPK_GATHER {TOPK_GATHER}\n")
 }
 
 /// The kernels this module launches.

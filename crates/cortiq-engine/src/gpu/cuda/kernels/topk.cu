@@ -2,8 +2,8 @@
 // first and the lower index first among equal values, as the host's `top_candidates` orders
 // them. Two launches: every warp takes the k largest of its TOPK_SLICE logits, then one block
 // takes the k largest of those and, for a sampled token queued ahead, draws the next token
-// from them. (TOPK_MAX, TOPK_PER_LANE, TOPK_KEEP, TOPK_THREADS: defined by the host,
-// `top_k.rs`.)
+// from them. (TOPK_MAX, TOPK_PER_LANE, TOPK_KEEP, TOPK_THREADS, TOPK_GATHER: defined by the
+// host, `top_k.rs`.)
 #define TOPK_SLICE (32 * TOPK_PER_LANE)
 
 // A finite value and its index as one integer ordered as the sampler orders candidates (the
@@ -56,11 +56,16 @@ extern "C" __global__ void __launch_bounds__(32 * TOPK_BLOCK_WARPS) topk_warps(c
     int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
     if (warp >= (n + TOPK_SLICE - 1) / TOPK_SLICE) return;
     unsigned long long* cand = buf[threadIdx.x >> 5];
+    // Every load issued before any key is made (indices past n clamped, their keys 0), so
+    // the slice costs one memory round trip.
+    float v[TOPK_PER_LANE];
+    #pragma unroll
+    for (int j = 0; j < TOPK_PER_LANE; j++) v[j] = y[min(warp * TOPK_SLICE + j * 32 + lane, n - 1)];
     unsigned long long keys[TOPK_PER_LANE];
     #pragma unroll
     for (int j = 0; j < TOPK_PER_LANE; j++) {
         int i = warp * TOPK_SLICE + j * 32 + lane;
-        keys[j] = i < n ? order_key(y[i], i) : 0ull;
+        keys[j] = i < n ? order_key(v[j], i) : 0ull;
     }
     // The lane's largest key and its second (keys are distinct but for 0).
     auto lane_max = [&](unsigned long long drop) {
@@ -196,12 +201,20 @@ extern "C" __global__ void __launch_bounds__(TOPK_THREADS) topk_merge(const unsi
         __syncthreads();
         least = max(least, kth_first);
     }
+    // The gather, TOPK_GATHER keys a thread at a time, all loaded before any is tested (one
+    // memory round trip a batch; indices past the end clamped and not taken).
     const long total = (long)warps * k;
-    for (long i = t; i < total; i += TOPK_THREADS) {
-        unsigned long long key = part[i];
-        if (key != 0ull && key >= least) {
-            int at = atomicAdd(&count, 1);
-            if (at < TOPK_KEEP) kept[at] = key;
+    for (long i0 = t; i0 < total; i0 += (long)TOPK_THREADS * TOPK_GATHER) {
+        unsigned long long batch[TOPK_GATHER];
+        #pragma unroll
+        for (int j = 0; j < TOPK_GATHER; j++) batch[j] = part[min(i0 + (long)j * TOPK_THREADS, total - 1)];
+        #pragma unroll
+        for (int j = 0; j < TOPK_GATHER; j++) {
+            unsigned long long key = batch[j];
+            if (i0 + (long)j * TOPK_THREADS < total && key != 0ull && key >= least) {
+                int at = atomicAdd(&count, 1);
+                if (at < TOPK_KEEP) kept[at] = key;
+            }
         }
     }
     __syncthreads();
