@@ -33,6 +33,24 @@ __device__ __forceinline__ unsigned long long warp_max_key(unsigned long long m)
     return ((unsigned long long)top << 32) | lo;
 }
 
+// How many of the n keys in `list` (shared) are larger than `key`, counted by the P (a power
+// of two up to 32) consecutive lanes whose t % P is `sub`, each taking every P-th key; every
+// lane of the P gets the count. Every lane of the warp must call it with the same P.
+__device__ __forceinline__ int rank_among(const unsigned long long* list, int n, unsigned long long key, int sub, int P) {
+    int rank = 0;
+    for (int j = sub; j < n; j += P) rank += list[j] > key;
+    for (int o = P >> 1; o > 0; o >>= 1) rank += __shfl_xor_sync(0xffffffffu, rank, o);
+    return rank;
+}
+
+// The largest power of two up to 32 with P * n <= TOPK_THREADS: the lanes one of n keys can
+// share its rank's count among, in a block of TOPK_THREADS.
+__device__ __forceinline__ int lanes_per_key(int n) {
+    int P = 1;
+    while (P < 32 && 2 * P * n <= TOPK_THREADS) P <<= 1;
+    return P;
+}
+
 // The largest of every thread's m, to every thread of the block (red: 32 shared keys).
 __device__ __forceinline__ unsigned long long block_max_key(unsigned long long m, unsigned long long* red) {
     m = warp_max_key(m);
@@ -130,9 +148,8 @@ __device__ int draw_token(const unsigned long long* top, int k, float temperatur
     const int t = threadIdx.x;
     const float first = key_value(top[0]);
     if (t < k && top[t] != 0ull) probs[t] = expf((key_value(top[t]) - first) / temperature);
-    __syncthreads();
-    int n = 0;
-    while (n < k && top[n] != 0ull) n++;
+    // The finite candidates: a prefix of `top`, which is descending with 0 past them.
+    const int n = __syncthreads_count(t < k && top[t] != 0ull);
     if (t == 0) {
         float sum = 0.f;
         for (int i = 0; i < n; i++) sum += probs[i];
@@ -141,10 +158,9 @@ __device__ int draw_token(const unsigned long long* top, int k, float temperatur
     __syncthreads();
     if (t < n) probs[t] = probs[t] / total;
     __syncthreads();
+    // min-p keeps the prefix at or above the floor: the probabilities descend as the keys do.
+    int keep = __syncthreads_count(t < n && probs[t] >= min_p * probs[0]);
     if (t != 0 || n == 0) return 0;
-    float floor = min_p * probs[0];
-    int keep = 0;
-    while (keep < n && probs[keep] >= floor) keep++;
     keep = max(keep, 1);
     float mass = 0.f;
     for (int i = 0; i < keep; i++) {
@@ -171,9 +187,10 @@ __device__ int draw_token(const unsigned long long* top, int k, float temperatur
 // distinct keys at or above it). Only the keys at or above it are gathered into shared
 // memory, and each takes its place in the answer by its rank among them (how many gathered
 // keys are larger), so no rounds are needed; where more than TOPK_KEEP pass (as when most
-// logits are equal) the block's rounds read part itself. With `draw`, the next token is
-// drawn from them (`draw_token`) into params[0] and *pick, and the position params[1] moves
-// on by one, for a token queued behind this one (host: `graph.rs`).
+// logits are equal) the block's rounds read part itself. Each rank is counted by up to 32
+// lanes together (`rank_among`), so its chain of shared loads is short. With `draw`, the
+// next token is drawn from them (`draw_token`) into params[0] and *pick, and the position
+// params[1] moves on by one, for a token queued behind this one (host: `graph.rs`).
 extern "C" __global__ void __launch_bounds__(TOPK_THREADS) topk_merge(const unsigned long long* part, int warps, int k, unsigned long long* out, int draw, float temperature, float min_p, float top_p, float u, int* params, int* pick) {
     __shared__ unsigned long long kept[TOPK_KEEP];
     __shared__ unsigned long long firsts[TOPK_THREADS];
@@ -183,9 +200,9 @@ extern "C" __global__ void __launch_bounds__(TOPK_THREADS) topk_merge(const unsi
     __shared__ int count;
     const int t = threadIdx.x;
     const bool ranked = warps <= TOPK_THREADS && warps >= k;
-    unsigned long long m = 0ull, first = 0ull;
+    unsigned long long m = 0ull;
     for (int w = t; w < warps; w += TOPK_THREADS) m = max(m, part[(long)w * k + k - 1]);
-    if (ranked && t < warps) firsts[t] = first = part[(long)t * k];
+    if (ranked && t < warps) firsts[t] = part[(long)t * k];
     if (t < TOPK_MAX) top[t] = 0ull;
     if (t == 0) {
         count = 0;
@@ -193,11 +210,10 @@ extern "C" __global__ void __launch_bounds__(TOPK_THREADS) topk_merge(const unsi
     }
     unsigned long long least = block_max_key(m, red);
     if (ranked) {
-        if (t < warps && first != 0ull) {
-            int rank = 0;
-            for (int j = 0; j < warps; j++) rank += firsts[j] > first;
-            if (rank == k - 1) kth_first = first;
-        }
+        const int P = lanes_per_key(warps), c = t / P;
+        const unsigned long long key = c < warps ? firsts[c] : 0ull;
+        int rank = rank_among(firsts, key == 0ull ? 0 : warps, key, t % P, P);
+        if (t % P == 0 && key != 0ull && rank == k - 1) kth_first = key;
         __syncthreads();
         least = max(least, kth_first);
     }
@@ -220,11 +236,12 @@ extern "C" __global__ void __launch_bounds__(TOPK_THREADS) topk_merge(const unsi
     __syncthreads();
     const int len = count;
     if (len <= TOPK_KEEP) {
-        for (int i = t; i < len; i += TOPK_THREADS) {
-            unsigned long long key = kept[i];
-            int rank = 0;
-            for (int j = 0; j < len; j++) rank += kept[j] > key;
-            if (rank < k) top[rank] = key;
+        const int P = lanes_per_key(len);
+        for (int i0 = 0; i0 < len; i0 += TOPK_THREADS / P) {
+            const int i = i0 + t / P;
+            const unsigned long long key = i < len ? kept[i] : 0ull;
+            int rank = rank_among(kept, i < len ? len : 0, key, t % P, P);
+            if (t % P == 0 && i < len && rank < k) top[rank] = key;
         }
     } else {
         unsigned long long last = ~0ull;
