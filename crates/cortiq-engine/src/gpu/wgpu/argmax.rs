@@ -60,22 +60,13 @@ impl super::WgpuBackend {
         }
         let ctx = &self.ctx;
         let dev = &ctx.device;
-        let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
-        let logits = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("logits"), contents: bytemuck::cast_slice(values), usage: wgpu::BufferUsages::STORAGE });
-        let best = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("best"), contents: bytemuck::bytes_of(&u32::MAX), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
-        let read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("best read"), size: 4, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
-        let pick = DeviceArgmax::new(ctx, &logits, &best, values.len());
-        let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("argmax") });
-        {
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("argmax"), timestamp_writes: None });
-            pick.encode(ctx, &mut pass);
-        }
-        enc.copy_buffer_to_buffer(&best, 0, &read, 0, 4);
-        ctx.queue.submit([enc.finish()]);
-        let picked = ctx.read_back::<u32>(&read, 1);
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(format!("argmax: {e}"));
-        }
-        Ok(picked?[0])
+        ctx.validated("argmax", || {
+            let logits = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("logits"), contents: bytemuck::cast_slice(values), usage: wgpu::BufferUsages::STORAGE });
+            let best = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("best"), contents: bytemuck::bytes_of(&u32::MAX), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
+            let read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("best read"), size: 4, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
+            let pick = DeviceArgmax::new(ctx, &logits, &best, values.len());
+            ctx.submit_pass("argmax", |pass| pick.encode(ctx, pass), |enc| enc.copy_buffer_to_buffer(&best, 0, &read, 0, 4));
+            Ok(ctx.read_back::<u32>(&read, 1)?[0])
+        })
     }
 }

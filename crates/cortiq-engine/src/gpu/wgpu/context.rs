@@ -356,6 +356,25 @@ impl WgpuContext {
         }
     }
 
+    /// `job` run inside a validation error scope (the test hooks' one-off kernels): its
+    /// result, or the first validation error it caused, named by `label`.
+    pub fn validated<T>(&self, label: &str, job: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let out = job();
+        match pollster::block_on(scope.pop()) {
+            Some(e) => Err(format!("{label}: {e}")),
+            None => out,
+        }
+    }
+
+    /// One submission: a compute pass of `encode`'s dispatches, then `copy`'s copies.
+    pub fn submit_pass(&self, label: &str, encode: impl FnOnce(&mut wgpu::ComputePass), copy: impl FnOnce(&mut wgpu::CommandEncoder)) {
+        let mut enc = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+        encode(&mut enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(label), timestamp_writes: None }));
+        copy(&mut enc);
+        self.queue.submit([enc.finish()]);
+    }
+
     /// Map `buf` and copy out its first `n` values (waits for the queue).
     pub fn read_back<T: bytemuck::Pod>(&self, buf: &wgpu::Buffer, n: u64) -> Result<Vec<T>, String> {
         self.read_back_after(buf, n, None)

@@ -911,49 +911,43 @@ impl WgpuBackend {
         let r = rope.unwrap_or(RopeSpec { rot: 0, neox: false, base: 0.0, fold: false });
         let step = StepBlock { pos: pos as u32, n_head: n_head as u32, n_head_kv: n_head_kv as u32, head_dim: head_dim as u32, rot: r.rot as u32, neox: u32::from(r.neox), chunks, fold: u32::from(r.fold), base: r.base, scale, pad2: [0; 2] };
         let dev = &self.ctx.device;
-        let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
-        let init = |label, data: &[f32]| dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: bytemuck::cast_slice(data), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
-        // With RoPE the token's rows arrive apart and the mirror's copy of its row is poison.
-        let mirror = |rows: &[f32]| match rope {
-            Some(_) => [&rows[..pos * kvd], &vec![f32::NAN; kvd][..]].concat(),
-            None => rows.to_vec(),
-        };
-        let (kc, vc) = (init("k-mirror", &mirror(k)), init("v-mirror", &mirror(v)));
-        let (qb, k_new, v_new) = (init("q", q), init("k-new", &k[pos * kvd..]), init("v-new", &v[pos * kvd..]));
-        let part = self.storage_buf("part", n_head * chunks as usize * (head_dim + 2));
-        let att = init("att", &vec![f32::NAN; q.len()]);
-        let stepb = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("step"), contents: bytemuck::bytes_of(&step), usage: wgpu::BufferUsages::UNIFORM });
-        let rope_threads = ((n_head + n_head_kv) * r.rot / 2 + kvd) as u32;
-        let mut plan = Vec::new();
-        if rope.is_some_and(|r| !r.fold) {
-            plan.push(Planned { label: "rope+kv append", pipe: self.ctx.rope_store.clone(), bufs: vec![&qb, &k_new, &v_new, &kc, &vc], uniform: Uniform::Whole(&stepb), grid: Grid::Fixed(rope_threads.div_ceil(64), 1, 1) });
-        }
-        match rows {
-            1 => plan.extend([
-                Planned { label: "attention split", pipe: self.ctx.attn_split.clone(), bufs: vec![&qb, &k_new, &v_new, &kc, &vc, &part], uniform: Uniform::Whole(&stepb), grid: Grid::HeadsByChunks(n_head as u32) },
-                Planned { label: "attention combine", pipe: self.ctx.attn_combine.clone(), bufs: vec![&part, &att], uniform: Uniform::Whole(&stepb), grid: Grid::Fixed(n_head as u32, 1, 1) },
-            ]),
-            _ => plan.push(Planned { label: "attention", pipe: self.ctx.attn_rows.clone(), bufs: vec![&qb, &kc, &vc, &att], uniform: Uniform::Whole(&stepb), grid: Grid::Fixed(n_head as u32, rows as u32, 1) }),
-        }
-        let groups = plan::bind(dev, &plan, &stepb);
-        let row_bytes = if rope.is_some() { (kvd * 4) as u64 } else { 0 };
-        let read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("att-read"), size: att.size() + 2 * row_bytes, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
-        let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("attention") });
-        {
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("attention"), timestamp_writes: None });
-            plan::encode(&mut pass, plan.iter().zip(&groups).map(|(p, g)| (&p.pipe, g, p.grid)), chunks, None);
-        }
-        enc.copy_buffer_to_buffer(&att, 0, &read, 0, att.size());
-        if row_bytes > 0 {
-            enc.copy_buffer_to_buffer(&kc, pos as u64 * row_bytes, &read, att.size(), row_bytes);
-            enc.copy_buffer_to_buffer(&vc, pos as u64 * row_bytes, &read, att.size() + row_bytes, row_bytes);
-        }
-        self.ctx.queue.submit([enc.finish()]);
-        let out = self.ctx.read_back::<f32>(&read, read.size() / 4);
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(format!("wgpu: {e}"));
-        }
-        let mut out = out?;
+        let mut out = self.ctx.validated("wgpu attention", || {
+            let init = |label, data: &[f32]| dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: bytemuck::cast_slice(data), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
+            // With RoPE the token's rows arrive apart and the mirror's copy of its row is poison.
+            let mirror = |rows: &[f32]| match rope {
+                Some(_) => [&rows[..pos * kvd], &vec![f32::NAN; kvd][..]].concat(),
+                None => rows.to_vec(),
+            };
+            let (kc, vc) = (init("k-mirror", &mirror(k)), init("v-mirror", &mirror(v)));
+            let (qb, k_new, v_new) = (init("q", q), init("k-new", &k[pos * kvd..]), init("v-new", &v[pos * kvd..]));
+            let part = self.storage_buf("part", n_head * chunks as usize * (head_dim + 2));
+            let att = init("att", &vec![f32::NAN; q.len()]);
+            let stepb = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("step"), contents: bytemuck::bytes_of(&step), usage: wgpu::BufferUsages::UNIFORM });
+            let rope_threads = ((n_head + n_head_kv) * r.rot / 2 + kvd) as u32;
+            let mut plan = Vec::new();
+            if rope.is_some_and(|r| !r.fold) {
+                plan.push(Planned { label: "rope+kv append", pipe: self.ctx.rope_store.clone(), bufs: vec![&qb, &k_new, &v_new, &kc, &vc], uniform: Uniform::Whole(&stepb), grid: Grid::Fixed(rope_threads.div_ceil(64), 1, 1) });
+            }
+            match rows {
+                1 => plan.extend([
+                    Planned { label: "attention split", pipe: self.ctx.attn_split.clone(), bufs: vec![&qb, &k_new, &v_new, &kc, &vc, &part], uniform: Uniform::Whole(&stepb), grid: Grid::HeadsByChunks(n_head as u32) },
+                    Planned { label: "attention combine", pipe: self.ctx.attn_combine.clone(), bufs: vec![&part, &att], uniform: Uniform::Whole(&stepb), grid: Grid::Fixed(n_head as u32, 1, 1) },
+                ]),
+                _ => plan.push(Planned { label: "attention", pipe: self.ctx.attn_rows.clone(), bufs: vec![&qb, &kc, &vc, &att], uniform: Uniform::Whole(&stepb), grid: Grid::Fixed(n_head as u32, rows as u32, 1) }),
+            }
+            let groups = plan::bind(dev, &plan, &stepb);
+            let row_bytes = if rope.is_some() { (kvd * 4) as u64 } else { 0 };
+            let read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("att-read"), size: att.size() + 2 * row_bytes, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
+            let copy = |enc: &mut wgpu::CommandEncoder| {
+                enc.copy_buffer_to_buffer(&att, 0, &read, 0, att.size());
+                if row_bytes > 0 {
+                    enc.copy_buffer_to_buffer(&kc, pos as u64 * row_bytes, &read, att.size(), row_bytes);
+                    enc.copy_buffer_to_buffer(&vc, pos as u64 * row_bytes, &read, att.size() + row_bytes, row_bytes);
+                }
+            };
+            self.ctx.submit_pass("attention", |pass| plan::encode(pass, plan.iter().zip(&groups).map(|(p, g)| (&p.pipe, g, p.grid)), chunks, None), copy);
+            self.ctx.read_back::<f32>(&read, read.size() / 4)
+        })?;
         let rows_back = out.split_off(q.len());
         let (k_row, v_row) = rows_back.split_at(rows_back.len() / 2);
         Ok(RopedAttention { out, k_row: k_row.to_vec(), v_row: v_row.to_vec() })
@@ -969,29 +963,23 @@ impl WgpuBackend {
             return Err("quantizer input outside its range".into());
         }
         let dev = &self.ctx.device;
-        let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
-        let (xb, x2b) = (self.const_buf("x", x), self.const_buf("x2", x2));
-        let poisoned = |label, words: Vec<u32>| dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: bytemuck::cast_slice(&words), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
-        let (xq, xd) = (poisoned("xq", vec![0x7F7F_7F7F; cols / 4]), poisoned("xd", vec![f32::NAN.to_bits(); cols / 8]));
-        let mut params = Params::default();
-        let at = params.slot(bytemuck::bytes_of(&QuantBlock { cols: cols as u32, mode, eps, pad: 0 }));
-        let pbuf = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("quant-params"), contents: &params.0, usage: wgpu::BufferUsages::UNIFORM });
-        let plan = [quantize(&self.ctx, &xb, &x2b, &xq, &xd, at, cols as u32)];
-        let groups = plan::bind(dev, &plan, &pbuf);
-        let read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("quant-read"), size: (cols + cols / 2) as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
-        let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("quantize") });
-        {
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("quantize"), timestamp_writes: None });
-            plan::encode(&mut pass, plan.iter().zip(&groups).map(|(p, g)| (&p.pipe, g, p.grid)), 0, None);
-        }
-        enc.copy_buffer_to_buffer(&xq, 0, &read, 0, cols as u64);
-        enc.copy_buffer_to_buffer(&xd, 0, &read, cols as u64, (cols / 2) as u64);
-        self.ctx.queue.submit([enc.finish()]);
-        let words = self.ctx.read_back::<u32>(&read, (cols + cols / 2) as u64 / 4);
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(format!("wgpu: {e}"));
-        }
-        let words = words?;
+        let words = self.ctx.validated("wgpu quantize", || {
+            let (xb, x2b) = (self.const_buf("x", x), self.const_buf("x2", x2));
+            let poisoned = |label, words: Vec<u32>| dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: bytemuck::cast_slice(&words), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
+            let (xq, xd) = (poisoned("xq", vec![0x7F7F_7F7F; cols / 4]), poisoned("xd", vec![f32::NAN.to_bits(); cols / 8]));
+            let mut params = Params::default();
+            let at = params.slot(bytemuck::bytes_of(&QuantBlock { cols: cols as u32, mode, eps, pad: 0 }));
+            let pbuf = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("quant-params"), contents: &params.0, usage: wgpu::BufferUsages::UNIFORM });
+            let plan = [quantize(&self.ctx, &xb, &x2b, &xq, &xd, at, cols as u32)];
+            let groups = plan::bind(dev, &plan, &pbuf);
+            let read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("quant-read"), size: (cols + cols / 2) as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
+            let copy = |enc: &mut wgpu::CommandEncoder| {
+                enc.copy_buffer_to_buffer(&xq, 0, &read, 0, cols as u64);
+                enc.copy_buffer_to_buffer(&xd, 0, &read, cols as u64, (cols / 2) as u64);
+            };
+            self.ctx.submit_pass("quantize", |pass| plan::encode(pass, plan.iter().zip(&groups).map(|(p, g)| (&p.pipe, g, p.grid)), 0, None), copy);
+            self.ctx.read_back::<u32>(&read, (cols + cols / 2) as u64 / 4)
+        })?;
         let (q, d) = words.split_at(cols / 4);
         let values = q.iter().flat_map(|w| w.to_le_bytes().map(|b| b as i8)).collect();
         let scales = d.chunks_exact(4).map(|s| [0, 1, 2, 3].map(|i| f32::from_bits(s[i]))).collect();

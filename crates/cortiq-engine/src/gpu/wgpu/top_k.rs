@@ -110,27 +110,22 @@ impl super::WgpuBackend {
         }
         let ctx = &self.ctx;
         let dev = &ctx.device;
-        let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
-        let logits = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("logits"), contents: bytemuck::cast_slice(values), usage: wgpu::BufferUsages::STORAGE });
-        let best = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("drawn"), contents: bytemuck::bytes_of(&u32::MAX), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
-        let best_read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("drawn read"), size: 4, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
-        let (top, staging) = (DeviceTopK::new(ctx, &logits, &best, values.len()), key_staging(ctx));
-        if let Some((spec, u)) = draw {
-            top.set_draw(ctx, spec, u);
-        }
-        let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("top-k") });
-        {
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("top-k"), timestamp_writes: None });
-            top.encode(ctx, &mut pass, k, draw.is_some());
-        }
-        top.copy_out(&mut enc, k, &staging);
-        enc.copy_buffer_to_buffer(&best, 0, &best_read, 0, 4);
-        ctx.queue.submit([enc.finish()]);
-        let picked = read_candidates(ctx, &staging, k, None);
-        let drawn = ctx.read_back::<u32>(&best_read, 1);
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(format!("top-k: {e}"));
-        }
-        Ok((picked?, draw.map(|_| drawn).transpose()?.map(|d| d[0])))
+        ctx.validated("top-k", || {
+            let logits = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("logits"), contents: bytemuck::cast_slice(values), usage: wgpu::BufferUsages::STORAGE });
+            let best = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("drawn"), contents: bytemuck::bytes_of(&u32::MAX), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
+            let best_read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("drawn read"), size: 4, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
+            let (top, staging) = (DeviceTopK::new(ctx, &logits, &best, values.len()), key_staging(ctx));
+            if let Some((spec, u)) = draw {
+                top.set_draw(ctx, spec, u);
+            }
+            let copy = |enc: &mut wgpu::CommandEncoder| {
+                top.copy_out(enc, k, &staging);
+                enc.copy_buffer_to_buffer(&best, 0, &best_read, 0, 4);
+            };
+            ctx.submit_pass("top-k", |pass| top.encode(ctx, pass, k, draw.is_some()), copy);
+            let picked = read_candidates(ctx, &staging, k, None)?;
+            let drawn = ctx.read_back::<u32>(&best_read, 1)?[0];
+            Ok((picked, draw.map(|_| drawn)))
+        })
     }
 }

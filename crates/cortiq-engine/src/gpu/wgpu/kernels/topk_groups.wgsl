@@ -9,11 +9,6 @@
 @group(0) @binding(1) var<storage, read_write> out: array<vec2<u32>>; // (groups, k) part
 @group(0) @binding(2) var<uniform> tp: TopKParams;
 
-var<workgroup> maxima: array<vec2<u32>, WG>;       // each invocation's largest key
-var<workgroup> gathered: array<vec2<u32>, 1024>;   // (K_MAX * PER) the keys at or above the bound
-var<workgroup> bound: vec2<u32>;
-var<workgroup> count: atomic<u32>;
-
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     var keys: array<vec2<u32>, PER>;
@@ -23,21 +18,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         keys[j] = select(vec2<u32>(0u, 0u), order_key(logits[min(i, tp.n - 1u)], i), i < tp.n);
         m = larger(m, keys[j]);
     }
-    maxima[lid] = m;
+    candidates[lid] = m;
     if (lid == 0u) {
         bound = vec2<u32>(0u, 0u);
         atomicStore(&count, 0u);
     }
     workgroupBarrier();
-    if (is_key(m)) {
-        var rank = 0u;
-        for (var j = 0u; j < WG; j++) {
-            rank += select(0u, 1u, above(maxima[j], m));
-        }
-        if (rank + 1u == tp.k) {
-            bound = m;
-        }
-    }
+    offer_bound(m, WG);
     workgroupBarrier();
     let least = bound;
     for (var j = 0u; j < PER; j++) {
@@ -50,10 +37,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let base = wg.x * tp.k;
     for (var i = lid; i < len; i += WG) {
         let key = gathered[i];
-        var rank = 0u;
-        for (var j = 0u; j < len; j++) {
-            rank += select(0u, 1u, above(gathered[j], key));
-        }
+        let rank = gathered_rank(key, len);
         if (rank < tp.k) {
             out[base + rank] = key;
         }

@@ -20,6 +20,15 @@ struct TopKParams {
 const WG: u32 = 256u;
 const PER: u32 = 16u; // topk_groups' keys per invocation, held in registers
 const K_MAX: u32 = 64u;
+const GATHERED: u32 = 1024u; // K_MAX * PER: what topk_groups can gather, and topk_merge keeps
+
+// Both kernels: the keys whose k-th largest bounds the answer's k-th key from below
+// (topk_groups: each invocation's largest; topk_merge: the groups' leading keys), that bound,
+// and the keys at or above it, gathered.
+var<workgroup> candidates: array<vec2<u32>, WG>;
+var<workgroup> bound: vec2<u32>;
+var<workgroup> gathered: array<vec2<u32>, GATHERED>;
+var<workgroup> count: atomic<u32>;
 
 fn order_key(v: f32, i: u32) -> vec2<u32> {
     let u = bitcast<u32>(v);
@@ -40,4 +49,28 @@ fn larger(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
 // Whether a key is a candidate's (not the (0, 0) of a non-finite value or of no value).
 fn is_key(a: vec2<u32>) -> bool {
     return a.x != 0u;
+}
+
+// bound = key where it is the k-th largest of candidates[..n] (keys are distinct, so one
+// invocation at most writes it); after a barrier that published the candidates.
+fn offer_bound(key: vec2<u32>, n: u32) {
+    if (!is_key(key)) {
+        return;
+    }
+    var rank = 0u;
+    for (var j = 0u; j < n; j++) {
+        rank += select(0u, 1u, above(candidates[j], key));
+    }
+    if (rank + 1u == tp.k) {
+        bound = key;
+    }
+}
+
+// How many of gathered[..len] are larger than `key`: its place among them.
+fn gathered_rank(key: vec2<u32>, len: u32) -> u32 {
+    var rank = 0u;
+    for (var j = 0u; j < len; j++) {
+        rank += select(0u, 1u, above(gathered[j], key));
+    }
+    return rank;
 }

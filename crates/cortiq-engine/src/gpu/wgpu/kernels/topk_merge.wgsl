@@ -5,7 +5,7 @@
 // group alone holds k keys at or above it) and, up to 256 groups, the k-th largest of the
 // groups' leading keys, ceil(k / groups) of each (k distinct keys at or above it). The keys
 // at or above it are gathered into workgroup memory and each placed by its rank among them;
-// where more than KEEP pass (as when a few groups hold most of the large values), rounds
+// where more than GATHERED pass (as when a few groups hold most of the large values), rounds
 // over `part` take the largest key below the last one taken, k times.
 
 @group(0) @binding(0) var<storage, read> part: array<vec2<u32>>;      // (groups, k)
@@ -14,13 +14,7 @@
 @group(0) @binding(3) var<storage, read_write> best: array<u32>;      // (1) the drawn token
 @group(0) @binding(4) var<uniform> dp: DrawParams;
 
-const KEEP: u32 = 1024u;
-
-var<workgroup> leads: array<vec2<u32>, WG>;      // the groups' leading keys
-var<workgroup> gathered: array<vec2<u32>, KEEP>; // the keys at or above `least`
-var<workgroup> top: array<vec2<u32>, K_MAX>;     // the answer
-var<workgroup> kth_lead: vec2<u32>;
-var<workgroup> count: atomic<u32>;
+var<workgroup> top: array<vec2<u32>, K_MAX>; // the answer
 var<workgroup> gathered_len: u32;
 
 @compute @workgroup_size(256)
@@ -36,31 +30,23 @@ fn main(@builtin(local_invocation_index) lid: u32 REDUCE_ARGS) {
     if (lead <= WG && lid < lead) {
         mine = part[lid / per * tp.k + lid % per];
     }
-    leads[lid] = mine;
+    candidates[lid] = mine;
     if (lid < K_MAX) {
         top[lid] = vec2<u32>(0u, 0u);
     }
     if (lid == 0u) {
-        kth_lead = vec2<u32>(0u, 0u);
+        bound = vec2<u32>(0u, 0u);
         atomicStore(&count, 0u);
     }
-    var least = workgroup_largest(m, lid REDUCE_PASS);
-    if (is_key(mine)) {
-        var rank = 0u;
-        for (var j = 0u; j < lead; j++) {
-            rank += select(0u, 1u, above(leads[j], mine));
-        }
-        if (rank + 1u == tp.k) {
-            kth_lead = mine;
-        }
-    }
+    let largest_kth = workgroup_largest(m, lid REDUCE_PASS); // its barriers publish the candidates
+    offer_bound(mine, min(lead, WG));
     workgroupBarrier();
-    least = larger(least, kth_lead);
+    let least = larger(largest_kth, bound);
     for (var i = lid; i < total; i += WG) {
         let key = part[i];
         if (is_key(key) && !above(least, key)) {
             let at = atomicAdd(&count, 1u);
-            if (at < KEEP) {
+            if (at < GATHERED) {
                 gathered[at] = key;
             }
         }
@@ -70,13 +56,10 @@ fn main(@builtin(local_invocation_index) lid: u32 REDUCE_ARGS) {
         gathered_len = atomicLoad(&count);
     }
     let len = workgroupUniformLoad(&gathered_len);
-    if (len <= KEEP) {
+    if (len <= GATHERED) {
         for (var i = lid; i < len; i += WG) {
             let key = gathered[i];
-            var rank = 0u;
-            for (var j = 0u; j < len; j++) {
-                rank += select(0u, 1u, above(gathered[j], key));
-            }
+            let rank = gathered_rank(key, len);
             if (rank < tp.k) {
                 top[rank] = key;
             }
