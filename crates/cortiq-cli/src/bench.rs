@@ -10,9 +10,9 @@
 use crate::inspect::human;
 use anyhow::Result;
 use cortiq_core::rng::SplitMix64;
-use cortiq_engine::generate::Engine;
+use cortiq_engine::generate::{decode_step, Engine, Step};
 use cortiq_engine::pipeline::Session;
-use cortiq_engine::sample::{argmax, Sampler, SamplerConfig};
+use cortiq_engine::sample::{Sampler, SamplerConfig};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Instant;
@@ -49,24 +49,15 @@ fn run_once(engine: &Engine, prompt: &[u32], gen: usize, sample: bool) -> Result
     let pp = prompt.len() as f64 / t0.elapsed().as_secs_f64();
     s.begin_generation();
     let t1 = Instant::now();
-    if sample {
-        // As `cortiq run` at its defaults: the sampler's top-k candidates back (picked on
-        // the device where the backend can, which may also draw the next token ahead), the
-        // draw on the host.
-        let mut sampler = Sampler::new(SamplerConfig::default());
-        let k = sampler.candidates_needed().ok_or_else(|| anyhow::anyhow!("the default sampler draws from no top-k"))?;
-        let mut next = sampler.sample(&logits, prompt);
-        for _ in 0..gen {
-            let c = s.step_top_k(next, k, sampler.draw_spec())?;
-            next = sampler.sample_candidates(&c);
-        }
-    } else {
-        // Greedy decode, as `cortiq run` does at temperature 0: a token graph reads back only
-        // the picked token's index.
-        let mut next = argmax(&logits);
-        for _ in 0..gen {
-            next = s.step_greedy(next)?;
-        }
+    // Each step as `cortiq run` takes it (`decode_step`): at the sampler's defaults its top-k
+    // candidates back (picked on the device where the backend can, which may also draw the
+    // next token ahead) and the draw on the host; greedy (temperature 0), only the device's
+    // pick of the token.
+    let mut sampler = Sampler::new(if sample { SamplerConfig::default() } else { SamplerConfig { temperature: 0.0, ..SamplerConfig::default() } });
+    let mut last = Step::Logits(logits);
+    for _ in 0..gen {
+        let next = last.next_token(&mut sampler, prompt);
+        last = decode_step(&mut s, &sampler, next)?;
     }
     let tg = gen as f64 / t1.elapsed().as_secs_f64();
     Ok((pp, tg))

@@ -32,11 +32,34 @@ pub enum StopReason {
 
 /// What a decode step left for the sampler: the logits, its top-k candidates, or the token
 /// a greedy device pick already chose.
-enum Step {
+pub enum Step {
     Logits(Vec<f32>),
     /// The sampler's candidates (`Session::step_top_k`).
     Candidates(Vec<(u32, f32)>),
     Picked(u32),
+}
+
+impl Step {
+    /// The next token from this step, as `sampler` draws it (`history`: the tokens so far,
+    /// for its repetition penalty).
+    pub fn next_token(&self, sampler: &mut Sampler, history: &[u32]) -> u32 {
+        match self {
+            Step::Picked(t) => *t,
+            Step::Logits(l) => sampler.sample(l, history),
+            Step::Candidates(c) => sampler.sample_candidates(c),
+        }
+    }
+}
+
+/// One decode step of `token`, read back in the form `sampler` needs: a plain argmax
+/// sampler only the device's pick, a top-k sampler its candidates (which the device may also
+/// draw the next token from, ahead), any other the logits.
+pub fn decode_step(session: &mut Session, sampler: &Sampler, token: u32) -> Result<Step, EngineError> {
+    Ok(match sampler.candidates_needed() {
+        _ if sampler.is_plain_argmax() => Step::Picked(session.step_greedy(token)?),
+        Some(k) => Step::Candidates(session.step_top_k(token, k, sampler.draw_spec())?),
+        None => Step::Logits(session.step(token)?),
+    })
 }
 
 /// Counts and times of one generation.
@@ -104,10 +127,6 @@ impl Engine {
         let t0 = std::time::Instant::now();
         let mut last = Step::Logits(session.prefill(prompt)?);
         let prefill_s = t0.elapsed().as_secs_f64();
-        // A plain greedy sampler lets the device pick each token (only its index comes back);
-        // a top-k sampler, the candidates it draws from.
-        let greedy = sampler.is_plain_argmax();
-        let candidates = sampler.candidates_needed();
         let arm = session.begin_generation();
         let mut token_times = Vec::new();
         let t1 = std::time::Instant::now();
@@ -120,11 +139,7 @@ impl Engine {
             if generated.len() >= max_tokens {
                 break StopReason::MaxTokens;
             }
-            let next = match &last {
-                Step::Picked(t) => *t,
-                Step::Logits(l) => sampler.sample(l, &history),
-                Step::Candidates(c) => sampler.sample_candidates(c),
-            };
+            let next = last.next_token(&mut sampler, &history);
             if self.tokenizer.is_end_of_generation(next) {
                 break StopReason::EndOfGeneration;
             }
@@ -140,11 +155,7 @@ impl Engine {
                 break StopReason::ContextFull;
             }
             let t = std::time::Instant::now();
-            last = match candidates {
-                _ if greedy => Step::Picked(session.step_greedy(next)?),
-                Some(k) => Step::Candidates(session.step_top_k(next, k, sampler.draw_spec())?),
-                None => Step::Logits(session.step(next)?),
-            };
+            last = decode_step(session, &sampler, next)?;
             token_times.push(t.elapsed());
         };
         session.gpu.record_generation(arm, &token_times);

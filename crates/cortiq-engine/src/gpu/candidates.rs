@@ -12,6 +12,12 @@ pub(crate) const DEVICE_TOP_K_MAX: usize = 64;
 #[cfg(any(feature = "gpu", feature = "cuda"))]
 pub type PickedAndDrawn = (Vec<(u32, f32)>, Option<u32>);
 
+/// The index in a nonzero key: its low word is the index's complement (the top-k keys, and
+/// CUDA's argmax key, matvec.cu's `argmax_key`).
+pub(crate) fn key_index(key: u64) -> u32 {
+    u32::MAX - key as u32
+}
+
 /// The (index, value) of a key; None for key 0 (no finite value).
 fn candidate(key: u64) -> Option<(u32, f32)> {
     if key == 0 {
@@ -19,7 +25,7 @@ fn candidate(key: u64) -> Option<(u32, f32)> {
     }
     let ord = (key >> 32) as u32;
     let bits = if ord & 0x8000_0000 != 0 { ord & 0x7fff_ffff } else { !ord };
-    Some((u32::MAX - key as u32, f32::from_bits(bits)))
+    Some((key_index(key), f32::from_bits(bits)))
 }
 
 /// The candidates of keys in descending order, up to the first 0.

@@ -87,12 +87,13 @@ pub(super) struct ModelGraph {
 }
 
 /// The index in an argmax key (matvec.cu's `argmax_key`: value bits high, !index low);
-/// 0 when no logit was a number (key 0), as `sample::argmax` answers then.
+/// 0 when no logit was a number (key 0), as `sample::argmax` and topk.cu's `pick_argmax`
+/// answer then.
 fn argmax_of_key(key: u64) -> u32 {
     if key == 0 {
         0
     } else {
-        u32::MAX - key as u32
+        crate::gpu::candidates::key_index(key)
     }
 }
 
