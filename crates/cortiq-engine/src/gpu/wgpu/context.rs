@@ -26,13 +26,13 @@ const QUANT: &str = include_str!("kernels/quant.wgsl");
 const QUANT_UNIT: &str = include_str!("kernels/quant_unit.wgsl");
 
 /// The activation quantizer's shader: its body and the shared-memory workgroup reduction.
-fn quant_source() -> String {
-    format!("{QUANT}{QUANT_UNIT}{REDUCE_SHARED}")
+fn quant_source(subgroups: bool) -> String {
+    with_reduce(&format!("{QUANT}{QUANT_UNIT}"), reduce_source(subgroups))
 }
 
 /// The norm step's shader: its body and the shared-memory workgroup reduction.
-fn norm_source() -> String {
-    format!("{NORM}{REDUCE_SHARED}")
+fn norm_source(subgroups: bool) -> String {
+    with_reduce(NORM, reduce_source(subgroups))
 }
 const STEP: &str = include_str!("kernels/step.wgsl");
 const ROPE_STORE: &str = include_str!("kernels/rope_store.wgsl");
@@ -249,8 +249,8 @@ impl WgpuContext {
             .collect();
         let act_layout = layout(&device, &[w, r, Uniform]);
         let act = build(&device, ACT, &act_layout, cache.as_ref(), "act")?;
-        let norm = build(&device, &norm_source(), &layout(&device, &[w, r, r, w, Uniform]), cache.as_ref(), "norm")?;
-        let quant = build(&device, &quant_source(), &layout(&device, &[r, r, w, w, Uniform]), cache.as_ref(), "quant")?;
+        let norm = build(&device, &norm_source(subgroups), &layout(&device, &[w, r, r, w, Uniform]), cache.as_ref(), "norm")?;
+        let quant = build(&device, &quant_source(subgroups), &layout(&device, &[r, r, w, w, Uniform]), cache.as_ref(), "quant")?;
         let rope_store = build(&device, &format!("{STEP}{ROPE_STORE}"), &layout(&device, &[w, r, r, w, w, Uniform]), cache.as_ref(), "rope_store")?;
         let attn_split = build(&device, &format!("{STEP}{ATTN_CHUNK}{ATTN_SPLIT}"), &layout(&device, &[r, r, r, w, w, w, Uniform]), cache.as_ref(), "attn_split")?;
         let attn_combine = build(&device, &format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "attn_combine")?;
@@ -537,15 +537,18 @@ fn reduce_directive(reduce: &str, key: &str) -> String {
     reduce.lines().find_map(|l| l.trim_start_matches("// ").strip_prefix(key)).unwrap_or("").to_string()
 }
 
+/// `body` with the reduction snippet `reduce` appended, its REDUCE_ARGS / REDUCE_PASS
+/// placeholders filled from the snippet's directives.
+fn with_reduce(body: &str, reduce: &str) -> String {
+    let body = body.replace("REDUCE_ARGS", &reduce_directive(reduce, "REDUCE_ARGS=")).replace("REDUCE_PASS", &reduce_directive(reduce, "REDUCE_PASS="));
+    format!("{body}\n{reduce}")
+}
+
 /// The top-k merge's shader: the keys' helpers, the kernel, the draw, and the workgroup
 /// maximum of its bound and fallback rounds (with subgroup operations where the adapter has
-/// them), its REDUCE_* placeholders filled from the snippet's directives.
+/// them).
 fn topk_merge_source(subgroups: bool) -> String {
-    let reduce = if subgroups { TOPK_REDUCE_SUBGROUP } else { TOPK_REDUCE_SHARED };
-    let body = format!("{TOPK_KEYS}{TOPK_MERGE}{TOPK_DRAW}")
-        .replace("REDUCE_ARGS", &reduce_directive(reduce, "REDUCE_ARGS="))
-        .replace("REDUCE_PASS", &reduce_directive(reduce, "REDUCE_PASS="));
-    format!("{body}\n{reduce}")
+    with_reduce(&format!("{TOPK_KEYS}{TOPK_MERGE}{TOPK_DRAW}"), if subgroups { TOPK_REDUCE_SUBGROUP } else { TOPK_REDUCE_SHARED })
 }
 
 /// The matvec shader for one codec and variant: bindings, the kernel, codec functions,
@@ -821,8 +824,10 @@ mod tests {
         }
         for subgroups in [false, true] {
             validate(&format!("topk_merge subgroups={subgroups}"), &topk_merge_source(subgroups));
+            validate(&format!("norm subgroups={subgroups}"), &norm_source(subgroups));
+            validate(&format!("quant subgroups={subgroups}"), &quant_source(subgroups));
         }
-        for (name, src) in [("act", ACT.to_string()), ("norm", norm_source()), ("quant", quant_source()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_split", format!("{STEP}{ATTN_CHUNK}{ATTN_SPLIT}")), ("attn_combine", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE}")), ("attn_combine_q8", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE_Q8}{QUANT_UNIT}")), ("attn_rows", format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}")), ("argmax", format!("{ARGMAX_PICK}{ARGMAX}")), ("argmax_merge", format!("{ARGMAX_PICK}{ARGMAX_MERGE}")), ("topk_groups", format!("{TOPK_KEYS}{TOPK_GROUPS}"))] {
+        for (name, src) in [("act", ACT.to_string()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_split", format!("{STEP}{ATTN_CHUNK}{ATTN_SPLIT}")), ("attn_combine", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE}")), ("attn_combine_q8", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE_Q8}{QUANT_UNIT}")), ("attn_rows", format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}")), ("argmax", format!("{ARGMAX_PICK}{ARGMAX}")), ("argmax_merge", format!("{ARGMAX_PICK}{ARGMAX_MERGE}")), ("topk_groups", format!("{TOPK_KEYS}{TOPK_GROUPS}"))] {
             validate(name, &src);
         }
     }

@@ -4,7 +4,8 @@
 // the weights; every workgroup sums the row's squares itself). A value that is not finite
 // makes its unit's d NaN, so it reaches the output. One invocation per unit; workgroup row y
 // takes row y of a batch (x, x2 in mode 1, xq and xd offset by whole rows). The host
-// appends quant_unit.wgsl (`store_unit`, the rule itself) and reduce_shared.wgsl (`reduce`,
+// appends quant_unit.wgsl (`store_unit`, the rule itself) and the workgroup sum
+// (reduce_subgroup.wgsl where the adapter has subgroups, else reduce_shared.wgsl: `reduce`,
 // over `partial` and `WG`).
 
 struct QuantParams {
@@ -23,15 +24,15 @@ struct QuantParams {
 const WG: u32 = 256u;
 var<workgroup> partial: array<vec4<f32>, 256>;
 
-// vec4 i of the row that starts at vec4 `row` of x (and of x2 in mode 1).
-fn val(row: u32, i: u32, scale: f32) -> vec4<f32> {
-    let a = x[row + i];
+// A vec4 of the value to quantize from x's vec4 `a` and the second input's `b` (mode 1: up;
+// mode 2: the norm weights, with the row's RMS scale).
+fn val(a: vec4<f32>, b: vec4<f32>, scale: f32) -> vec4<f32> {
     switch qp.mode {
         case 1u: {
-            return a / (1.0 + exp(-a)) * x2[row + i];
+            return a / (1.0 + exp(-a)) * b;
         }
         case 2u: {
-            return a * scale * x2[i];
+            return a * scale * b;
         }
         default: {
             return a;
@@ -40,30 +41,50 @@ fn val(row: u32, i: u32, scale: f32) -> vec4<f32> {
 }
 
 @compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32 REDUCE_ARGS) {
     // Row wg.y of a batch (one row in the token graph): its vec4s and units start here.
     let row = wg.y * (qp.cols / 4u);
     let units = qp.cols / 32u;
+    let u = wg.x * WG + lid;
+    // The unit's x vec4s and second inputs, loaded before anything waits on them (an
+    // invocation past the row loads the last unit and writes nothing; x2 holds one row of
+    // norm weights in mode 2, whole rows otherwise).
+    let i = row + 8u * min(u, units - 1u);
+    let j = select(i, i - row, qp.mode == 2u);
+    let a0 = x[i];
+    let a1 = x[i + 1u];
+    let a2 = x[i + 2u];
+    let a3 = x[i + 3u];
+    let a4 = x[i + 4u];
+    let a5 = x[i + 5u];
+    let a6 = x[i + 6u];
+    let a7 = x[i + 7u];
+    let b0 = x2[j];
+    let b1 = x2[j + 1u];
+    let b2 = x2[j + 2u];
+    let b3 = x2[j + 3u];
+    let b4 = x2[j + 4u];
+    let b5 = x2[j + 5u];
+    let b6 = x2[j + 6u];
+    let b7 = x2[j + 7u];
     var scale = 1.0;
     if (qp.mode == 2u) {
         var s = 0.0;
-        for (var i = lid; i < qp.cols / 4u; i += WG) {
-            let v = x[row + i];
-            s += dot(v, v);
+        if (units <= WG) {
+            // One workgroup holds every unit of the row: its squares summed from the units.
+            if (u < units) {
+                s = dot(a0, a0) + dot(a1, a1) + dot(a2, a2) + dot(a3, a3) + dot(a4, a4) + dot(a5, a5) + dot(a6, a6) + dot(a7, a7);
+            }
+        } else {
+            for (var k = lid; k < qp.cols / 4u; k += WG) {
+                let v = x[row + k];
+                s += dot(v, v);
+            }
         }
-        scale = inverseSqrt(reduce(vec4<f32>(s, 0.0, 0.0, 0.0), lid).x / f32(qp.cols) + qp.eps);
+        scale = inverseSqrt(reduce(vec4<f32>(s, 0.0, 0.0, 0.0), lid REDUCE_PASS).x / f32(qp.cols) + qp.eps);
     }
-    let u = wg.x * WG + lid;
     if (u >= units) {
         return;
     }
-    let v0 = val(row, 8u * u, scale);
-    let v1 = val(row, 8u * u + 1u, scale);
-    let v2 = val(row, 8u * u + 2u, scale);
-    let v3 = val(row, 8u * u + 3u, scale);
-    let v4 = val(row, 8u * u + 4u, scale);
-    let v5 = val(row, 8u * u + 5u, scale);
-    let v6 = val(row, 8u * u + 6u, scale);
-    let v7 = val(row, 8u * u + 7u, scale);
-    store_unit(wg.y * units + u, v0, v1, v2, v3, v4, v5, v6, v7);
+    store_unit(wg.y * units + u, val(a0, b0, scale), val(a1, b1, scale), val(a2, b2, scale), val(a3, b3, scale), val(a4, b4, scale), val(a5, b5, scale), val(a6, b6, scale), val(a7, b7, scale));
 }
