@@ -42,6 +42,8 @@ const ATTN_COMBINE_Q8: &str = include_str!("kernels/attn_combine_q8.wgsl");
 const ATTN_MERGE: &str = include_str!("kernels/attn_merge.wgsl");
 const ATTN_ROWS: &str = include_str!("kernels/attn_rows.wgsl");
 const ATTN_CHUNK: &str = include_str!("kernels/attn_chunk.wgsl");
+const ATTN_REDUCE_SHARED: &str = include_str!("kernels/attn_reduce_shared.wgsl");
+const ATTN_REDUCE_SUBGROUP: &str = include_str!("kernels/attn_reduce_subgroup.wgsl");
 const ARGMAX: &str = include_str!("kernels/argmax.wgsl");
 const ARGMAX_MERGE: &str = include_str!("kernels/argmax_merge.wgsl");
 const ARGMAX_PICK: &str = include_str!("kernels/argmax_pick.wgsl");
@@ -252,10 +254,10 @@ impl WgpuContext {
         let norm = build(&device, &norm_source(subgroups), &layout(&device, &[w, r, r, w, Uniform]), cache.as_ref(), "norm")?;
         let quant = build(&device, &quant_source(subgroups), &layout(&device, &[r, r, w, w, Uniform]), cache.as_ref(), "quant")?;
         let rope_store = build(&device, &format!("{STEP}{ROPE_STORE}"), &layout(&device, &[w, r, r, w, w, Uniform]), cache.as_ref(), "rope_store")?;
-        let attn_split = build(&device, &format!("{STEP}{ATTN_CHUNK}{ATTN_SPLIT}"), &layout(&device, &[r, r, r, w, w, w, Uniform]), cache.as_ref(), "attn_split")?;
+        let attn_split = build(&device, &attn_chunk_source(ATTN_SPLIT, subgroups), &layout(&device, &[r, r, r, w, w, w, Uniform]), cache.as_ref(), "attn_split")?;
         let attn_combine = build(&device, &format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "attn_combine")?;
         let attn_combine_q8 = build(&device, &format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE_Q8}{QUANT_UNIT}"), &layout(&device, &[r, w, w, Uniform]), cache.as_ref(), "attn_combine_q8")?;
-        let attn_rows = build(&device, &format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}"), &layout(&device, &[r, r, r, w, Uniform]), cache.as_ref(), "attn_rows")?;
+        let attn_rows = build(&device, &attn_chunk_source(ATTN_ROWS, subgroups), &layout(&device, &[r, r, r, w, Uniform]), cache.as_ref(), "attn_rows")?;
         let argmax = build(&device, &format!("{ARGMAX_PICK}{ARGMAX}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "argmax")?;
         let argmax_merge = build(&device, &format!("{ARGMAX_PICK}{ARGMAX_MERGE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "argmax_merge")?;
         let topk_groups = build(&device, &format!("{TOPK_KEYS}{TOPK_GROUPS}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_groups")?;
@@ -537,11 +539,17 @@ fn reduce_directive(reduce: &str, key: &str) -> String {
     reduce.lines().find_map(|l| l.trim_start_matches("// ").strip_prefix(key)).unwrap_or("").to_string()
 }
 
-/// `body` with the reduction snippet `reduce` appended, its REDUCE_ARGS / REDUCE_PASS
-/// placeholders filled from the snippet's directives.
+/// `body` with the reduction snippet `reduce` appended, its REDUCE_ARGS / REDUCE_PASS /
+/// REDUCE_KEEP placeholders filled from the snippet's directives.
 fn with_reduce(body: &str, reduce: &str) -> String {
-    let body = body.replace("REDUCE_ARGS", &reduce_directive(reduce, "REDUCE_ARGS=")).replace("REDUCE_PASS", &reduce_directive(reduce, "REDUCE_PASS="));
+    let body = ["REDUCE_ARGS", "REDUCE_PASS", "REDUCE_KEEP"].iter().fold(body.to_string(), |b, key| b.replace(key, &reduce_directive(reduce, &format!("{key}="))));
     format!("{body}\n{reduce}")
+}
+
+/// A shader over the attention chunk helpers (`kernel`: attn_split.wgsl or attn_rows.wgsl),
+/// with the chunk's max and sum by subgroup operations where the adapter has them.
+fn attn_chunk_source(kernel: &str, subgroups: bool) -> String {
+    with_reduce(&format!("{STEP}{ATTN_CHUNK}{kernel}"), if subgroups { ATTN_REDUCE_SUBGROUP } else { ATTN_REDUCE_SHARED })
 }
 
 /// The top-k merge's shader: the keys' helpers, the kernel, the draw, and the workgroup
@@ -826,8 +834,10 @@ mod tests {
             validate(&format!("topk_merge subgroups={subgroups}"), &topk_merge_source(subgroups));
             validate(&format!("norm subgroups={subgroups}"), &norm_source(subgroups));
             validate(&format!("quant subgroups={subgroups}"), &quant_source(subgroups));
+            validate(&format!("attn_split subgroups={subgroups}"), &attn_chunk_source(ATTN_SPLIT, subgroups));
+            validate(&format!("attn_rows subgroups={subgroups}"), &attn_chunk_source(ATTN_ROWS, subgroups));
         }
-        for (name, src) in [("act", ACT.to_string()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_split", format!("{STEP}{ATTN_CHUNK}{ATTN_SPLIT}")), ("attn_combine", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE}")), ("attn_combine_q8", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE_Q8}{QUANT_UNIT}")), ("attn_rows", format!("{STEP}{ATTN_CHUNK}{ATTN_ROWS}")), ("argmax", format!("{ARGMAX_PICK}{ARGMAX}")), ("argmax_merge", format!("{ARGMAX_PICK}{ARGMAX_MERGE}")), ("topk_groups", format!("{TOPK_KEYS}{TOPK_GROUPS}"))] {
+        for (name, src) in [("act", ACT.to_string()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_combine", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE}")), ("attn_combine_q8", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE_Q8}{QUANT_UNIT}")), ("argmax", format!("{ARGMAX_PICK}{ARGMAX}")), ("argmax_merge", format!("{ARGMAX_PICK}{ARGMAX_MERGE}")), ("topk_groups", format!("{TOPK_KEYS}{TOPK_GROUPS}"))] {
             validate(name, &src);
         }
     }

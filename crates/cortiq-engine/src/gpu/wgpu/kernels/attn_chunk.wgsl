@@ -1,12 +1,14 @@
 // What the attention kernels share (prepended by the host after step.wgsl): a workgroup of WG
 // invocations takes one head's query (`qh`, head_dim / 4 vec4s) against CHUNK positions at a
 // time; LANES invocations score each position from the K mirror as vec4s, the chunk's max
-// and sum of exps are reduced in `red` over the first CHUNK invocations, and invocation (i, g)
-// sums V's vec4 i over every `groups`-th position from g (groups = WG / (head_dim / 4)), the
-// groups' sums added in `vsum`. The kernel declares `kc` and `vc` (the K and V mirrors,
-// vec4s) and `st` (its `Step`). Where the chunk's last position is `fresh` (the decode token
-// whose K and V rows the same dispatch appends to the mirror), its rows come from `kcur` and
-// `vcur` instead of the mirror.
+// and sum of exps are reduced over the first CHUNK invocations (`chunk_reduce`, through
+// `red`), and invocation (i, g) sums V's vec4 i over every `groups`-th position from g (groups
+// = WG / (head_dim / 4)), the groups' sums added in `vsum`. The kernel declares `kc` and `vc`
+// (the K and V mirrors, vec4s) and `st` (its `Step`). Where the chunk's last position is
+// `fresh` (the decode token whose K and V rows the same dispatch appends to the mirror), its
+// rows come from `kcur` and `vcur` instead of the mirror. The host appends `chunk_reduce`
+// (attn_reduce_subgroup.wgsl where the adapter has subgroups, else attn_reduce_shared.wgsl)
+// and fills in the entry points' REDUCE_ARGS / REDUCE_KEEP from its directives.
 
 const CHUNK: u32 = 64u;
 const WG: u32 = 256u;
@@ -29,31 +31,13 @@ fn score_part(kr: u32, hd4: u32, first: u32, step: u32) -> f32 {
     return acc;
 }
 
-// The largest (`take_max`) or the sum of the first CHUNK invocations' values (every
-// invocation gets it; call from uniform control flow).
-// The same over `kcur`, the fresh position's K row.
+// `score_part` over `kcur`, the fresh position's K row.
 fn score_fresh(hd4: u32, first: u32, step: u32) -> f32 {
     var acc = 0.0;
     for (var d = first; d < hd4; d += step) {
         acc += dot(qh[d], kcur[d]);
     }
     return acc;
-}
-
-fn chunk_reduce(v: f32, lid: u32, take_max: bool) -> f32 {
-    if (lid < CHUNK) {
-        red[lid] = v;
-    }
-    workgroupBarrier();
-    for (var k = CHUNK / 2u; k > 0u; k = k >> 1u) {
-        if (lid < k) {
-            red[lid] = select(red[lid] + red[lid + k], max(red[lid], red[lid + k]), take_max);
-        }
-        workgroupBarrier();
-    }
-    let r = red[0];
-    workgroupBarrier();
-    return r;
 }
 
 fn chunk_max(v: f32, lid: u32) -> f32 {

@@ -15,7 +15,8 @@
 @group(0) @binding(4) var<uniform> st: Step;
 
 @compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32 REDUCE_ARGS) {
+    REDUCE_KEEP
     let h = wg.x;
     let y = wg.y;
     let hd4 = st.head_dim / 4u;

@@ -52,7 +52,8 @@ fn rotated(i: u32, pos: u32) -> vec4<f32> {
 var<workgroup> rope_in: array<vec4<f32>, 64>; // a head's dimensions before RoPE
 
 @compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32 REDUCE_ARGS) {
+    REDUCE_KEEP
     let h = wg.x;
     let c = wg.y;
     let hd4 = st.head_dim / 4u;
