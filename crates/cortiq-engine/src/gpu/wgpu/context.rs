@@ -25,12 +25,14 @@ const NORM: &str = include_str!("kernels/norm.wgsl");
 const QUANT: &str = include_str!("kernels/quant.wgsl");
 const QUANT_UNIT: &str = include_str!("kernels/quant_unit.wgsl");
 
-/// The activation quantizer's shader: its body and the shared-memory workgroup reduction.
+/// The activation quantizer's shader: its body, the unit rule and the workgroup sum (by
+/// subgroup operations where the adapter has them).
 fn quant_source(subgroups: bool) -> String {
     with_reduce(&format!("{QUANT}{QUANT_UNIT}"), reduce_source(subgroups))
 }
 
-/// The norm step's shader: its body and the shared-memory workgroup reduction.
+/// The norm step's shader: its body and the workgroup sum (by subgroup operations where the
+/// adapter has them).
 fn norm_source(subgroups: bool) -> String {
     with_reduce(NORM, reduce_source(subgroups))
 }
