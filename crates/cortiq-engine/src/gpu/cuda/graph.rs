@@ -506,7 +506,7 @@ impl CudaBackend {
                 self.launch_token(m, map, g, mirror)?;
                 if read == TokenRead::Logits {
                     let queued = std::time::Instant::now();
-                    return Ok((GraphRead::Logits(self.stream.clone_dtoh(&g.logits).map_err(err)?), queued));
+                    return Ok((self.read_now(g, read)?, queued));
                 }
                 self.queue_readback(g, mirror, job.pos, read, read.next_pick(draw, 0))?;
             }
