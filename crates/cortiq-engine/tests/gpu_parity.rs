@@ -988,6 +988,52 @@ fn wgpu_quantizer_follows_the_cpu_rule() {
     }
 }
 
+/// The int8 token graph's gate/up kernel that writes down's int8 input (glu_q8.wgsl) against
+/// the CPU path: gate and up by the CPU's int8 kernels on the same quantized x, then
+/// silu(gate) * up quantized by the CPU's rule. Fresh random weights and x; one unit, odd
+/// unit counts (3, 18), a 1B and an 8B model's widths; both row-group sizes. The values
+/// within one step of the CPU's (the sums differ in order only, so a rounding may flip) and
+/// few off, the scales within f16 rounding, the stored sum that of the values written; the
+/// outputs are poisoned first, so an unwritten unit fails.
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "SKIP gpu parity: no wgpu backend compiled in (build with --features gpu)")]
+fn wgpu_gate_up_to_int8_follows_the_cpu_path() {
+    #[cfg(feature = "gpu")]
+    {
+        let Some(be) = wgpu_or_skip("wgpu_gate_up_to_int8_follows_the_cpu_path") else { return };
+        let mut rng = SplitMix64::new(0x61B8);
+        let mut n = 0;
+        for codec in cortiq_engine::gpu::wgpu::Q8_CODECS {
+            for (rows, cols) in [(32, 32), (96, 96), (64, 576), (256, 2048), (160, 4096)] {
+                let (gate, up) = (Packed::random(&mut rng, codec, rows, cols), Packed::random(&mut rng, codec, rows, cols));
+                let x = rng.normals(cols, 1.0);
+                let (g, _) = gate.reference_as(&x, 1, true);
+                let (u, _) = up.reference_as(&x, 1, true);
+                let h: Vec<f32> = g.iter().zip(&u).map(|(a, b)| a / (1.0 + (-a).exp()) * b).collect();
+                let want = cortiq_engine::cpu::quant::quantize_rows(&h, rows);
+                for group_rows in [4, 8] {
+                    let name = format!("gate/up to int8 {codec} {rows} x {cols}, {group_rows} rows a group");
+                    let (q, d) = be.gate_up_q8(&gate.arg(), &up.arg(), &x, group_rows).unwrap();
+                    let mut off = 0;
+                    for (k, (b, s)) in want.iter().zip(&d).enumerate() {
+                        let got = &q[32 * k..32 * k + 32];
+                        for (a, w) in got.iter().zip(&b.qs) {
+                            assert!((*a as i32 - *w as i32).abs() <= 1, "{name}: unit {k}: value {a} vs the CPU's {w}");
+                            off += (a != w) as usize;
+                        }
+                        let tol = |r: f32| r.abs() * 1e-3 + f32::MIN_POSITIVE;
+                        assert!(s[0].is_finite() && (s[0] - b.d).abs() <= tol(b.d) && (s[1] - b.s).abs() <= tol(b.s) + tol(b.d), "{name}: unit {k}: d, d * sum {:?} vs the CPU's {} {}", s, b.d, b.s);
+                        assert_eq!(s[2], got.iter().map(|&v| v as i32).sum::<i32>() as f32, "{name}: unit {k}: the sum is of the values written");
+                    }
+                    assert!(off * 100 <= rows, "{name}: {off} of {rows} values one step off the CPU's");
+                    n += 1;
+                }
+            }
+        }
+        eprintln!("wgpu: {n} gate/up-to-int8 cases follow the CPU path");
+    }
+}
+
 /// Greedy decode through the per-op wgpu path (every matmul, QKV and FFN on the device,
 /// probe off) against the CPU path on synthesized models: the same 64 tokens. The prompt
 /// is prefilled per-op too (batched matmuls). On a discrete adapter the real shapes run;

@@ -3,7 +3,7 @@
 //! budget, readback and the upload-bandwidth probe.
 
 use super::adapter::{self, AdapterDesc, AdapterKind};
-use super::multi;
+use super::{glu, multi};
 use crate::gpu::backend::DeviceInfo;
 use cortiq_core::Codec;
 use std::collections::HashMap;
@@ -23,7 +23,7 @@ const REDUCE_SUBGROUP: &str = include_str!("kernels/reduce_subgroup.wgsl");
 const ACT: &str = include_str!("kernels/act.wgsl");
 const NORM: &str = include_str!("kernels/norm.wgsl");
 const QUANT: &str = include_str!("kernels/quant.wgsl");
-const QUANT_UNIT: &str = include_str!("kernels/quant_unit.wgsl");
+pub(super) const QUANT_UNIT: &str = include_str!("kernels/quant_unit.wgsl");
 
 /// The activation quantizer's shader: its body, the unit rule and the workgroup sum (by
 /// subgroup operations where the adapter has them).
@@ -113,6 +113,11 @@ pub struct WgpuContext {
     /// storage buffers).
     multi: std::sync::Mutex<MultiPipelines>,
     multi_layouts: Vec<Option<wgpu::BindGroupLayout>>,
+    /// The int8 graph's gate/up-to-int8 pipelines by codec and rows a row group (`glu.rs`),
+    /// built on first use, and their bind group layout (none where the adapter binds too few
+    /// storage buffers).
+    glu: std::sync::Mutex<HashMap<(Codec, u32), wgpu::ComputePipeline>>,
+    glu_layout: Option<wgpu::BindGroupLayout>,
     /// GEMM pipelines by codec and whether they take int8 activations, built on first use
     /// (same bindings as the matvec).
     gemm: std::sync::Mutex<HashMap<(Codec, bool), wgpu::ComputePipeline>>,
@@ -251,6 +256,7 @@ impl WgpuContext {
                 (n >= 2 && multi::storage_bindings(n) <= limits.max_storage_buffers_per_shader_stage).then(|| layout(&device, &kinds))
             })
             .collect();
+        let glu_layout = (glu::STORAGE_BINDINGS <= limits.max_storage_buffers_per_shader_stage).then(|| layout(&device, &[r, r, r, r, r, r, w, w, Uniform]));
         let act_layout = layout(&device, &[w, r, Uniform]);
         let act = build(&device, ACT, &act_layout, cache.as_ref(), "act")?;
         let norm = build(&device, &norm_source(subgroups), &layout(&device, &[w, r, r, w, Uniform]), cache.as_ref(), "norm")?;
@@ -264,7 +270,7 @@ impl WgpuContext {
         let argmax_merge = build(&device, &format!("{ARGMAX_PICK}{ARGMAX_MERGE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "argmax_merge")?;
         let topk_groups = build(&device, &format!("{TOPK_KEYS}{TOPK_GROUPS}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_groups")?;
         let topk_merge = build(&device, &topk_merge_source(subgroups), &layout(&device, &[r, w, Uniform, w, Uniform]), cache.as_ref(), "topk_merge")?;
-        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, gemm: Default::default(), embed: Default::default(), subgroups, pipeline_cache: cache, act, norm, quant, rope_store, attn_split, attn_combine, attn_combine_q8, attn_rows, argmax, argmax_merge, topk_groups, topk_merge, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
+        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, glu: Default::default(), glu_layout, gemm: Default::default(), embed: Default::default(), subgroups, pipeline_cache: cache, act, norm, quant, rope_store, attn_split, attn_combine, attn_combine_q8, attn_rows, argmax, argmax_merge, topk_groups, topk_merge, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
         // The per-op kernels up front (a job's first call should not pay a compile).
         for (codec, _, _) in MATVEC_CODECS {
             for (rows, cols) in [(1, 1), (TALL_ROWS, 1), (WIDE_ROWS, WIDE_COLS)] {
@@ -315,6 +321,26 @@ impl WgpuContext {
         let src = multi::multi_source(n, suffix, vec4s, self.subgroups, shape, variant)?;
         let built = (build(&self.device, &src, bgl, self.pipeline_cache.as_ref(), &format!("matvecs {n} x {suffix}"))?, shape);
         map.insert((codec, n, class, variant), built.clone());
+        Ok(built)
+    }
+
+    /// The gate/up-to-int8 pipeline of an int8-activation codec at `rows` rows a row group
+    /// (`glu.rs`, built on first use).
+    pub fn glu_pipeline(&self, codec: Codec, rows: u32) -> Result<wgpu::ComputePipeline, String> {
+        let Some(bgl) = &self.glu_layout else {
+            return Err("the adapter binds too few storage buffers for the gate/up-to-int8 kernel".into());
+        };
+        if glu::workgroup_bytes(rows) > self.device.limits().max_compute_workgroup_storage_size {
+            return Err(format!("the gate/up-to-int8 kernel at {rows} rows a group needs more workgroup memory than the adapter has"));
+        }
+        let mut map = self.glu.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(found) = map.get(&(codec, rows)) {
+            return Ok(found.clone());
+        }
+        let (_, suffix, _) = MATVEC_CODECS.into_iter().find(|(c, _, _)| *c == codec).ok_or_else(|| format!("no matvec kernel for {codec}"))?;
+        let src = glu::source(suffix, rows)?;
+        let built = build(&self.device, &src, bgl, self.pipeline_cache.as_ref(), &format!("gate, up to int8 {suffix}, {rows} rows a group"))?;
+        map.insert((codec, rows), built.clone());
         Ok(built)
     }
 
@@ -503,24 +529,49 @@ impl MatvecShape {
         }
     }
 
-    /// `CMF_WGPU_MATVEC=WGxROWS[xUNROLL]` (e.g. `128x8`, `32x8x2`) for every matrix, to
-    /// measure another shape; otherwise the default.
+    /// `CMF_WGPU_MATVEC=WGxROWS[xUNROLL]` (e.g. `128x8`, `32x8x2`) for every matrix, or per
+    /// class (`tall=64x8,wide=256x8`; the classes not named keep theirs), to measure another
+    /// shape; otherwise the default.
     pub fn from_env(class: MatrixClass) -> MatvecShape {
         let default = MatvecShape::default_for(class);
-        let Ok(v) = std::env::var("CMF_WGPU_MATVEC") else { return default };
-        let parts: Vec<Option<u32>> = v.split('x').map(|p| p.trim().parse().ok()).collect();
-        let parsed = match parts[..] {
-            [Some(invocations), Some(rows)] => Some(MatvecShape { invocations, rows, unroll: 1 }),
-            [Some(invocations), Some(rows), Some(unroll)] => Some(MatvecShape { invocations, rows, unroll }),
-            _ => None,
-        };
-        match parsed {
-            Some(s) if [32, 64, 128, 256].contains(&s.invocations) && s.rows % 4 == 0 && (4..=16).contains(&s.rows) && (1..=4).contains(&s.unroll) => s,
-            _ => {
-                eprintln!("cortiq: CMF_WGPU_MATVEC={v:?} is not WGxROWS[xUNROLL] (WG 32/64/128/256, ROWS 4/8/12/16, UNROLL 1-4); using the defaults");
+        match std::env::var("CMF_WGPU_MATVEC") {
+            Ok(v) => MatvecShape::from_setting(&v, class).unwrap_or_else(|| {
+                eprintln!("cortiq: CMF_WGPU_MATVEC={v:?} is not WGxROWS[xUNROLL] (WG 32/64/128/256, ROWS 4/8/12/16, UNROLL 1-4), bare or per class (short=, tall=, wide=); using the defaults");
                 default
+            }),
+            Err(_) => default,
+        }
+    }
+
+    /// The shape a `CMF_WGPU_MATVEC` setting gives `class` (its default where the setting
+    /// names other classes only); None if the setting does not parse.
+    fn from_setting(setting: &str, class: MatrixClass) -> Option<MatvecShape> {
+        let name = match class {
+            MatrixClass::Short => "short",
+            MatrixClass::Tall => "tall",
+            MatrixClass::Wide => "wide",
+        };
+        let mut shape = MatvecShape::default_for(class);
+        for item in setting.split(',') {
+            let (for_class, spec) = match item.split_once('=') {
+                Some((c, spec)) if ["short", "tall", "wide"].contains(&c.trim()) => (c.trim() == name, spec),
+                Some(_) => return None,
+                None => (true, item),
+            };
+            let parts: Vec<Option<u32>> = spec.split('x').map(|p| p.trim().parse().ok()).collect();
+            let parsed = match parts[..] {
+                [Some(invocations), Some(rows)] => MatvecShape { invocations, rows, unroll: 1 },
+                [Some(invocations), Some(rows), Some(unroll)] => MatvecShape { invocations, rows, unroll },
+                _ => return None,
+            };
+            if ![32, 64, 128, 256].contains(&parsed.invocations) || parsed.rows % 4 != 0 || !(4..=16).contains(&parsed.rows) || !(1..=4).contains(&parsed.unroll) {
+                return None;
+            }
+            if for_class {
+                shape = parsed;
             }
         }
+        Some(shape)
     }
 }
 
@@ -793,6 +844,18 @@ mod tests {
     }
 
     #[test]
+    fn a_matvec_shape_setting_names_every_class_or_some() {
+        let tall = MatvecShape::default_for(MatrixClass::Tall);
+        assert_eq!(MatvecShape::from_setting("64x8", MatrixClass::Wide), Some(MatvecShape { invocations: 64, rows: 8, unroll: 1 }));
+        assert_eq!(MatvecShape::from_setting("wide=256x8x2", MatrixClass::Wide), Some(MatvecShape { invocations: 256, rows: 8, unroll: 2 }));
+        assert_eq!(MatvecShape::from_setting("wide=256x8x2", MatrixClass::Tall), Some(tall));
+        assert_eq!(MatvecShape::from_setting("tall=64x8, short=32x4", MatrixClass::Short), Some(MatvecShape { invocations: 32, rows: 4, unroll: 1 }));
+        for bad in ["", "64", "64x6", "48x8", "tall=64x8x9", "huge=64x8", "tall=", "wide=128x8,x"] {
+            assert_eq!(MatvecShape::from_setting(bad, MatrixClass::Tall), None, "{bad:?}");
+        }
+    }
+
+    #[test]
     fn every_generated_shader_parses_and_validates() {
         for (codec, suffix, vec4s) in MATVEC_CODECS {
             for subgroups in [false, true] {
@@ -829,6 +892,9 @@ mod tests {
             if Q8_CODECS.contains(&codec) {
                 for units in [1, 2, 4] {
                     validate(&format!("gemm int8 x {suffix}, {units} units a stage"), &gemm_q8_source(suffix, units));
+                }
+                for rows in [4, 8] {
+                    validate(&format!("gate, up to int8 {suffix}, {rows} rows a group"), &glu::source(suffix, rows).unwrap());
                 }
             }
         }

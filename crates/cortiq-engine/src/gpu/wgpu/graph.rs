@@ -11,6 +11,7 @@
 //! in one piece (else the host writes it). The batched prefill graph (`graph/prefill.rs`)
 //! shares the model's buffers, the sequence's mirror and the frame (`on_graph`) with it.
 
+use super::glu::{self, GluIo};
 use super::multi::{self, MultiIo};
 use super::argmax::DeviceArgmax;
 use super::top_k::{key_staging, read_candidates, DeviceTopK};
@@ -165,6 +166,10 @@ pub(super) struct ModelGraph {
     int8: bool,
     xq: wgpu::Buffer,
     xd: wgpu::Buffer,
+    /// Down's int8 input where gate and up write it themselves (`glu.rs`): (n_ff / 32) units
+    /// of 32 bytes, and their (d, d * sum, sum, 0); apart from xq / xd, which they read.
+    hq: wgpu::Buffer,
+    hd: wgpu::Buffer,
     logits: wgpu::Buffer, // (vocab)
     best: wgpu::Buffer,   // (1) u32: the logits' argmax, or the token drawn from their candidates
     /// The greedy pick of `logits` into `best`.
@@ -374,6 +379,8 @@ impl WgpuBackend {
             int8,
             xq: self.storage_buf("xq", if int8 { widest / 4 } else { 1 }),
             xd: self.storage_buf("xd", if int8 { widest / 8 } else { 1 }),
+            hq: self.storage_buf("hq", if int8 { c.n_ff / 4 } else { 1 }),
+            hd: self.storage_buf("hd", if int8 { c.n_ff / 8 } else { 1 }),
             top: DeviceTopK::new(&self.ctx, &logits, &best, c.vocab),
             argmax: DeviceArgmax::new(&self.ctx, &logits, &best, c.vocab),
             logits,
@@ -444,9 +451,10 @@ impl WgpuBackend {
     /// combine, O projection (added to the residual), gate and up (RMSNorm on load), down
     /// (SiLU(gate) * up on load, added to the residual); on wide models (`separate_norm`)
     /// each RMSNorm is a stage of its own before QKV and gate/up (8 stages); with int8
-    /// activations (`ModelGraph::int8`) a quantizer before QKV (the norm folded in), gate/up
-    /// (the norm) and down (SiLU(gate) * up) instead, and O's input quantized by the combine
-    /// (`combine_q8`; else a quantizer before O) (9 stages); then the final norm (or its
+    /// activations (`ModelGraph::int8`) a quantizer before QKV (the norm folded in) and gate/up
+    /// (the norm) instead, O's input quantized by the combine (`combine_q8`; else a quantizer
+    /// before O) and down's by gate/up themselves (`glu_q8`; else a quantizer of SiLU(gate) *
+    /// up before down) (8 stages); then the final norm (or its
     /// quantizer) and the head (the argmax or the top-k follow per call, `encode_recorded`).
     /// A stage's matrices run as one dispatch where
     /// `multi.rs` takes them (else a dispatch each). The whole model's token starts with its
@@ -566,19 +574,26 @@ impl WgpuBackend {
             let io = |y| if g.int8 { int8_io(g, y, false) } else { normed(g, ffn_norm, y, eps, own_norm) };
             let ws = [res(&w[4])?, res(&w[5])?];
             let ys = [&g.g, &g.u];
-            if !(self.multi && multi::matvecs(ctx, &ws, MultiIo::like(io(ys[0]), ys.to_vec()), d, &mut params, &mut p).is_ok()) {
+            // The int8 graph's hidden state: written by gate and up as down's int8 input where
+            // the kernel takes them, else quantized by a dispatch of its own after them.
+            let hidden_q8 = g.int8 && self.glu_q8 && glu::gate_up_q8(ctx, ws[0], ws[1], GluIo { xq: &g.xq, xd: &g.xd, hq: &g.hq, hd: &g.hd }, self.glu_rows, &mut params, &mut p).is_ok();
+            if !(hidden_q8 || self.multi && multi::matvecs(ctx, &ws, MultiIo::like(io(ys[0]), ys.to_vec()), d, &mut params, &mut p).is_ok()) {
                 for (w, y) in ws.into_iter().zip(ys) {
                     plan::matvec(ctx, w, io(y), d, 1, &mut params, &mut p)?;
                 }
             }
-            stage(&mut p, at, ffn_label, &w[4..6], "glu");
+            stage(&mut p, at, if hidden_q8 { "gate, up (int8 x, int8 out)" } else { ffn_label }, &w[4..6], "glu");
             drop_if_skipped(&mut p, begun, "glu");
             let begun = p.len();
-            if g.int8 {
+            if g.int8 && !hidden_q8 {
                 p.push(quant(&g.g, &g.u, q_glu));
             }
             let at = p.len();
-            let io = if g.int8 { int8_io(g, &g.x, true) } else { added(g, &g.g, Some(&g.u), XMode::Glu) };
+            let io = match (g.int8, hidden_q8) {
+                (true, true) => MatvecIo { x: &g.hq, x2: Some(&g.hd), y: &g.x, y_base: 0, variant: Variant { x: XMode::Int8, add: true }, eps: 0.0 },
+                (true, false) => int8_io(g, &g.x, true),
+                (false, _) => added(g, &g.g, Some(&g.u), XMode::Glu),
+            };
             plan::matvec(ctx, res(&w[6])?, io, ff, 1, &mut params, &mut p)?;
             stage(&mut p, at, "down (silu*up fused, +residual)", &w[6..7], "down");
             drop_if_skipped(&mut p, begun, "down");
@@ -962,22 +977,34 @@ impl WgpuBackend {
         if cols == 0 || !cols.is_multiple_of(32) || x2.len() != cols || mode > 2 {
             return Err("quantizer input outside its range".into());
         }
+        let (xb, x2b) = (self.const_buf("x", x), self.const_buf("x2", x2));
+        let (xq, xd) = self.poisoned_units(cols);
+        let mut params = Params::default();
+        let at = params.slot(bytemuck::bytes_of(&QuantBlock { cols: cols as u32, mode, eps, pad: 0 }));
+        let plan = [quantize(&self.ctx, &xb, &x2b, &xq, &xd, at, cols as u32)];
+        self.run_into_units("wgpu quantize", &plan, &params, (&xq, &xd), cols)
+    }
+
+    /// A test hook's outputs for `cols` values as int8 units: the values (poisoned with 0x7F
+    /// bytes) and per unit (d, d * sum, sum, 0) (NaN).
+    pub(super) fn poisoned_units(&self, cols: usize) -> (wgpu::Buffer, wgpu::Buffer) {
+        let poisoned = |label, words: Vec<u32>| self.ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: bytemuck::cast_slice(&words), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
+        (poisoned("xq", vec![0x7F7F_7F7F; cols / 4]), poisoned("xd", vec![f32::NAN.to_bits(); cols / 8]))
+    }
+
+    /// A test hook's one-off `plan` run (its uniform slots in `params`), then its int8 units
+    /// (`poisoned_units`' buffers) read back: the values and per unit (d, d * sum, sum, 0).
+    pub(super) fn run_into_units(&self, label: &str, plan: &[Planned], params: &Params, (xq, xd): (&wgpu::Buffer, &wgpu::Buffer), cols: usize) -> Result<(Vec<i8>, Vec<[f32; 4]>), String> {
         let dev = &self.ctx.device;
-        let words = self.ctx.validated("wgpu quantize", || {
-            let (xb, x2b) = (self.const_buf("x", x), self.const_buf("x2", x2));
-            let poisoned = |label, words: Vec<u32>| dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: bytemuck::cast_slice(&words), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
-            let (xq, xd) = (poisoned("xq", vec![0x7F7F_7F7F; cols / 4]), poisoned("xd", vec![f32::NAN.to_bits(); cols / 8]));
-            let mut params = Params::default();
-            let at = params.slot(bytemuck::bytes_of(&QuantBlock { cols: cols as u32, mode, eps, pad: 0 }));
-            let pbuf = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("quant-params"), contents: &params.0, usage: wgpu::BufferUsages::UNIFORM });
-            let plan = [quantize(&self.ctx, &xb, &x2b, &xq, &xd, at, cols as u32)];
-            let groups = plan::bind(dev, &plan, &pbuf);
-            let read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("quant-read"), size: (cols + cols / 2) as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
+        let words = self.ctx.validated(label, || {
+            let pbuf = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("units-params"), contents: &params.0, usage: wgpu::BufferUsages::UNIFORM });
+            let groups = plan::bind(dev, plan, &pbuf);
+            let read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("units-read"), size: (cols + cols / 2) as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
             let copy = |enc: &mut wgpu::CommandEncoder| {
-                enc.copy_buffer_to_buffer(&xq, 0, &read, 0, cols as u64);
-                enc.copy_buffer_to_buffer(&xd, 0, &read, cols as u64, (cols / 2) as u64);
+                enc.copy_buffer_to_buffer(xq, 0, &read, 0, cols as u64);
+                enc.copy_buffer_to_buffer(xd, 0, &read, cols as u64, (cols / 2) as u64);
             };
-            self.ctx.submit_pass("quantize", |pass| plan::encode(pass, plan.iter().zip(&groups).map(|(p, g)| (&p.pipe, g, p.grid)), 0, None), copy);
+            self.ctx.submit_pass(label, |pass| plan::encode(pass, plan.iter().zip(&groups).map(|(p, g)| (&p.pipe, g, p.grid)), 0, None), copy);
             self.ctx.read_back::<u32>(&read, (cols + cols / 2) as u64 / 4)
         })?;
         let (q, d) = words.split_at(cols / 4);

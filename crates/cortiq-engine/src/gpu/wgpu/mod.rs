@@ -11,6 +11,7 @@
 pub mod adapter;
 mod context;
 mod argmax;
+mod glu;
 mod graph;
 mod multi;
 mod top_k;
@@ -131,6 +132,11 @@ pub struct WgpuBackend {
     /// Whether the int8 token graph's attention combine writes the output projection's int8
     /// input itself (no quantize dispatch between; on unless `CMF_WGPU_COMBINE_Q8=0`).
     combine_q8: bool,
+    /// Whether the int8 token graph's gate and up write down's int8 input themselves
+    /// (`glu.rs`: no quantize dispatch between; on unless `CMF_WGPU_GLU_Q8=0`), and at how
+    /// many rows a row group where `CMF_WGPU_GLU_ROWS` sets it.
+    glu_q8: bool,
+    glu_rows: Option<u32>,
 }
 
 /// Weight bytes a layer must hold for the token graph to take int8 activations by default.
@@ -174,7 +180,7 @@ impl WgpuBackend {
             Ok("0") => Some(false),
             _ => None,
         };
-        Ok(WgpuBackend { ctx, weights: Mutex::new(HashMap::new()), scratch: Mutex::new(Scratch::default()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), info, int8_graph, int8_prefill: !crate::gpu::selection::switched_off("CMF_WGPU_PREFILL_INT8"), skip, multi: !crate::gpu::selection::switched_off("CMF_WGPU_MULTI"), rope_fold: !crate::gpu::selection::switched_off("CMF_WGPU_ROPE_FOLD"), combine_q8: !crate::gpu::selection::switched_off("CMF_WGPU_COMBINE_Q8") })
+        Ok(WgpuBackend { ctx, weights: Mutex::new(HashMap::new()), scratch: Mutex::new(Scratch::default()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), info, int8_graph, int8_prefill: !crate::gpu::selection::switched_off("CMF_WGPU_PREFILL_INT8"), skip, multi: !crate::gpu::selection::switched_off("CMF_WGPU_MULTI"), rope_fold: !crate::gpu::selection::switched_off("CMF_WGPU_ROPE_FOLD"), combine_q8: !crate::gpu::selection::switched_off("CMF_WGPU_COMBINE_Q8"), glu_q8: !crate::gpu::selection::switched_off("CMF_WGPU_GLU_Q8"), glu_rows: glu::rows_setting() })
     }
 
     /// The same backend with the token graph's int8 activations on or off (`CMF_WGPU_INT8`),

@@ -23,9 +23,9 @@ pub(super) fn storage_bindings(n: usize) -> u32 {
 /// matrix (x, y, z) and the total (w).
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct MultiParams {
-    p: [MatvecParams; MAX_MATRICES],
-    starts: [u32; 4],
+pub(super) struct MultiParams {
+    pub p: [MatvecParams; MAX_MATRICES],
+    pub starts: [u32; 4],
 }
 
 /// `src` with every `from` that does not continue an identifier replaced by `to`.
@@ -61,6 +61,32 @@ fn for_matrix(src: &str, m: usize, fns: &[&str]) -> String {
     s
 }
 
+/// weights_io.wgsl's `Params` block (the uniform block of one matrix).
+pub(super) fn params_block() -> Result<&'static str, String> {
+    WEIGHTS_IO.find("struct Params").and_then(|i| WEIGHTS_IO[i..].find("}\n").map(|j| &WEIGHTS_IO[i..i + j + 2])).ok_or_else(|| "weights_io.wgsl has no Params block".to_string())
+}
+
+/// The codec functions of matrices 0..n in one shader: the X8 block once, then each matrix's
+/// copy over its own bindings, with `unit_dot_m{m}` (or `unit_dot8_m{m}` for int8 x) calling
+/// codec `suffix`'s dot.
+pub(super) fn codec_copies(n: usize, suffix: &str, int8: bool) -> Result<String, String> {
+    let codecs = if int8 { format!("{CODECS}\n{CODECS_Q8}") } else { CODECS.to_string() };
+    let x8_start = codecs.find("struct X8").ok_or("codecs.wgsl has no X8 block")?;
+    let x8_end = codecs[x8_start..].find("}\n").map(|j| x8_start + j + 2).ok_or("codecs.wgsl's X8 block is not closed")?;
+    let mut s = codecs[x8_start..x8_end].to_string();
+    let functions = format!("{}{}", &codecs[..x8_start], &codecs[x8_end..]);
+    let fns = defined_fns(&functions);
+    for m in 0..n {
+        s += &for_matrix(&functions, m, &fns);
+        s += &if int8 {
+            format!("fn unit_dot8_m{m}(n: u32, xa: vec4<u32>, xb: vec4<u32>, xd: vec4<f32>) -> f32 {{ return unit_dot8_{suffix}_m{m}(n, xa, xb, xd); }}\n")
+        } else {
+            format!("fn unit_dot_m{m}(n: u32, r: u32, xs: X8, xsum: f32) -> f32 {{ return unit_dot_{suffix}_m{m}(n, r, xs, xsum); }}\n")
+        };
+    }
+    Ok(s)
+}
+
 /// The shader of an `n`-matrix dispatch (2..=MAX_MATRICES) for one codec (`suffix`, `vec4s`
 /// x vec4s a unit) and variant: workgroup `lin` of the dispatch runs matrix m's matvec kernel
 /// for its rows `(lin - starts[m]) * ROWS ..`.
@@ -79,7 +105,7 @@ pub(super) fn multi_source(n: usize, suffix: &str, vec4s: u32, subgroups: bool, 
     if !body.contains(first_row) {
         return Err("the matvec kernel's first row is not where the multi-matrix shader expects it".into());
     }
-    let params = WEIGHTS_IO.find("struct Params").and_then(|i| WEIGHTS_IO[i..].find("}\n").map(|j| &WEIGHTS_IO[i..i + j + 2])).ok_or("weights_io.wgsl has no Params block")?;
+    let params = params_block()?;
     let x_type = if int8 { "vec4<u32>" } else { "vec4<f32>" };
     let mut s = String::new();
     if !int8 {
@@ -109,20 +135,7 @@ pub(super) fn multi_source(n: usize, suffix: &str, vec4s: u32, subgroups: bool, 
         s += "    }";
     }
     s += "\n}\n";
-    let codecs = if int8 { format!("{CODECS}\n{CODECS_Q8}") } else { CODECS.to_string() };
-    let x8_start = codecs.find("struct X8").ok_or("codecs.wgsl has no X8 block")?;
-    let x8_end = codecs[x8_start..].find("}\n").map(|j| x8_start + j + 2).ok_or("codecs.wgsl's X8 block is not closed")?;
-    s += &codecs[x8_start..x8_end];
-    let functions = format!("{}{}", &codecs[..x8_start], &codecs[x8_end..]);
-    let fns = defined_fns(&functions);
-    for m in 0..n {
-        s += &for_matrix(&functions, m, &fns);
-        s += &if int8 {
-            format!("fn unit_dot8_m{m}(n: u32, xa: vec4<u32>, xb: vec4<u32>, xd: vec4<f32>) -> f32 {{ return unit_dot8_{suffix}_m{m}(n, xa, xb, xd); }}\n")
-        } else {
-            format!("fn unit_dot_m{m}(n: u32, r: u32, xs: X8, xsum: f32) -> f32 {{ return unit_dot_{suffix}_m{m}(n, r, xs, xsum); }}\n")
-        };
-    }
+    s += &codec_copies(n, suffix, int8)?;
     if !int8 {
         s += SILU4;
         s += "\n";
