@@ -926,11 +926,11 @@ fn wgpu_int8_matvec_matches_the_cpu_int8_kernels() {
 }
 
 /// The token graph's activation quantizer (quant.wgsl) against the CPU path's rule
-/// (`cpu::quant`) on fresh random rows: the row as it is (the int8 values equal, the f16
-/// scales within one f16 step, the sums equal; a unit of zeros quantizes to zeros, a unit
-/// holding a NaN gets a NaN scale), SiLU(gate) * up and the RMSNorm folded in (values within
-/// one step, as the f32 expressions are not summed in the CPU's order). Outputs are poisoned
-/// first, so an unwritten unit fails.
+/// (`cpu::quant`) on fresh random rows: the row as it is and the row times the norm weights
+/// with its squares beside (the int8 values equal, the f16 scales within one f16 step, the
+/// sums equal; a unit of zeros quantizes to zeros, a unit holding a NaN gets a NaN scale),
+/// SiLU(gate) * up and the RMSNorm folded in (values within one step, as the f32 expressions
+/// are not summed in the CPU's order). Outputs are poisoned first, so an unwritten unit fails.
 #[test]
 #[cfg_attr(not(feature = "gpu"), ignore = "SKIP gpu parity: no wgpu backend compiled in (build with --features gpu)")]
 fn wgpu_quantizer_follows_the_cpu_rule() {
@@ -939,7 +939,7 @@ fn wgpu_quantizer_follows_the_cpu_rule() {
         let Some(be) = wgpu_or_skip("wgpu_quantizer_follows_the_cpu_rule") else { return };
         let mut rng = SplitMix64::new(0x0A17);
         for cols in [32, 96, 576, 8192, 14336] {
-            for mode in 0..3u32 {
+            for mode in 0..4u32 {
                 let mut x = rng.normals(cols, 2.0);
                 let x2: Vec<f32> = rng.normals(cols, 1.0).iter().map(|v| 1.0 + 0.25 * v).collect();
                 if cols >= 96 {
@@ -952,6 +952,7 @@ fn wgpu_quantizer_follows_the_cpu_rule() {
                 let v: Vec<f32> = match mode {
                     0 => x.clone(),
                     1 => x.iter().zip(&x2).map(|(a, u)| a / (1.0 + (-a).exp()) * u).collect(),
+                    3 => x.iter().zip(&x2).map(|(a, w)| a * w).collect(),
                     _ => {
                         let scale = (1.0 / ((x.iter().map(|a| (*a as f64).powi(2)).sum::<f64>() / cols as f64) + eps as f64).sqrt()) as f32;
                         x.iter().zip(&x2).map(|(a, w)| a * scale * w).collect()
@@ -972,12 +973,16 @@ fn wgpu_quantizer_follows_the_cpu_rule() {
                         off += (g != w) as usize;
                     }
                     let step = |r: f32| r.abs() * 2f32.powi(-10) + f32::MIN_POSITIVE;
-                    let tol = |r: f32| if mode == 0 { step(r) } else { r.abs() * 1e-3 + f32::MIN_POSITIVE };
+                    let exact = mode == 0 || mode == 3;
+                    let tol = |r: f32| if exact { step(r) } else { r.abs() * 1e-3 + f32::MIN_POSITIVE };
                     assert!((s[0] - b.d).abs() <= tol(b.d) && (s[1] - b.s).abs() <= tol(b.s) + tol(b.d), "{name}: unit {u}: d, d * sum {:?} vs the CPU's {} {}", s, b.d, b.s);
                     assert_eq!(s[2], got.iter().map(|&g| g as i32).sum::<i32>() as f32, "{name}: unit {u}: the sum is of the values written");
-                    if mode == 0 {
-                        assert_eq!(got, &b.qs, "{name}: unit {u}: the values of x itself are the CPU's exactly");
+                    if exact {
+                        assert_eq!(got, &b.qs, "{name}: unit {u}: the values of x (times w) are the CPU's exactly");
                     }
+                    // Mode 3 leaves the norm's scale to the consumer: the unit's squares of x.
+                    let squares: f32 = if mode == 3 { x[32 * u..32 * u + 32].iter().map(|a| a * a).sum() } else { 0.0 };
+                    assert!((s[3] - squares).abs() <= squares * 1e-5, "{name}: unit {u}: fourth lane {} vs the squares of x {squares}", s[3]);
                     if cols >= 96 && u == 1 {
                         assert!(s[0] == 0.0 && got.iter().all(|&g| g == 0), "{name}: a unit of zeros");
                     }
@@ -1031,6 +1036,62 @@ fn wgpu_gate_up_to_int8_follows_the_cpu_path() {
             }
         }
         eprintln!("wgpu: {n} gate/up-to-int8 cases follow the CPU path");
+    }
+}
+
+/// The int8 token graph's residual kernel (q8_out.wgsl: the output and down projections)
+/// against the CPU path: W . x by the CPU's int8 kernels on the same quantized x added into
+/// the residual row (`REL_Q8` of |w| |x|), then the new row times the norm weights quantized
+/// by the CPU's rule (values within one step, few off; scales within f16 rounding) with each
+/// unit's squares of the new row beside. Fresh random weights, x and rows; one unit, odd unit
+/// counts, a 1B and an 8B model's widths; every row-group size. Outputs poisoned first.
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "SKIP gpu parity: no wgpu backend compiled in (build with --features gpu)")]
+fn wgpu_residual_to_normed_int8_follows_the_cpu_path() {
+    #[cfg(feature = "gpu")]
+    {
+        let Some(be) = wgpu_or_skip("wgpu_residual_to_normed_int8_follows_the_cpu_path") else { return };
+        let mut rng = SplitMix64::new(0x7E51);
+        let mut n = 0;
+        for codec in cortiq_engine::gpu::wgpu::Q8_CODECS {
+            for (rows, cols) in [(32, 32), (96, 96), (64, 576), (128, 2048), (64, 8192)] {
+                let m = Packed::random(&mut rng, codec, rows, cols);
+                let x = rng.normals(cols, 1.0);
+                let r = rng.normals(rows, 1.0);
+                let w: Vec<f32> = rng.normals(rows, 1.0).iter().map(|v| 1.0 + 0.25 * v).collect();
+                let (y, scale) = m.reference_as(&x, 1, true);
+                let sum: Vec<f32> = r.iter().zip(&y).map(|(a, b)| a + b).collect();
+                let want = cortiq_engine::cpu::quant::quantize_rows(&sum.iter().zip(&w).map(|(a, b)| a * b).collect::<Vec<_>>(), rows);
+                for group_rows in [4, 8, 16] {
+                    let name = format!("residual to int8 {codec} {rows} x {cols}, {group_rows} rows a group");
+                    let ((q, d), got_r) = match be.residual_q8(&m.arg(), &x, &r, &w, group_rows) {
+                        Err(e) if e.contains("more workgroup memory than the adapter has") => {
+                            eprintln!("SKIP {name}: {e}");
+                            continue;
+                        }
+                        got => got.unwrap(),
+                    };
+                    let added: Vec<f32> = got_r.iter().zip(&r).map(|(a, b)| a - b).collect();
+                    check(&format!("{name}: the residual row"), &added, &y, &scale, REL_Q8, n);
+                    let mut off = 0;
+                    for (k, (b, s)) in want.iter().zip(&d).enumerate() {
+                        let got = &q[32 * k..32 * k + 32];
+                        for (a, v) in got.iter().zip(&b.qs) {
+                            assert!((*a as i32 - *v as i32).abs() <= 1, "{name}: unit {k}: value {a} vs the CPU's {v}");
+                            off += (a != v) as usize;
+                        }
+                        let tol = |v: f32| v.abs() * 1e-3 + f32::MIN_POSITIVE;
+                        assert!(s[0].is_finite() && (s[0] - b.d).abs() <= tol(b.d) && (s[1] - b.s).abs() <= tol(b.s) + tol(b.d), "{name}: unit {k}: d, d * sum {:?} vs the CPU's {} {}", s, b.d, b.s);
+                        assert_eq!(s[2], got.iter().map(|&v| v as i32).sum::<i32>() as f32, "{name}: unit {k}: the sum is of the values written");
+                        let squares: f32 = got_r[32 * k..32 * k + 32].iter().map(|v| v * v).sum();
+                        assert!((s[3] - squares).abs() <= squares * 1e-5, "{name}: unit {k}: fourth lane {} vs the new row's squares {squares}", s[3]);
+                    }
+                    assert!(off * 100 <= rows.max(100), "{name}: {off} of {rows} values one step off the CPU's");
+                    n += 1;
+                }
+            }
+        }
+        eprintln!("wgpu: {n} residual-to-int8 cases follow the CPU path");
     }
 }
 

@@ -3,7 +3,8 @@
 //! budget, readback and the upload-bandwidth probe.
 
 use super::adapter::{self, AdapterDesc, AdapterKind};
-use super::{glu, multi};
+use super::q8_out::{self, Q8Out};
+use super::multi;
 use crate::gpu::backend::DeviceInfo;
 use cortiq_core::Codec;
 use std::collections::HashMap;
@@ -113,11 +114,11 @@ pub struct WgpuContext {
     /// storage buffers).
     multi: std::sync::Mutex<MultiPipelines>,
     multi_layouts: Vec<Option<wgpu::BindGroupLayout>>,
-    /// The int8 graph's gate/up-to-int8 pipelines by codec and rows a row group (`glu.rs`),
-    /// built on first use, and their bind group layout (none where the adapter binds too few
-    /// storage buffers).
-    glu: std::sync::Mutex<HashMap<(Codec, u32), wgpu::ComputePipeline>>,
-    glu_layout: Option<wgpu::BindGroupLayout>,
+    /// The int8 graph's unit-writing matvec pipelines by codec, kind and rows a row group
+    /// (`q8_out.rs`), built on first use, and their bind group layouts (gate/up, residual;
+    /// none where the adapter binds too few storage buffers).
+    q8_out: std::sync::Mutex<HashMap<(Codec, Q8Out, u32), wgpu::ComputePipeline>>,
+    q8_out_layouts: Option<[wgpu::BindGroupLayout; 2]>,
     /// GEMM pipelines by codec and whether they take int8 activations, built on first use
     /// (same bindings as the matvec).
     gemm: std::sync::Mutex<HashMap<(Codec, bool), wgpu::ComputePipeline>>,
@@ -256,7 +257,7 @@ impl WgpuContext {
                 (n >= 2 && multi::storage_bindings(n) <= limits.max_storage_buffers_per_shader_stage).then(|| layout(&device, &kinds))
             })
             .collect();
-        let glu_layout = (glu::STORAGE_BINDINGS <= limits.max_storage_buffers_per_shader_stage).then(|| layout(&device, &[r, r, r, r, r, r, w, w, Uniform]));
+        let q8_out_layouts = (q8_out::STORAGE_BINDINGS <= limits.max_storage_buffers_per_shader_stage).then(|| [layout(&device, &[r, r, r, r, r, r, w, w, Uniform]), layout(&device, &[r, r, r, r, w, w, w, r, Uniform])]);
         let act_layout = layout(&device, &[w, r, Uniform]);
         let act = build(&device, ACT, &act_layout, cache.as_ref(), "act")?;
         let norm = build(&device, &norm_source(subgroups), &layout(&device, &[w, r, r, w, Uniform]), cache.as_ref(), "norm")?;
@@ -270,7 +271,7 @@ impl WgpuContext {
         let argmax_merge = build(&device, &format!("{ARGMAX_PICK}{ARGMAX_MERGE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "argmax_merge")?;
         let topk_groups = build(&device, &format!("{TOPK_KEYS}{TOPK_GROUPS}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_groups")?;
         let topk_merge = build(&device, &topk_merge_source(subgroups), &layout(&device, &[r, w, Uniform, w, Uniform]), cache.as_ref(), "topk_merge")?;
-        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, glu: Default::default(), glu_layout, gemm: Default::default(), embed: Default::default(), subgroups, pipeline_cache: cache, act, norm, quant, rope_store, attn_split, attn_combine, attn_combine_q8, attn_rows, argmax, argmax_merge, topk_groups, topk_merge, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
+        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, q8_out: Default::default(), q8_out_layouts, gemm: Default::default(), embed: Default::default(), subgroups, pipeline_cache: cache, act, norm, quant, rope_store, attn_split, attn_combine, attn_combine_q8, attn_rows, argmax, argmax_merge, topk_groups, topk_merge, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
         // The per-op kernels up front (a job's first call should not pay a compile).
         for (codec, _, _) in MATVEC_CODECS {
             for (rows, cols) in [(1, 1), (TALL_ROWS, 1), (WIDE_ROWS, WIDE_COLS)] {
@@ -292,7 +293,7 @@ impl WgpuContext {
             return Ok(found.clone());
         }
         let (_, suffix, vec4s) = MATVEC_CODECS.into_iter().find(|(c, _, _)| *c == codec).ok_or_else(|| format!("no matvec kernel for {codec}"))?;
-        if variant.x == XMode::Int8 && !Q8_CODECS.contains(&codec) {
+        if variant.x.int8() && !Q8_CODECS.contains(&codec) {
             return Err(format!("no int8-activation matvec kernel for {codec}"));
         }
         let shape = MatvecShape::from_env(class);
@@ -314,7 +315,7 @@ impl WgpuContext {
             return Ok(found.clone());
         }
         let (_, suffix, vec4s) = MATVEC_CODECS.into_iter().find(|(c, _, _)| *c == codec).ok_or_else(|| format!("no matvec kernel for {codec}"))?;
-        if variant.x == XMode::Int8 && !Q8_CODECS.contains(&codec) {
+        if variant.x.int8() && !Q8_CODECS.contains(&codec) {
             return Err(format!("no int8-activation matvec kernel for {codec}"));
         }
         let shape = MatvecShape::from_env(class);
@@ -324,23 +325,24 @@ impl WgpuContext {
         Ok(built)
     }
 
-    /// The gate/up-to-int8 pipeline of an int8-activation codec at `rows` rows a row group
-    /// (`glu.rs`, built on first use).
-    pub fn glu_pipeline(&self, codec: Codec, rows: u32) -> Result<wgpu::ComputePipeline, String> {
-        let Some(bgl) = &self.glu_layout else {
-            return Err("the adapter binds too few storage buffers for the gate/up-to-int8 kernel".into());
+    /// The unit-writing matvec pipeline (`q8_out.rs`) of an int8-activation codec, kind and
+    /// rows a row group (built on first use).
+    pub fn q8_out_pipeline(&self, codec: Codec, kind: Q8Out, rows: u32) -> Result<wgpu::ComputePipeline, String> {
+        let Some(layouts) = &self.q8_out_layouts else {
+            return Err("the adapter binds too few storage buffers for the unit-writing matvecs".into());
         };
-        if glu::workgroup_bytes(rows) > self.device.limits().max_compute_workgroup_storage_size {
-            return Err(format!("the gate/up-to-int8 kernel at {rows} rows a group needs more workgroup memory than the adapter has"));
+        if kind.workgroup_bytes(rows) > self.device.limits().max_compute_workgroup_storage_size {
+            return Err(format!("{kind:?} at {rows} rows a group needs more workgroup memory than the adapter has"));
         }
-        let mut map = self.glu.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(found) = map.get(&(codec, rows)) {
+        let mut map = self.q8_out.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(found) = map.get(&(codec, kind, rows)) {
             return Ok(found.clone());
         }
         let (_, suffix, _) = MATVEC_CODECS.into_iter().find(|(c, _, _)| *c == codec).ok_or_else(|| format!("no matvec kernel for {codec}"))?;
-        let src = glu::source(suffix, rows)?;
-        let built = build(&self.device, &src, bgl, self.pipeline_cache.as_ref(), &format!("gate, up to int8 {suffix}, {rows} rows a group"))?;
-        map.insert((codec, rows), built.clone());
+        let src = q8_out::source(kind, suffix, rows)?;
+        let bgl = &layouts[usize::from(kind == Q8Out::Residual)];
+        let built = build(&self.device, &src, bgl, self.pipeline_cache.as_ref(), &format!("{kind:?} to int8 {suffix}, {rows} rows a group"))?;
+        map.insert((codec, kind, rows), built.clone());
         Ok(built)
     }
 
@@ -453,6 +455,18 @@ pub enum XMode {
     /// x quantized to int8 per 32-value unit (the CPU path's rule): x holds the int8 values
     /// (batch, units, 32 bytes), x2 per unit (d, d * sum, sum, 0); the `Q8_CODECS` only.
     Int8,
+    /// The same of x * w (w: RMSNorm weights) with the RMS scale still to apply: x2's fourth
+    /// lane holds each unit's sum of squares of x, and the kernel scales its sums by
+    /// 1 / rms(x) (`p.eps` inside) before it stores them (quant.wgsl's mode 3 and the
+    /// unit-writing matvecs of q8_out.rs write such rows).
+    Int8Norm,
+}
+
+impl XMode {
+    /// Whether x is int8 units (`Int8` or `Int8Norm`).
+    pub fn int8(self) -> bool {
+        matches!(self, XMode::Int8 | XMode::Int8Norm)
+    }
 }
 
 /// The codecs with an int8-activation matvec (`unit_dot8_*` in codecs_q8.wgsl; Q4Tiled has
@@ -617,7 +631,7 @@ fn topk_merge_source(subgroups: bool) -> String {
 fn matvec_source(suffix: &str, vec4s: u32, subgroups: bool, shape: MatvecShape, variant: Variant) -> String {
     let body = matvec_kernel(vec4s, subgroups, shape, variant);
     let reduce = reduce_source(subgroups);
-    if variant.x == XMode::Int8 {
+    if variant.x.int8() {
         let io = WEIGHTS_IO.replace("var<storage, read> x: array<vec4<f32>>;", "var<storage, read> x: array<vec4<u32>>;");
         return format!("{io}\n{body}\n{CODECS}\n{CODECS_Q8}\nfn unit_dot8(n: u32, xa: vec4<u32>, xb: vec4<u32>, xd: vec4<f32>) -> f32 {{ return unit_dot8_{suffix}(n, xa, xb, xd); }}\n{reduce}");
     }
@@ -643,7 +657,7 @@ pub(super) fn matvec_kernel(vec4s: u32, subgroups: bool, shape: MatvecShape, var
         XMode::Plain => format!("x[xv + {k}u]"),
         XMode::Norm => format!("(x[xv + {k}u] * xscale * x2[xv - xrow + {k}u])"),
         XMode::Glu => format!("(silu4(x[xv + {k}u]) * x2[xv + {k}u])"),
-        XMode::Int8 => String::new(),
+        XMode::Int8 | XMode::Int8Norm => String::new(),
     };
     let loads = (0..8).map(|k| if k < vec4s { load(k) } else { "vec4<f32>(0.0)".into() }).collect::<Vec<_>>().join(", ");
     // x-mode norm: the workgroup's rms over the whole input row first, NORM_LOADS vec4s per
@@ -655,8 +669,16 @@ pub(super) fn matvec_kernel(vec4s: u32, subgroups: bool, shape: MatvecShape, var
             let sums = (0..NORM_LOADS).map(|k| format!("select(0.0, dot(v{k}, v{k}), i + {k}u * WG < p.x_stride)")).collect::<Vec<_>>().join(" + ");
             format!("var ss = 0.0; for (var i = lid; i < p.x_stride; i += WG * {NORM_LOADS}u) {{ {loads}ss += {sums}; }} let xscale = inverseSqrt(reduce(vec4<f32>(ss, 0.0, 0.0, 0.0), lid{pass}).x / f32(p.x_stride * 4u) + p.eps);")
         }
+        // x-mode int8 norm: the sum of squares gathered from the units' fourth lane in the loop
+        // (each unit is one invocation's), the scale taken after it.
+        XMode::Int8Norm => "var xss = 0.0;".into(),
         _ => String::new(),
     };
+    let scale = match variant.x {
+        XMode::Int8Norm => format!("let xscale = inverseSqrt(reduce(vec4<f32>(xss, 0.0, 0.0, 0.0), lid{pass}).x / f32(p.units * 32u) + p.eps); "),
+        _ => String::new(),
+    };
+    let scaled = if variant.x == XMode::Int8Norm { " * xscale" } else { "" };
     let store = |o: u32, g: u32| if variant.add { format!("y[yrow + r0 + {o}u + lid] += t{g}[lid];") } else { format!("y[yrow + r0 + {o}u + lid] = t{g}[lid];") };
     let sum = (0..vec4s).map(|k| format!("xs.v{k}")).collect::<Vec<_>>().join(" + ");
     // Unit k of an iteration: clamped index (its loads are unconditional, so they can all
@@ -664,10 +686,11 @@ pub(super) fn matvec_kernel(vec4s: u32, subgroups: bool, shape: MatvecShape, var
     let units: String = (0..shape.unroll)
         .map(|k| {
             let head = format!("let u{k} = min(u0 + {k}u * WG, p.units - 1u); let ok{k} = select(0.0, 1.0, u0 + {k}u * WG < p.units); ");
-            if variant.x == XMode::Int8 {
+            if variant.x.int8() {
                 let dot = |j: u32| format!("unit_dot8(r{j} * p.units + u{k}, xa{k}, xb{k}, xd{k})");
                 let dots: String = (0..groups).map(|g| format!("acc{g} += ok{k} * vec4<f32>({}, {}, {}, {}); ", dot(4 * g), dot(4 * g + 1), dot(4 * g + 2), dot(4 * g + 3))).collect();
-                return format!("{head}let xu{k} = wg.z * p.units + u{k}; let xa{k} = x[2u * xu{k}]; let xb{k} = x[2u * xu{k} + 1u]; let xd{k} = x2[xu{k}]; {dots}");
+                let squares = if variant.x == XMode::Int8Norm { format!("xss += ok{k} * xd{k}.w; ") } else { String::new() };
+                return format!("{head}let xu{k} = wg.z * p.units + u{k}; let xa{k} = x[2u * xu{k}]; let xb{k} = x[2u * xu{k} + 1u]; let xd{k} = x2[xu{k}]; {squares}{dots}");
             }
             let dot = |j: u32| format!("unit_dot(r{j} * p.units + u{k}, r{j}, xs{k}, s{k})");
             let dots: String = (0..groups).map(|g| format!("acc{g} += ok{k} * vec4<f32>({}, {}, {}, {}); ", dot(4 * g), dot(4 * g + 1), dot(4 * g + 2), dot(4 * g + 3))).collect();
@@ -679,8 +702,9 @@ pub(super) fn matvec_kernel(vec4s: u32, subgroups: bool, shape: MatvecShape, var
         })
         .collect();
     let stores: String = (0..groups)
-        .map(|g| format!("let t{g} = reduce(acc{g}, lid{pass}); if (lid < 4u && r0 + {o}u + lid < p.rows) {{ {} }} ", store(4 * g, g), o = 4 * g))
+        .map(|g| format!("let t{g} = reduce(acc{g}, lid{pass}){scaled}; if (lid < 4u && r0 + {o}u + lid < p.rows) {{ {} }} ", store(4 * g, g), o = 4 * g))
         .collect();
+    let stores = format!("{scale}{stores}");
     MATVEC
         .replace("WG_SIZE", &shape.invocations.to_string())
         .replace("ROWS_PER_WG", &shape.rows.to_string())
@@ -861,8 +885,8 @@ mod tests {
             for subgroups in [false, true] {
                 for (invocations, rows, unroll) in [(64, 4, 1), (128, 8, 2), (32, 16, 3)] {
                     let shape = MatvecShape { invocations, rows, unroll };
-                    for x in [XMode::Plain, XMode::Norm, XMode::Glu, XMode::Int8] {
-                        if x == XMode::Int8 && !Q8_CODECS.contains(&codec) {
+                    for x in [XMode::Plain, XMode::Norm, XMode::Glu, XMode::Int8, XMode::Int8Norm] {
+                        if x.int8() && !Q8_CODECS.contains(&codec) {
                             continue;
                         }
                         let variant = Variant { x, add: x != XMode::Plain };
@@ -874,8 +898,8 @@ mod tests {
         for (codec, suffix, vec4s) in MATVEC_CODECS {
             for n in 2..=multi::MAX_MATRICES {
                 for subgroups in [false, true] {
-                    for x in [XMode::Plain, XMode::Norm, XMode::Int8] {
-                        if x == XMode::Int8 && !Q8_CODECS.contains(&codec) {
+                    for x in [XMode::Plain, XMode::Norm, XMode::Int8, XMode::Int8Norm] {
+                        if x.int8() && !Q8_CODECS.contains(&codec) {
                             continue;
                         }
                         let shape = MatvecShape { invocations: 128, rows: 8, unroll: 2 };
@@ -893,8 +917,12 @@ mod tests {
                 for units in [1, 2, 4] {
                     validate(&format!("gemm int8 x {suffix}, {units} units a stage"), &gemm_q8_source(suffix, units));
                 }
-                for rows in [4, 8] {
-                    validate(&format!("gate, up to int8 {suffix}, {rows} rows a group"), &glu::source(suffix, rows).unwrap());
+                for kind in [Q8Out::Glu { normed: false }, Q8Out::Glu { normed: true }, Q8Out::Residual] {
+                    for rows in [4, 8, 16] {
+                        if let Ok(src) = q8_out::source(kind, suffix, rows) {
+                            validate(&format!("{kind:?} to int8 {suffix}, {rows} rows a group"), &src);
+                        }
+                    }
                 }
             }
         }

@@ -11,8 +11,8 @@
 //! in one piece (else the host writes it). The batched prefill graph (`graph/prefill.rs`)
 //! shares the model's buffers, the sequence's mirror and the frame (`on_graph`) with it.
 
-use super::glu::{self, GluIo};
 use super::multi::{self, MultiIo};
+use super::q8_out::{self, Int8Units, Q8Out, Q8OutIo};
 use super::argmax::DeviceArgmax;
 use super::top_k::{key_staging, read_candidates, DeviceTopK};
 use super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform};
@@ -86,7 +86,7 @@ pub(super) struct NormBlock {
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct QuantBlock {
     cols: u32,
-    /// One of `QUANT_PLAIN`, `QUANT_SILU`, `QUANT_NORM`.
+    /// One of `QUANT_PLAIN`, `QUANT_SILU`, `QUANT_NORM`, `QUANT_NORM_DEFERRED`.
     mode: u32,
     eps: f32,
     pad: u32,
@@ -97,6 +97,7 @@ struct QuantBlock {
 pub(super) const QUANT_PLAIN: u32 = 0;
 pub(super) const QUANT_SILU: u32 = 1;
 pub(super) const QUANT_NORM: u32 = 2;
+pub(super) const QUANT_NORM_DEFERRED: u32 = 3;
 
 /// The quantizer (quant.wgsl) over `rows` rows of `cols` values of x (and x2) into xq / xd,
 /// its uniform block at `at`: one invocation per 32-value unit, 256 to a workgroup.
@@ -166,10 +167,15 @@ pub(super) struct ModelGraph {
     int8: bool,
     xq: wgpu::Buffer,
     xd: wgpu::Buffer,
-    /// Down's int8 input where gate and up write it themselves (`glu.rs`): (n_ff / 32) units
-    /// of 32 bytes, and their (d, d * sum, sum, 0); apart from xq / xd, which they read.
+    /// Down's int8 input where gate and up write it themselves (`q8_out.rs`): (n_ff / 32)
+    /// units of 32 bytes, and their (d, d * sum, sum, 0); apart from xq / xd, which they read.
     hq: wgpu::Buffer,
     hd: wgpu::Buffer,
+    /// QKV's and gate/up's normed int8 input where the output and down projections write it
+    /// (`XMode::Int8Norm`): (n_embd / 32) units of x * the norm's weights, and their (d,
+    /// d * sum, sum, sum of x's squares).
+    nq: wgpu::Buffer,
+    nd: wgpu::Buffer,
     logits: wgpu::Buffer, // (vocab)
     best: wgpu::Buffer,   // (1) u32: the logits' argmax, or the token drawn from their candidates
     /// The greedy pick of `logits` into `best`.
@@ -351,7 +357,7 @@ impl WgpuBackend {
         self.ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size, usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC, mapped_at_creation: false })
     }
 
-    fn const_buf(&self, label: &str, data: &[f32]) -> wgpu::Buffer {
+    pub(super) fn const_buf(&self, label: &str, data: &[f32]) -> wgpu::Buffer {
         self.ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: bytemuck::cast_slice(data), usage: wgpu::BufferUsages::STORAGE })
     }
 
@@ -381,6 +387,8 @@ impl WgpuBackend {
             xd: self.storage_buf("xd", if int8 { widest / 8 } else { 1 }),
             hq: self.storage_buf("hq", if int8 { c.n_ff / 4 } else { 1 }),
             hd: self.storage_buf("hd", if int8 { c.n_ff / 8 } else { 1 }),
+            nq: self.storage_buf("nq", if int8 { c.n_embd / 4 } else { 1 }),
+            nd: self.storage_buf("nd", if int8 { c.n_embd / 8 } else { 1 }),
             top: DeviceTopK::new(&self.ctx, &logits, &best, c.vocab),
             argmax: DeviceArgmax::new(&self.ctx, &logits, &best, c.vocab),
             logits,
@@ -460,6 +468,17 @@ impl WgpuBackend {
     /// `multi.rs` takes them (else a dispatch each). The whole model's token starts with its
     /// embedding row decoded on the device where it can be (`plan::embed`).
     fn record(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &ModelGraph, mirror: &Mirror) -> Result<Recorded, String> {
+        let norm_q8 = g.int8 && self.glu_q8 && self.norm_q8;
+        match self.record_as(m, args, map, g, mirror, norm_q8) {
+            Err(_) if norm_q8 => self.record_as(m, args, map, g, mirror, false),
+            recorded => recorded,
+        }
+    }
+
+    /// `record`, with the normed stage inputs written by the output and down projections
+    /// (`norm_q8`, an int8 graph's: a matrix the unit-writing kernel does not take fails it)
+    /// or by quantize dispatches.
+    fn record_as(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &ModelGraph, mirror: &Mirror, norm_q8: bool) -> Result<Recorded, String> {
         let c = &m.cfg;
         let ctx = &self.ctx;
         let res = |w: &WeightArg| map.get(&w.key).ok_or_else(|| "weight not resident".to_string());
@@ -496,6 +515,15 @@ impl WgpuBackend {
         fn int8_io<'b>(g: &'b ModelGraph, y: &'b wgpu::Buffer, add: bool) -> MatvecIo<'b> {
             MatvecIo { x: &g.xq, x2: Some(&g.xd), y, y_base: 0, variant: Variant { x: XMode::Int8, add }, eps: 0.0 }
         }
+        // With `norm_q8` the normed inputs of QKV, gate/up and the head are x * the norm's
+        // weights as int8 units with x's squares (`nq` / `nd`), written by the first layer's
+        // quantizer and then by the output and down projections as they add into x; their
+        // consumers apply the norm's scale (`XMode::Int8Norm`).
+        let q_deferred = (quant_slot(&mut params, d, QUANT_NORM_DEFERRED, eps), d);
+        let deferred_io = |y| MatvecIo { x: &g.nq, x2: Some(&g.nd), y, y_base: 0, variant: Variant { x: XMode::Int8Norm, add: false }, eps };
+        fn residual_q8<'b>(g: &'b ModelGraph, xq: &'b wgpu::Buffer, xd: &'b wgpu::Buffer, norm: &'b wgpu::Buffer, eps: f32) -> Q8OutIo<'b> {
+            Q8OutIo { xq, xd, oq: &g.nq, od: &g.nd, residual: Some((&g.x, norm)), eps }
+        }
         let rope_threads = ((c.n_head + c.n_head_kv) * c.rope_dims / 2 + c.kv_dim()) as u32;
         // A stage left out for profiling (`CMF_GRAPH_SKIP`): its dispatches, from where it
         // began, are dropped again, and its weights not counted.
@@ -525,14 +553,24 @@ impl WgpuBackend {
         }
         for (li, w) in args[..7 * g.layers].chunks_exact(7).enumerate() {
             let (attn_norm, ffn_norm) = &g.norms[li];
+            // The norm after this layer: the next one's attention norm, or the output norm.
+            let next_norm = g.norms.get(li + 1).map_or(&g.out_norm, |n| &n.0);
             let begun = p.len();
-            if g.int8 {
+            if norm_q8 {
+                if li == 0 {
+                    p.push(quantize(ctx, &g.x, attn_norm, &g.nq, &g.nd, q_deferred.0, q_deferred.1));
+                }
+            } else if g.int8 {
                 p.push(quant(&g.x, attn_norm, q_norm));
             } else if own_norm {
                 p.push(norm(attn_norm));
             }
             let at = p.len();
-            let io = |y| if g.int8 { int8_io(g, y, false) } else { normed(g, attn_norm, y, eps, own_norm) };
+            let io = |y| match (norm_q8, g.int8) {
+                (true, _) => deferred_io(y),
+                (false, true) => int8_io(g, y, false),
+                (false, false) => normed(g, attn_norm, y, eps, own_norm),
+            };
             let ws = [res(&w[0])?, res(&w[1])?, res(&w[2])?];
             let ys = [&g.q, &g.k, &g.v];
             if !(self.multi && multi::matvecs(ctx, &ws, MultiIo::like(io(ys[0]), ys.to_vec()), d, &mut params, &mut p).is_ok()) {
@@ -560,14 +598,18 @@ impl WgpuBackend {
                 p.push(quant(&g.att, &g.att, q_att));
             }
             let at = p.len();
-            let io = if g.int8 { int8_io(g, &g.x, true) } else { added(g, &g.att, None, XMode::Plain) };
-            plan::matvec(ctx, res(&w[3])?, io, qd, 1, &mut params, &mut p)?;
-            stage(&mut p, at, "o proj (+residual)", &w[3..4], "o");
+            if norm_q8 {
+                q8_out::plan(ctx, Q8Out::Residual, &[res(&w[3])?], residual_q8(g, &g.xq, &g.xd, ffn_norm, eps), None, &mut params, &mut p)?;
+            } else {
+                let io = if g.int8 { int8_io(g, &g.x, true) } else { added(g, &g.att, None, XMode::Plain) };
+                plan::matvec(ctx, res(&w[3])?, io, qd, 1, &mut params, &mut p)?;
+            }
+            stage(&mut p, at, if norm_q8 { "o proj (+residual, int8 normed out)" } else { "o proj (+residual)" }, &w[3..4], "o");
             drop_if_skipped(&mut p, begun, "o");
             let begun = p.len();
-            if g.int8 {
+            if g.int8 && !norm_q8 {
                 p.push(quant(&g.x, ffn_norm, q_norm));
-            } else if own_norm {
+            } else if !g.int8 && own_norm {
                 p.push(norm(ffn_norm));
             }
             let at = p.len();
@@ -576,7 +618,15 @@ impl WgpuBackend {
             let ys = [&g.g, &g.u];
             // The int8 graph's hidden state: written by gate and up as down's int8 input where
             // the kernel takes them, else quantized by a dispatch of its own after them.
-            let hidden_q8 = g.int8 && self.glu_q8 && glu::gate_up_q8(ctx, ws[0], ws[1], GluIo { xq: &g.xq, xd: &g.xd, hq: &g.hq, hd: &g.hd }, self.glu_rows, &mut params, &mut p).is_ok();
+            let (xq, xd) = if norm_q8 { (&g.nq, &g.nd) } else { (&g.xq, &g.xd) };
+            let glu_io = Q8OutIo { xq, xd, oq: &g.hq, od: &g.hd, residual: None, eps };
+            let hidden_q8 = g.int8
+                && self.glu_q8
+                && match q8_out::plan(ctx, Q8Out::Glu { normed: norm_q8 }, &ws, glu_io, None, &mut params, &mut p) {
+                    Ok(()) => true,
+                    Err(e) if norm_q8 => return Err(e),
+                    Err(_) => false,
+                };
             if !(hidden_q8 || self.multi && multi::matvecs(ctx, &ws, MultiIo::like(io(ys[0]), ys.to_vec()), d, &mut params, &mut p).is_ok()) {
                 for (w, y) in ws.into_iter().zip(ys) {
                     plan::matvec(ctx, w, io(y), d, 1, &mut params, &mut p)?;
@@ -589,13 +639,17 @@ impl WgpuBackend {
                 p.push(quant(&g.g, &g.u, q_glu));
             }
             let at = p.len();
-            let io = match (g.int8, hidden_q8) {
-                (true, true) => MatvecIo { x: &g.hq, x2: Some(&g.hd), y: &g.x, y_base: 0, variant: Variant { x: XMode::Int8, add: true }, eps: 0.0 },
-                (true, false) => int8_io(g, &g.x, true),
-                (false, _) => added(g, &g.g, Some(&g.u), XMode::Glu),
-            };
-            plan::matvec(ctx, res(&w[6])?, io, ff, 1, &mut params, &mut p)?;
-            stage(&mut p, at, "down (silu*up fused, +residual)", &w[6..7], "down");
+            if norm_q8 {
+                q8_out::plan(ctx, Q8Out::Residual, &[res(&w[6])?], residual_q8(g, &g.hq, &g.hd, next_norm, eps), None, &mut params, &mut p)?;
+            } else {
+                let io = match (g.int8, hidden_q8) {
+                    (true, true) => MatvecIo { x: &g.hq, x2: Some(&g.hd), y: &g.x, y_base: 0, variant: Variant { x: XMode::Int8, add: true }, eps: 0.0 },
+                    (true, false) => int8_io(g, &g.x, true),
+                    (false, _) => added(g, &g.g, Some(&g.u), XMode::Glu),
+                };
+                plan::matvec(ctx, res(&w[6])?, io, ff, 1, &mut params, &mut p)?;
+            }
+            stage(&mut p, at, if norm_q8 { "down (+residual, int8 normed out)" } else { "down (silu*up fused, +residual)" }, &w[6..7], "down");
             drop_if_skipped(&mut p, begun, "down");
         }
         if g.layers < m.layers.len() {
@@ -606,7 +660,10 @@ impl WgpuBackend {
         // one norm dispatch first (or the quantizer with the norm folded in) instead of a
         // norm per workgroup.
         let head = &args[args.len() - 1];
-        let io = if g.int8 && Q8_CODECS.contains(&head.view.codec) {
+        let io = if norm_q8 && Q8_CODECS.contains(&head.view.codec) {
+            // The last down projection wrote the output norm's input.
+            deferred_io(&g.logits)
+        } else if g.int8 && Q8_CODECS.contains(&head.view.codec) {
             p.push(quant(&g.x, &g.out_norm, q_norm));
             int8_io(g, &g.logits, false)
         } else {
@@ -970,11 +1027,12 @@ impl WgpuBackend {
 
     /// Test hook: one activation row (a multiple of 32 long) through the token graph's
     /// quantizer (quant.wgsl; mode 0: x, 1: silu(x) * x2, 2: RMSNorm of x with the weights x2
-    /// and `eps`): per 32 values the int8 values and (d, d * sum, sum, 0). The outputs are
-    /// poisoned (0x7F bytes, NaN scales) before it runs.
-    pub fn quantize(&self, x: &[f32], x2: &[f32], mode: u32, eps: f32) -> Result<(Vec<i8>, Vec<[f32; 4]>), String> {
+    /// and `eps`, 3: x * x2 with the unit's squares of x in the fourth lane): per 32 values
+    /// the int8 values and (d, d * sum, sum, 0 or the squares). The outputs are poisoned
+    /// (0x7F bytes, NaN scales) before it runs.
+    pub fn quantize(&self, x: &[f32], x2: &[f32], mode: u32, eps: f32) -> Result<Int8Units, String> {
         let cols = x.len();
-        if cols == 0 || !cols.is_multiple_of(32) || x2.len() != cols || mode > 2 {
+        if cols == 0 || !cols.is_multiple_of(32) || x2.len() != cols || mode > 3 {
             return Err("quantizer input outside its range".into());
         }
         let (xb, x2b) = (self.const_buf("x", x), self.const_buf("x2", x2));
@@ -992,9 +1050,18 @@ impl WgpuBackend {
         (poisoned("xq", vec![0x7F7F_7F7F; cols / 4]), poisoned("xd", vec![f32::NAN.to_bits(); cols / 8]))
     }
 
+    /// A test hook's storage buffer of `n` floats read back (waits for the queue).
+    pub(super) fn read_floats(&self, buf: &wgpu::Buffer, n: usize) -> Result<Vec<f32>, String> {
+        let read = self.ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some("floats-read"), size: (n * 4) as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
+        let mut enc = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("floats-read") });
+        enc.copy_buffer_to_buffer(buf, 0, &read, 0, (n * 4) as u64);
+        self.ctx.queue.submit([enc.finish()]);
+        self.ctx.read_back::<f32>(&read, n as u64)
+    }
+
     /// A test hook's one-off `plan` run (its uniform slots in `params`), then its int8 units
     /// (`poisoned_units`' buffers) read back: the values and per unit (d, d * sum, sum, 0).
-    pub(super) fn run_into_units(&self, label: &str, plan: &[Planned], params: &Params, (xq, xd): (&wgpu::Buffer, &wgpu::Buffer), cols: usize) -> Result<(Vec<i8>, Vec<[f32; 4]>), String> {
+    pub(super) fn run_into_units(&self, label: &str, plan: &[Planned], params: &Params, (xq, xd): (&wgpu::Buffer, &wgpu::Buffer), cols: usize) -> Result<Int8Units, String> {
         let dev = &self.ctx.device;
         let words = self.ctx.validated(label, || {
             let pbuf = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("units-params"), contents: &params.0, usage: wgpu::BufferUsages::UNIFORM });

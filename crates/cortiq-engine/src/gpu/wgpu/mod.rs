@@ -11,7 +11,7 @@
 pub mod adapter;
 mod context;
 mod argmax;
-mod glu;
+mod q8_out;
 mod graph;
 mod multi;
 mod top_k;
@@ -22,6 +22,7 @@ use crate::kv::KvCache;
 use super::memory::fingerprint;
 use super::planar;
 pub use graph::{RopeSpec, RopedAttention};
+pub use q8_out::Int8Units;
 pub use context::{int8_layers, MatvecShape, PipelineCacheState, Variant, WgpuContext, XMode, Q8_CODECS};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -133,10 +134,13 @@ pub struct WgpuBackend {
     /// input itself (no quantize dispatch between; on unless `CMF_WGPU_COMBINE_Q8=0`).
     combine_q8: bool,
     /// Whether the int8 token graph's gate and up write down's int8 input themselves
-    /// (`glu.rs`: no quantize dispatch between; on unless `CMF_WGPU_GLU_Q8=0`), and at how
-    /// many rows a row group where `CMF_WGPU_GLU_ROWS` sets it.
+    /// (`q8_out.rs`: no quantize dispatch between; on unless `CMF_WGPU_GLU_Q8=0`).
     glu_q8: bool,
-    glu_rows: Option<u32>,
+    /// Whether its output and down projections write the next stage's normed int8 input
+    /// themselves, the norm's scale applied by the consumers (`q8_out.rs`, `XMode::Int8Norm`:
+    /// no quantize dispatch before QKV and gate/up; on unless `CMF_WGPU_NORM_Q8=0`; needs
+    /// `glu_q8`).
+    norm_q8: bool,
 }
 
 /// Weight bytes a layer must hold for the token graph to take int8 activations by default.
@@ -180,7 +184,7 @@ impl WgpuBackend {
             Ok("0") => Some(false),
             _ => None,
         };
-        Ok(WgpuBackend { ctx, weights: Mutex::new(HashMap::new()), scratch: Mutex::new(Scratch::default()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), info, int8_graph, int8_prefill: !crate::gpu::selection::switched_off("CMF_WGPU_PREFILL_INT8"), skip, multi: !crate::gpu::selection::switched_off("CMF_WGPU_MULTI"), rope_fold: !crate::gpu::selection::switched_off("CMF_WGPU_ROPE_FOLD"), combine_q8: !crate::gpu::selection::switched_off("CMF_WGPU_COMBINE_Q8"), glu_q8: !crate::gpu::selection::switched_off("CMF_WGPU_GLU_Q8"), glu_rows: glu::rows_setting() })
+        Ok(WgpuBackend { ctx, weights: Mutex::new(HashMap::new()), scratch: Mutex::new(Scratch::default()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), info, int8_graph, int8_prefill: !crate::gpu::selection::switched_off("CMF_WGPU_PREFILL_INT8"), skip, multi: !crate::gpu::selection::switched_off("CMF_WGPU_MULTI"), rope_fold: !crate::gpu::selection::switched_off("CMF_WGPU_ROPE_FOLD"), combine_q8: !crate::gpu::selection::switched_off("CMF_WGPU_COMBINE_Q8"), glu_q8: !crate::gpu::selection::switched_off("CMF_WGPU_GLU_Q8"), norm_q8: !crate::gpu::selection::switched_off("CMF_WGPU_NORM_Q8") })
     }
 
     /// The same backend with the token graph's int8 activations on or off (`CMF_WGPU_INT8`),

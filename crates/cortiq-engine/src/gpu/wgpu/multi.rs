@@ -6,7 +6,7 @@
 //! matrix, each copy over its own weight, output and uniform block, the copies' codec
 //! functions renamed apart (WGSL has no pointers to storage buffers to pass instead).
 
-use super::context::{matvec_kernel, reduce_source, MatvecShape, Variant, XMode, CODECS, CODECS_Q8, SILU4, WEIGHTS_IO};
+use super::context::{matvec_kernel, reduce_source, MatvecShape, Variant, CODECS, CODECS_Q8, SILU4, WEIGHTS_IO};
 use super::plan::{grid, Grid, MatvecIo, MatvecParams, Params, Planned, Uniform};
 use super::{Resident, WgpuContext};
 
@@ -94,7 +94,7 @@ pub(super) fn multi_source(n: usize, suffix: &str, vec4s: u32, subgroups: bool, 
     if !(2..=MAX_MATRICES).contains(&n) {
         return Err(format!("{n} matrices in one dispatch: 2 to {MAX_MATRICES} are built"));
     }
-    let int8 = variant.x == XMode::Int8;
+    let int8 = variant.x.int8();
     let kernel = matvec_kernel(vec4s, subgroups, shape, variant);
     let at = kernel.find("@compute").ok_or("the matvec kernel has no entry point")?;
     let (head, entry) = kernel.split_at(at);

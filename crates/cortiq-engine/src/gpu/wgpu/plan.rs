@@ -135,7 +135,10 @@ const GEMM_MIN_BATCH: u32 = 8;
 /// Y (batch, rows) = X . W^T as the tiled GEMM: one dispatch per row chunk.
 fn gemm<'a>(ctx: &WgpuContext, w: &'a Resident, io: MatvecIo<'a>, cols: u32, batch: u32, params: &mut Params, out: &mut Vec<Planned<'a>>) -> Result<(), String> {
     let total_rows: u32 = w.chunks.iter().map(|c| c.rows).sum();
-    let int8 = io.variant.x == XMode::Int8;
+    if io.variant.x == XMode::Int8Norm {
+        return Err("the GEMM takes no deferred RMS scale (x-mode Int8Norm)".into());
+    }
+    let int8 = io.variant.x.int8();
     let pipe = ctx.gemm_pipeline(w.codec, int8)?;
     for c in &w.chunks {
         let p = MatvecParams { rows: c.rows, units: c.units, a: c.regions[0], b: c.regions[1], c: c.regions[2], x_stride: cols / 4, y_base: io.y_base, y_stride: total_rows, y_off: c.row0, grid_x: 0, eps: 0.0, batch };

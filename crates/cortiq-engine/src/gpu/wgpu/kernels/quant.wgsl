@@ -1,7 +1,9 @@
 // Activation rows quantized to int8 per 32-value unit by the CPU path's rule
 // (quant_unit.wgsl) for the int8-activation matvecs (`XMode::Int8`): v = x (mode 0),
-// silu(x) * x2 (mode 1: the gated FFN's hidden state) or x / rms(x) * x2 (mode 2: RMSNorm, x2
-// the weights; every workgroup sums the row's squares itself). A value that is not finite
+// silu(x) * x2 (mode 1: the gated FFN's hidden state), x / rms(x) * x2 (mode 2: RMSNorm, x2
+// the weights; every workgroup sums the row's squares itself) or x * x2 with each unit's sum
+// of squares of x in xd's fourth lane (mode 3: the RMSNorm's scale left to the consumer,
+// `XMode::Int8Norm`). A value that is not finite
 // makes its unit's d NaN, so it reaches the output. One invocation per unit; workgroup row y
 // takes row y of a batch (x, x2 in mode 1, xq and xd offset by whole rows). The host
 // appends quant_unit.wgsl (`store_unit`, the rule itself) and the workgroup sum
@@ -16,7 +18,7 @@ struct QuantParams {
 }
 
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;       // (rows, cols / 4)
-@group(0) @binding(1) var<storage, read> x2: array<vec4<f32>>;      // (rows, cols / 4) up, (cols / 4) norm weights, or x itself (mode 0)
+@group(0) @binding(1) var<storage, read> x2: array<vec4<f32>>;      // (rows, cols / 4) up, (cols / 4) norm weights (modes 2, 3), or x itself (mode 0)
 @group(0) @binding(2) var<storage, read_write> xq: array<vec4<u32>>; // (rows, units, 2) the int8 values, 4 a word
 @group(0) @binding(3) var<storage, read_write> xd: array<vec4<f32>>; // (rows, units) d, d * sum, sum, 0
 @group(0) @binding(4) var<uniform> qp: QuantParams;
@@ -25,7 +27,7 @@ const WG: u32 = 256u;
 var<workgroup> partial: array<vec4<f32>, 256>;
 
 // A vec4 of the value to quantize from x's vec4 `a` and the second input's `b` (mode 1: up;
-// mode 2: the norm weights, with the row's RMS scale).
+// mode 2: the norm weights, with the row's RMS scale; mode 3: the norm weights alone).
 fn val(a: vec4<f32>, b: vec4<f32>, scale: f32) -> vec4<f32> {
     switch qp.mode {
         case 1u: {
@@ -33,6 +35,9 @@ fn val(a: vec4<f32>, b: vec4<f32>, scale: f32) -> vec4<f32> {
         }
         case 2u: {
             return a * scale * b;
+        }
+        case 3u: {
+            return a * b;
         }
         default: {
             return a;
@@ -48,9 +53,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let u = wg.x * WG + lid;
     // The unit's x vec4s and second inputs, loaded before anything waits on them (an
     // invocation past the row loads the last unit and writes nothing; x2 holds one row of
-    // norm weights in mode 2, whole rows otherwise).
+    // norm weights in modes 2 and 3, whole rows otherwise).
     let i = row + 8u * min(u, units - 1u);
-    let j = select(i, i - row, qp.mode == 2u);
+    let j = select(i, i - row, qp.mode >= 2u);
     let a0 = x[i];
     let a1 = x[i + 1u];
     let a2 = x[i + 2u];
@@ -86,5 +91,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     if (u >= units) {
         return;
     }
-    store_unit(wg.y * units + u, val(a0, b0, scale), val(a1, b1, scale), val(a2, b2, scale), val(a3, b3, scale), val(a4, b4, scale), val(a5, b5, scale), val(a6, b6, scale), val(a7, b7, scale));
+    let squares = select(0.0, dot(a0, a0) + dot(a1, a1) + dot(a2, a2) + dot(a3, a3) + dot(a4, a4) + dot(a5, a5) + dot(a6, a6) + dot(a7, a7), qp.mode == 3u);
+    store_unit_w(wg.y * units + u, squares, val(a0, b0, scale), val(a1, b1, scale), val(a2, b2, scale), val(a3, b3, scale), val(a4, b4, scale), val(a5, b5, scale), val(a6, b6, scale), val(a7, b7, scale));
 }

@@ -1,0 +1,306 @@
+//! Matvecs of the int8 token graph that write the next stage's int8 input themselves
+//! (q8_out.wgsl), so no quantize dispatch sits between them and their consumer: gate and up
+//! into down's input (silu(gate) * up), and the output and down projections adding into the
+//! residual stream and writing it, times the next RMSNorm's weights, with its sums of
+//! squares (the norm's scale left to the consumer, `XMode::Int8Norm`).
+
+use super::context::{QUANT_UNIT, Q8_CODECS};
+use super::multi::{codec_copies, params_block, MultiParams, MAX_MATRICES};
+use super::plan::{grid, Grid, MatvecParams, Params, Planned, Uniform};
+use super::{Resident, WgpuContext};
+use crate::gpu::backend::WeightArg;
+
+const Q8_OUT: &str = include_str!("kernels/q8_out.wgsl");
+
+/// A row as int8 units read back by a test hook: the values, and per unit (d, d * sum, sum,
+/// fourth lane).
+pub type Int8Units = (Vec<i8>, Vec<[f32; 4]>);
+
+/// Invocations a workgroup (q8_out.wgsl's `@workgroup_size`).
+const INVOCATIONS: u32 = 256;
+
+/// Storage buffers either kind binds: gate/up: each weight twice (by vec4 and by word), x's
+/// values and scales, the output's values and scales; residual: the weight twice, x's values
+/// and scales, the output's, r and the norm weights.
+pub(super) const STORAGE_BINDINGS: u32 = 8;
+
+/// What the unit of the output is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Q8Out {
+    /// Gate and up: silu(gate) * up; `normed`: x is an `XMode::Int8Norm` row.
+    Glu { normed: bool },
+    /// One matrix added into the residual stream, then times the next norm's weights.
+    Residual,
+}
+
+impl Q8Out {
+    fn matrices(self) -> u32 {
+        match self {
+            Q8Out::Glu { .. } => 2,
+            Q8Out::Residual => 1,
+        }
+    }
+
+    fn normed(self) -> bool {
+        matches!(self, Q8Out::Glu { normed: true })
+    }
+
+    /// The row-group sizes built for this kind.
+    fn sizes(self) -> &'static [u32] {
+        match self {
+            Q8Out::Glu { .. } => &[4, 8],
+            Q8Out::Residual => &[4, 8, 16],
+        }
+    }
+
+    /// Rows of every matrix a row group takes (32 / R groups of 8 R invocations each) for x
+    /// of `units` units, as measured on the H200 (bench/NOTES.md, eighteenth session): gate
+    /// and up 8 where a group's 64 lanes take a row's units in one trip (llama-1b, 64 units:
+    /// +1 % over 4), else 4 (llama-8b, 128 units: +5 % over 8); the residual add 16 (+10 %
+    /// over 8 on both, 8 +3 % over 4, 32 -3-5 % under 16). `setting` (`rows_setting`)
+    /// instead where it is a size built for the kind.
+    pub fn rows_per_group(self, units: u32, setting: Option<u32>) -> u32 {
+        match setting {
+            Some(r) if self.sizes().contains(&r) => r,
+            _ => match self {
+                Q8Out::Glu { .. } => {
+                    if units <= 64 {
+                        8
+                    } else {
+                        4
+                    }
+                }
+                Q8Out::Residual => 16,
+            },
+        }
+    }
+
+    /// Workgroup memory the kernel takes at `rows` rows a group.
+    pub fn workgroup_bytes(self, rows: u32) -> u32 {
+        INVOCATIONS * rows / 4 * self.matrices() * 16 + INVOCATIONS * 4 + 16 * 16
+    }
+}
+
+/// The setting of rows a row group for `kind` (`CMF_WGPU_GLU_ROWS`, `CMF_WGPU_RESIDUAL_ROWS`;
+/// to measure another size on every shape).
+pub(super) fn rows_setting(kind: Q8Out) -> Option<u32> {
+    let name = match kind {
+        Q8Out::Glu { .. } => "CMF_WGPU_GLU_ROWS",
+        Q8Out::Residual => "CMF_WGPU_RESIDUAL_ROWS",
+    };
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
+}
+
+/// The shader for `kind` over codec `suffix` (an int8-activation codec), `rows` rows a row
+/// group.
+pub(super) fn source(kind: Q8Out, suffix: &str, rows: u32) -> Result<String, String> {
+    if !kind.sizes().contains(&rows) {
+        return Err(format!("{rows} rows a row group: {:?} are built for {kind:?}", kind.sizes()));
+    }
+    let m_count = kind.matrices();
+    let per = rows / 4; // vec4 sums a matrix, per invocation
+    let accs = per * m_count;
+    let lanes = INVOCATIONS / (32 / rows);
+    let mut bindings = String::new();
+    for m in 0..m_count {
+        bindings += &format!("@group(0) @binding({}) var<storage, read> wq{m}: array<vec4<u32>>;\n@group(0) @binding({}) var<storage, read> ws{m}: array<u32>;\n", 2 * m, 2 * m + 1);
+    }
+    let b = 2 * m_count;
+    bindings += &format!("@group(0) @binding({b}) var<storage, read> x: array<vec4<u32>>;       // (units, 2) int8 x, 4 values a word\n");
+    bindings += &format!("@group(0) @binding({}) var<storage, read> x2: array<vec4<f32>>;      // (units) d, d * sum, sum, 0 or x's squares\n", b + 1);
+    bindings += &format!("@group(0) @binding({}) var<storage, read_write> xq: array<vec4<u32>>; // (rows / 32, 2) the output's int8 values\n", b + 2);
+    bindings += &format!("@group(0) @binding({}) var<storage, read_write> xd: array<vec4<f32>>; // (rows / 32) their d, d * sum, sum, squares\n", b + 3);
+    if kind == Q8Out::Residual {
+        bindings += &format!("@group(0) @binding({}) var<storage, read_write> r: array<vec4<f32>>;  // (rows / 4) the residual stream\n", b + 4);
+        bindings += &format!("@group(0) @binding({}) var<storage, read> w: array<vec4<f32>>;        // (rows / 4) the next RMSNorm's weights\n", b + 5);
+    }
+    let next = if kind == Q8Out::Residual { b + 6 } else { b + 4 };
+    bindings += &format!("@group(0) @binding({next}) var<uniform> mp: Multi;\n");
+    let early = match kind {
+        Q8Out::Residual => "var rv = vec4<f32>(0.0); var wv = vec4<f32>(0.0); if (lid < 8u) { rv = r[8u * n + lid]; wv = w[8u * n + lid]; }",
+        Q8Out::Glu { normed: true } => "var xss = 0.0;",
+        Q8Out::Glu { normed: false } => "",
+    };
+    let starts: String = (0..rows).map(|j| format!("let i{j} = (r0 + {j}u) * units; ")).collect();
+    let accumulators: String = (0..accs).map(|j| format!("var a{j} = vec4<f32>(0.0); ")).collect();
+    // Accumulator j: matrix j / per, its group's rows 4 (j mod per) .. + 3.
+    let mut dots: String = (0..accs)
+        .map(|j| {
+            let (m, base) = (j / per, 4 * (j % per));
+            let dot = |i: u32| format!("unit_dot8_m{m}(i{i} + k, xa, xb, xs)");
+            format!("a{j} += vec4<f32>({}, {}, {}, {}); ", dot(base), dot(base + 1), dot(base + 2), dot(base + 3))
+        })
+        .collect();
+    let mut parts_out: String = (0..accs).map(|j| format!("part[{j}u * 256u + lid] = a{j}; ")).collect();
+    let mut parts_add: String = (0..accs).map(|j| format!("part[{j}u * 256u + lid] += part[{j}u * 256u + lid + s]; ")).collect();
+    if kind.normed() {
+        dots += "xss += xs.w; ";
+        parts_out += "squares[lid] = xss; ";
+        parts_add += "squares[lid] += squares[lid + s]; ";
+    }
+    if kind == Q8Out::Residual {
+        parts_out += "if (lid < 8u) { kept[lid] = rv; kept[8u + lid] = wv; } ";
+    }
+    // The unit's vec4 i (rows 4i .. 4i + 3) of matrix m: group 4i / R's first lane, its
+    // sum slot m * per + (4i mod R) / 4.
+    let sum = |m: u32, i: u32| {
+        let (group, slot) = (4 * i / rows, (4 * i % rows) / 4);
+        format!("part[{}u]", (m * per + slot) * INVOCATIONS + group * lanes)
+    };
+    let unit = match kind {
+        Q8Out::Glu { normed } => {
+            let scale = if normed { "let sc = inverseSqrt(squares[0] / f32(units * 32u) + mp.p[0].eps); " } else { "let sc = 1.0; " };
+            let values = (0..8).map(|i| format!("silu_mul(sc * {}, sc * {})", sum(0, i), sum(1, i))).collect::<Vec<_>>().join(", ");
+            format!("{scale}store_unit(n, {values});")
+        }
+        Q8Out::Residual => {
+            let adds: String = (0..8).map(|i| format!("let v{i} = kept[{i}u] + {}; r[8u * n + {i}u] = v{i}; ", sum(0, i))).collect();
+            let squares = (0..8).map(|i| format!("dot(v{i}, v{i})")).collect::<Vec<_>>().join(" + ");
+            let values = (0..8).map(|i| format!("v{i} * kept[{}u]", 8 + i)).collect::<Vec<_>>().join(", ");
+            format!("{adds}store_unit_w(n, {squares}, {values});")
+        }
+    };
+    let kernel = Q8_OUT
+        .replace("BINDINGS", &bindings)
+        .replace("LANES_PER_GROUP", &lanes.to_string())
+        .replace("ROWS_PER_GROUP", &rows.to_string())
+        .replace("PART_VEC4S", &(INVOCATIONS * accs).to_string())
+        .replace("EARLY", early)
+        .replace("ROW_STARTS", &starts)
+        .replace("ACCUMULATORS", &accumulators)
+        .replace("DOTS", &dots)
+        .replace("PARTS_OUT", &parts_out)
+        .replace("PARTS_ADD", &parts_add)
+        .replace("UNIT", &unit);
+    Ok(format!("{}{kernel}\n{}\n{QUANT_UNIT}", params_block()?, codec_copies(m_count as usize, suffix, true)?))
+}
+
+/// What a unit-writing matvec reads and writes: x's int8 values and scales, the output's,
+/// and for a residual add the residual stream and the next norm's weights; `eps` that norm's
+/// (a normed x's, for gate and up).
+pub(super) struct Q8OutIo<'a> {
+    pub xq: &'a wgpu::Buffer,
+    pub xd: &'a wgpu::Buffer,
+    pub oq: &'a wgpu::Buffer,
+    pub od: &'a wgpu::Buffer,
+    pub residual: Option<(&'a wgpu::Buffer, &'a wgpu::Buffer)>,
+    pub eps: f32,
+}
+
+/// One dispatch of `kind` over `ws` (gate and up, or the one residual matrix: one
+/// int8-activation codec and shape, each resident in one chunk, rows a multiple of 32),
+/// `rows` rows a row group (None: `rows_setting`'s, else `rows_per_group`'s choice); an error names why not (the
+/// caller then plans the matvecs and a quantizer).
+pub(super) fn plan<'a>(ctx: &WgpuContext, kind: Q8Out, ws: &[&'a Resident], io: Q8OutIo<'a>, rows: Option<u32>, params: &mut Params, out: &mut Vec<Planned<'a>>) -> Result<(), String> {
+    if ws.len() != kind.matrices() as usize {
+        return Err(format!("{kind:?} takes {} matrices, not {}", kind.matrices(), ws.len()));
+    }
+    let mut chunks = Vec::with_capacity(ws.len());
+    for w in ws {
+        match w.chunks.as_slice() {
+            [c] if w.codec == ws[0].codec && Q8_CODECS.contains(&w.codec) => chunks.push(c),
+            [_] => return Err(format!("{}: one int8-activation codec is needed for every matrix", w.codec)),
+            _ => return Err("a matrix split into row chunks".into()),
+        }
+    }
+    let first = chunks[0];
+    if chunks.iter().any(|c| c.rows != first.rows || c.units != first.units) || !first.rows.is_multiple_of(32) {
+        return Err("the matrices differ in shape, or their rows are not whole 32-value units".into());
+    }
+    if (kind == Q8Out::Residual) != io.residual.is_some() {
+        return Err("a residual add needs the residual stream and the norm weights, and only it".into());
+    }
+    let pipe = ctx.q8_out_pipeline(ws[0].codec, kind, kind.rows_per_group(first.units, rows.or_else(|| rows_setting(kind))))?;
+    let (gx, gy) = grid(first.rows / 32);
+    let mut block = MultiParams { p: [bytemuck::Zeroable::zeroed(); MAX_MATRICES], starts: [0; 4] };
+    for (m, c) in chunks.iter().enumerate() {
+        block.p[m] = MatvecParams { rows: c.rows, units: c.units, a: c.regions[0], b: c.regions[1], c: c.regions[2], x_stride: c.units * 8, y_base: 0, y_stride: c.rows, y_off: 0, grid_x: gx, eps: io.eps, batch: 1 };
+    }
+    let at = params.slot(bytemuck::bytes_of(&block));
+    let mut bufs: Vec<&wgpu::Buffer> = chunks.iter().flat_map(|c| [&c.buf, &c.buf]).collect();
+    bufs.extend([io.xq, io.xd, io.oq, io.od]);
+    if let Some((r, w)) = io.residual {
+        bufs.extend([r, w]);
+    }
+    let label = match kind {
+        Q8Out::Glu { .. } => "gate, up (int8 x, int8 out)",
+        Q8Out::Residual => "matvec (int8 x, +residual, int8 normed out)",
+    };
+    out.push(Planned { label, pipe, bufs, uniform: Uniform::Slot(at), grid: Grid::Fixed(gx, gy, 1) });
+    Ok(())
+}
+
+impl super::WgpuBackend {
+    /// Test hook: x (one row, `cols` values) quantized by the CPU path's rule, then gate and up
+    /// (same codec, rows a multiple of 32) through the gate/up-to-int8 kernel at
+    /// `rows_per_group` rows a row group: per 32 rows the hidden state's int8 values and
+    /// (d, d * sum, sum, 0). The outputs are poisoned (0x7F bytes, NaN scales) before it runs.
+    pub fn gate_up_q8(&self, gate: &WeightArg, up: &WeightArg, x: &[f32], rows_per_group: u32) -> Result<Int8Units, String> {
+        self.q8_out_hook(Q8Out::Glu { normed: false }, &[gate, up], x, None, rows_per_group).map(|(units, _)| units)
+    }
+
+    /// Test hook: x quantized by the CPU path's rule, then W . x added into the residual row
+    /// `r` and the sum times the norm weights `w` written as int8 units (the residual kernel
+    /// at `rows_per_group` rows a row group): the units' values, (d, d * sum, sum, the sum's
+    /// squares) and the new residual row. Outputs are poisoned first.
+    pub fn residual_q8(&self, m: &WeightArg, x: &[f32], r: &[f32], w: &[f32], rows_per_group: u32) -> Result<(Int8Units, Vec<f32>), String> {
+        self.q8_out_hook(Q8Out::Residual, &[m], x, Some((r, w)), rows_per_group).map(|(units, r)| (units, r.unwrap_or_default()))
+    }
+
+    fn q8_out_hook(&self, kind: Q8Out, ws: &[&WeightArg], x: &[f32], residual: Option<(&[f32], &[f32])>, rows_per_group: u32) -> Result<(Int8Units, Option<Vec<f32>>), String> {
+        Self::supported(ws, 1).map_err(str::to_string)?;
+        let (rows, cols) = (ws[0].view.rows, ws[0].view.cols);
+        if x.len() != cols || !rows.is_multiple_of(32) || residual.is_some_and(|(r, w)| r.len() != rows || w.len() != rows) {
+            return Err("the matrices must be one shape, rows a multiple of 32, x one row of it, r and w one column".into());
+        }
+        let mut map = self.weights.lock().unwrap_or_else(|e| e.into_inner());
+        self.ensure(&mut map, ws).map_err(|u| u.why().to_string())?;
+        let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        let (xq, xd, _) = self.upload_q8(&mut scratch, x, cols)?;
+        let (oq, od) = self.poisoned_units(rows);
+        let rw = residual.map(|(r, w)| (self.storage_buf("r", rows), self.const_buf("w", w), r));
+        if let Some((rb, _, r)) = &rw {
+            self.ctx.queue.write_buffer(rb, 0, bytemuck::cast_slice(r));
+        }
+        let mut params = Params::default();
+        let mut planned = Vec::new();
+        let resident: Vec<&Resident> = ws.iter().map(|w| &map[&w.key]).collect();
+        let io = Q8OutIo { xq: &xq, xd: &xd, oq: &oq, od: &od, residual: rw.as_ref().map(|(r, w, _)| (r, w)), eps: 0.0 };
+        plan(&self.ctx, kind, &resident, io, Some(rows_per_group), &mut params, &mut planned)?;
+        let units = self.run_into_units(&format!("wgpu {kind:?} to int8"), &planned, &params, (&oq, &od), rows)?;
+        let r = match &rw {
+            Some((rb, _, _)) => Some(self.read_floats(rb, rows)?),
+            None => None,
+        };
+        Ok((units, r))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_shape_fits_what_its_kind_needs() {
+        assert!(Q8Out::Glu { normed: true }.workgroup_bytes(4) <= 16384);
+        assert!(Q8Out::Residual.workgroup_bytes(8) <= 16384);
+        assert_eq!(Q8Out::Residual.rows_per_group(256, None), 16);
+        assert_eq!(Q8Out::Glu { normed: false }.rows_per_group(64, None), 8);
+        assert_eq!(Q8Out::Glu { normed: false }.rows_per_group(128, None), 4);
+        assert_eq!(Q8Out::Glu { normed: false }.rows_per_group(128, Some(16)), 4, "16 is not built for gate and up");
+        assert_eq!(Q8Out::Residual.rows_per_group(256, Some(16)), 16);
+    }
+
+    #[test]
+    fn the_unit_vec4s_are_the_groups_first_lanes_in_row_order() {
+        let src = source(Q8Out::Glu { normed: false }, "q4_0", 8).unwrap();
+        // R = 8: 4 groups of 64 lanes; unit vec4 2 (rows 8..11) is group 1's gate slot 0.
+        assert!(src.contains("silu_mul(sc * part[0u], sc * part[512u]), silu_mul(sc * part[256u], sc * part[768u]), silu_mul(sc * part[64u], sc * part[576u])"), "{src}");
+        let src = source(Q8Out::Glu { normed: true }, "q8_0", 4).unwrap();
+        assert!(src.contains("silu_mul(sc * part[0u], sc * part[256u]), silu_mul(sc * part[32u], sc * part[288u])"), "{src}");
+        let src = source(Q8Out::Residual, "q4_1", 16).unwrap();
+        // R = 16: 2 groups of 128 lanes; vec4 5 (rows 20..23) is group 1's slot 1.
+        assert!(src.contains("let v5 = kept[5u] + part[384u];"), "{src}");
+        assert!(source(Q8Out::Glu { normed: false }, "q4_0", 16).is_err());
+    }
+}
