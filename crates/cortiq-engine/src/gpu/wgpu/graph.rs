@@ -459,11 +459,13 @@ impl WgpuBackend {
     /// combine, O projection (added to the residual), gate and up (RMSNorm on load), down
     /// (SiLU(gate) * up on load, added to the residual); on wide models (`separate_norm`)
     /// each RMSNorm is a stage of its own before QKV and gate/up (8 stages); with int8
-    /// activations (`ModelGraph::int8`) a quantizer before QKV (the norm folded in) and gate/up
-    /// (the norm) instead, O's input quantized by the combine (`combine_q8`; else a quantizer
-    /// before O) and down's by gate/up themselves (`glu_q8`; else a quantizer of SiLU(gate) *
-    /// up before down) (8 stages); then the final norm (or its
-    /// quantizer) and the head (the argmax or the top-k follow per call, `encode_recorded`).
+    /// activations (`ModelGraph::int8`) every stage's int8 input written by the stage before
+    /// it: O's by the combine (`combine_q8`), down's by gate/up (`glu_q8`), QKV's and
+    /// gate/up's (x times the norm's weights, the scale applied by them) by the down and
+    /// output projections (`norm_q8`; the first layer's by a quantizer), 6 stages a layer; a
+    /// quantizer before each stage whose producer does not (up to 9); then the final norm
+    /// (or its quantizer, or nothing where the last down projection wrote the head's input)
+    /// and the head (the argmax or the top-k follow per call, `encode_recorded`).
     /// A stage's matrices run as one dispatch where
     /// `multi.rs` takes them (else a dispatch each). The whole model's token starts with its
     /// embedding row decoded on the device where it can be (`plan::embed`).
