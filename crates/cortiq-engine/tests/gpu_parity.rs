@@ -993,7 +993,30 @@ fn wgpu_quantizer_follows_the_cpu_rule() {
     }
 }
 
-/// The int8 token graph's gate/up kernel that writes down's int8 input (glu_q8.wgsl) against
+/// Int8 units a device kernel wrote (`q`, `d`) against the CPU's rule on the same values
+/// computed in another order (`want`): each value within one step and few off, the f16
+/// scales within 1e-3, the stored sum that of the values written, and the fourth lane
+/// `squares[k]` (or 0) within 1e-5.
+#[cfg(feature = "gpu")]
+fn check_units_near(name: &str, q: &[i8], d: &[[f32; 4]], want: &[cortiq_engine::cpu::quant::BlockQ8], squares: &dyn Fn(usize) -> f32) {
+    let mut off = 0;
+    for (k, (b, s)) in want.iter().zip(d).enumerate() {
+        let got = &q[32 * k..32 * k + 32];
+        for (a, v) in got.iter().zip(&b.qs) {
+            assert!((*a as i32 - *v as i32).abs() <= 1, "{name}: unit {k}: value {a} vs the CPU's {v}");
+            off += (a != v) as usize;
+        }
+        let tol = |v: f32| v.abs() * 1e-3 + f32::MIN_POSITIVE;
+        assert!(s[0].is_finite() && (s[0] - b.d).abs() <= tol(b.d) && (s[1] - b.s).abs() <= tol(b.s) + tol(b.d), "{name}: unit {k}: d, d * sum {:?} vs the CPU's {} {}", s, b.d, b.s);
+        assert_eq!(s[2], got.iter().map(|&v| v as i32).sum::<i32>() as f32, "{name}: unit {k}: the sum is of the values written");
+        let sq = squares(k);
+        assert!((s[3] - sq).abs() <= sq * 1e-5, "{name}: unit {k}: fourth lane {} vs {sq}", s[3]);
+    }
+    let values = 32 * want.len();
+    assert!(off * 100 <= values.max(100), "{name}: {off} of {values} values one step off the CPU's");
+}
+
+/// The int8 token graph's gate/up kernel that writes down's int8 input (q8_out.wgsl) against
 /// the CPU path: gate and up by the CPU's int8 kernels on the same quantized x, then
 /// silu(gate) * up quantized by the CPU's rule. Fresh random weights and x; one unit, odd
 /// unit counts (3, 18), a 1B and an 8B model's widths; both row-group sizes. The values
@@ -1019,18 +1042,7 @@ fn wgpu_gate_up_to_int8_follows_the_cpu_path() {
                 for group_rows in [4, 8] {
                     let name = format!("gate/up to int8 {codec} {rows} x {cols}, {group_rows} rows a group");
                     let (q, d) = be.gate_up_q8(&gate.arg(), &up.arg(), &x, group_rows).unwrap();
-                    let mut off = 0;
-                    for (k, (b, s)) in want.iter().zip(&d).enumerate() {
-                        let got = &q[32 * k..32 * k + 32];
-                        for (a, w) in got.iter().zip(&b.qs) {
-                            assert!((*a as i32 - *w as i32).abs() <= 1, "{name}: unit {k}: value {a} vs the CPU's {w}");
-                            off += (a != w) as usize;
-                        }
-                        let tol = |r: f32| r.abs() * 1e-3 + f32::MIN_POSITIVE;
-                        assert!(s[0].is_finite() && (s[0] - b.d).abs() <= tol(b.d) && (s[1] - b.s).abs() <= tol(b.s) + tol(b.d), "{name}: unit {k}: d, d * sum {:?} vs the CPU's {} {}", s, b.d, b.s);
-                        assert_eq!(s[2], got.iter().map(|&v| v as i32).sum::<i32>() as f32, "{name}: unit {k}: the sum is of the values written");
-                    }
-                    assert!(off * 100 <= rows, "{name}: {off} of {rows} values one step off the CPU's");
+                    check_units_near(&name, &q, &d, &want, &|_| 0.0);
                     n += 1;
                 }
             }
@@ -1073,20 +1085,8 @@ fn wgpu_residual_to_normed_int8_follows_the_cpu_path() {
                     };
                     let added: Vec<f32> = got_r.iter().zip(&r).map(|(a, b)| a - b).collect();
                     check(&format!("{name}: the residual row"), &added, &y, &scale, REL_Q8, n);
-                    let mut off = 0;
-                    for (k, (b, s)) in want.iter().zip(&d).enumerate() {
-                        let got = &q[32 * k..32 * k + 32];
-                        for (a, v) in got.iter().zip(&b.qs) {
-                            assert!((*a as i32 - *v as i32).abs() <= 1, "{name}: unit {k}: value {a} vs the CPU's {v}");
-                            off += (a != v) as usize;
-                        }
-                        let tol = |v: f32| v.abs() * 1e-3 + f32::MIN_POSITIVE;
-                        assert!(s[0].is_finite() && (s[0] - b.d).abs() <= tol(b.d) && (s[1] - b.s).abs() <= tol(b.s) + tol(b.d), "{name}: unit {k}: d, d * sum {:?} vs the CPU's {} {}", s, b.d, b.s);
-                        assert_eq!(s[2], got.iter().map(|&v| v as i32).sum::<i32>() as f32, "{name}: unit {k}: the sum is of the values written");
-                        let squares: f32 = got_r[32 * k..32 * k + 32].iter().map(|v| v * v).sum();
-                        assert!((s[3] - squares).abs() <= squares * 1e-5, "{name}: unit {k}: fourth lane {} vs the new row's squares {squares}", s[3]);
-                    }
-                    assert!(off * 100 <= rows.max(100), "{name}: {off} of {rows} values one step off the CPU's");
+                    // The fourth lane: the unit's squares of the new residual row.
+                    check_units_near(&name, &q, &d, &want, &|k| got_r[32 * k..32 * k + 32].iter().map(|v| v * v).sum());
                     n += 1;
                 }
             }
