@@ -1019,10 +1019,10 @@ fn check_units_near(name: &str, q: &[i8], d: &[[f32; 4]], want: &[cortiq_engine:
 /// The int8 token graph's gate/up kernel that writes down's int8 input (q8_out.wgsl) against
 /// the CPU path: gate and up by the CPU's int8 kernels on the same quantized x, then
 /// silu(gate) * up quantized by the CPU's rule. Fresh random weights and x; one unit, odd
-/// unit counts (3, 18), a 1B and an 8B model's widths; both row-group sizes. The values
-/// within one step of the CPU's (the sums differ in order only, so a rounding may flip) and
-/// few off, the scales within f16 rounding, the stored sum that of the values written; the
-/// outputs are poisoned first, so an unwritten unit fails.
+/// unit counts (3, 18), a 1B and an 8B model's widths; both row-group sizes and workgroup
+/// sizes. The values within one step of the CPU's (the sums differ in order only, so a
+/// rounding may flip) and few off, the scales within f16 rounding, the stored sum that of the
+/// values written; the outputs are poisoned first, so an unwritten unit fails.
 #[test]
 #[cfg_attr(not(feature = "gpu"), ignore = "SKIP gpu parity: no wgpu backend compiled in (build with --features gpu)")]
 fn wgpu_gate_up_to_int8_follows_the_cpu_path() {
@@ -1039,9 +1039,10 @@ fn wgpu_gate_up_to_int8_follows_the_cpu_path() {
                 let (u, _) = up.reference_as(&x, 1, true);
                 let h: Vec<f32> = g.iter().zip(&u).map(|(a, b)| a / (1.0 + (-a).exp()) * b).collect();
                 let want = cortiq_engine::cpu::quant::quantize_rows(&h, rows);
-                for group_rows in [4, 8] {
-                    let name = format!("gate/up to int8 {codec} {rows} x {cols}, {group_rows} rows a group");
-                    let (q, d) = be.gate_up_q8(&gate.arg(), &up.arg(), &x, group_rows).unwrap();
+                for (group_rows, invocations) in [(4, 256), (8, 256), (4, 512)] {
+                    let name = format!("gate/up to int8 {codec} {rows} x {cols}, {group_rows} rows a group, {invocations} invocations");
+                    let setting = cortiq_engine::gpu::wgpu::UnitSetting { rows: Some(group_rows), invocations: Some(invocations) };
+                    let (q, d) = be.gate_up_q8(&gate.arg(), &up.arg(), &x, setting).unwrap();
                     check_units_near(&name, &q, &d, &want, &|_| 0.0);
                     n += 1;
                 }
@@ -1056,7 +1057,8 @@ fn wgpu_gate_up_to_int8_follows_the_cpu_path() {
 /// the residual row (`REL_Q8` of |w| |x|), then the new row times the norm weights quantized
 /// by the CPU's rule (values within one step, few off; scales within f16 rounding) with each
 /// unit's squares of the new row beside. Fresh random weights, x and rows; one unit, odd unit
-/// counts, a 1B and an 8B model's widths; every row-group size. Outputs poisoned first.
+/// counts, a 1B and an 8B model's widths; every row-group size, both workgroup sizes (an
+/// adapter without the memory or invocations for one skips it, saying so). Outputs poisoned first.
 #[test]
 #[cfg_attr(not(feature = "gpu"), ignore = "SKIP gpu parity: no wgpu backend compiled in (build with --features gpu)")]
 fn wgpu_residual_to_normed_int8_follows_the_cpu_path() {
@@ -1074,10 +1076,11 @@ fn wgpu_residual_to_normed_int8_follows_the_cpu_path() {
                 let (y, scale) = m.reference_as(&x, 1, true);
                 let sum: Vec<f32> = r.iter().zip(&y).map(|(a, b)| a + b).collect();
                 let want = cortiq_engine::cpu::quant::quantize_rows(&sum.iter().zip(&w).map(|(a, b)| a * b).collect::<Vec<_>>(), rows);
-                for group_rows in [4, 8, 16] {
-                    let name = format!("residual to int8 {codec} {rows} x {cols}, {group_rows} rows a group");
-                    let ((q, d), got_r) = match be.residual_q8(&m.arg(), &x, &r, &w, group_rows) {
-                        Err(e) if e.contains("more workgroup memory than the adapter has") => {
+                for (group_rows, invocations) in [(4, 256), (8, 256), (16, 256), (8, 512), (16, 512)] {
+                    let name = format!("residual to int8 {codec} {rows} x {cols}, {group_rows} rows a group, {invocations} invocations");
+                    let setting = cortiq_engine::gpu::wgpu::UnitSetting { rows: Some(group_rows), invocations: Some(invocations) };
+                    let ((q, d), got_r) = match be.residual_q8(&m.arg(), &x, &r, &w, setting) {
+                        Err(e) if e.contains("than the adapter has") => {
                             eprintln!("SKIP {name}: {e}");
                             continue;
                         }

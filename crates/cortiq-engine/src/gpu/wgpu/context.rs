@@ -3,7 +3,7 @@
 //! budget, readback and the upload-bandwidth probe.
 
 use super::adapter::{self, AdapterDesc, AdapterKind};
-use super::q8_out::{self, Q8Out};
+use super::q8_out::{self, Q8Out, UnitShape};
 use super::multi;
 use crate::gpu::backend::DeviceInfo;
 use cortiq_core::Codec;
@@ -114,10 +114,10 @@ pub struct WgpuContext {
     /// storage buffers).
     multi: std::sync::Mutex<MultiPipelines>,
     multi_layouts: Vec<Option<wgpu::BindGroupLayout>>,
-    /// The int8 graph's unit-writing matvec pipelines by codec, kind and rows a row group
+    /// The int8 graph's unit-writing matvec pipelines by codec, kind and workgroup shape
     /// (`q8_out.rs`), built on first use, and their bind group layouts (gate/up, residual;
     /// none where the adapter binds too few storage buffers).
-    q8_out: std::sync::Mutex<HashMap<(Codec, Q8Out, u32), wgpu::ComputePipeline>>,
+    q8_out: std::sync::Mutex<HashMap<(Codec, Q8Out, UnitShape), wgpu::ComputePipeline>>,
     q8_out_layouts: Option<[wgpu::BindGroupLayout; 2]>,
     /// GEMM pipelines by codec and whether they take int8 activations, built on first use
     /// (same bindings as the matvec).
@@ -326,23 +326,24 @@ impl WgpuContext {
     }
 
     /// The unit-writing matvec pipeline (`q8_out.rs`) of an int8-activation codec, kind and
-    /// rows a row group (built on first use).
-    pub fn q8_out_pipeline(&self, codec: Codec, kind: Q8Out, rows: u32) -> Result<wgpu::ComputePipeline, String> {
+    /// workgroup shape (built on first use).
+    pub fn q8_out_pipeline(&self, codec: Codec, kind: Q8Out, shape: UnitShape) -> Result<wgpu::ComputePipeline, String> {
         let Some(layouts) = &self.q8_out_layouts else {
             return Err("the adapter binds too few storage buffers for the unit-writing matvecs".into());
         };
-        if kind.workgroup_bytes(rows) > self.device.limits().max_compute_workgroup_storage_size {
-            return Err(format!("{kind:?} at {rows} rows a group needs more workgroup memory than the adapter has"));
+        let limits = self.device.limits();
+        if kind.workgroup_bytes(shape) > limits.max_compute_workgroup_storage_size || shape.invocations > limits.max_compute_invocations_per_workgroup.min(limits.max_compute_workgroup_size_x) {
+            return Err(format!("{kind:?} in {shape:?} needs more workgroup memory or invocations than the adapter has"));
         }
         let mut map = self.q8_out.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(found) = map.get(&(codec, kind, rows)) {
+        if let Some(found) = map.get(&(codec, kind, shape)) {
             return Ok(found.clone());
         }
         let (_, suffix, _) = MATVEC_CODECS.into_iter().find(|(c, _, _)| *c == codec).ok_or_else(|| format!("no matvec kernel for {codec}"))?;
-        let src = q8_out::source(kind, suffix, rows)?;
+        let src = q8_out::source(kind, suffix, shape)?;
         let bgl = &layouts[usize::from(kind == Q8Out::Residual)];
-        let built = build(&self.device, &src, bgl, self.pipeline_cache.as_ref(), &format!("{kind:?} to int8 {suffix}, {rows} rows a group"))?;
-        map.insert((codec, kind, rows), built.clone());
+        let built = build(&self.device, &src, bgl, self.pipeline_cache.as_ref(), &format!("{kind:?} to int8 {suffix}, {shape:?}"))?;
+        map.insert((codec, kind, shape), built.clone());
         Ok(built)
     }
 
@@ -919,8 +920,11 @@ mod tests {
                 }
                 for kind in [Q8Out::Glu { normed: false }, Q8Out::Glu { normed: true }, Q8Out::Residual] {
                     for rows in [4, 8, 16] {
-                        if let Ok(src) = q8_out::source(kind, suffix, rows) {
-                            validate(&format!("{kind:?} to int8 {suffix}, {rows} rows a group"), &src);
+                        for invocations in [256, 512] {
+                            let shape = UnitShape { rows, invocations };
+                            if let Ok(src) = q8_out::source(kind, suffix, shape) {
+                                validate(&format!("{kind:?} to int8 {suffix}, {shape:?}"), &src);
+                            }
                         }
                     }
                 }

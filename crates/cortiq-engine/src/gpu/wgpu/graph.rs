@@ -12,7 +12,7 @@
 //! shares the model's buffers, the sequence's mirror and the frame (`on_graph`) with it.
 
 use super::multi::{self, MultiIo};
-use super::q8_out::{self, Int8Units, Q8Out, Q8OutIo};
+use super::q8_out::{self, Int8Units, Q8Out, Q8OutIo, UnitSetting};
 use super::argmax::DeviceArgmax;
 use super::top_k::{key_staging, read_candidates, DeviceTopK};
 use super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform};
@@ -601,7 +601,7 @@ impl WgpuBackend {
             }
             let at = p.len();
             if norm_q8 {
-                q8_out::plan(ctx, Q8Out::Residual, &[res(&w[3])?], residual_q8(g, &g.xq, &g.xd, ffn_norm, eps), None, &mut params, &mut p)?;
+                q8_out::plan(ctx, Q8Out::Residual, &[res(&w[3])?], residual_q8(g, &g.xq, &g.xd, ffn_norm, eps), UnitSetting::from_env(Q8Out::Residual), &mut params, &mut p)?;
             } else {
                 let io = if g.int8 { int8_io(g, &g.x, true) } else { added(g, &g.att, None, XMode::Plain) };
                 plan::matvec(ctx, res(&w[3])?, io, qd, 1, &mut params, &mut p)?;
@@ -624,7 +624,7 @@ impl WgpuBackend {
             let glu_io = Q8OutIo { xq, xd, oq: &g.hq, od: &g.hd, residual: None, eps };
             let hidden_q8 = g.int8
                 && self.glu_q8
-                && match q8_out::plan(ctx, Q8Out::Glu { normed: norm_q8 }, &ws, glu_io, None, &mut params, &mut p) {
+                && match q8_out::plan(ctx, Q8Out::Glu { normed: norm_q8 }, &ws, glu_io, UnitSetting::from_env(Q8Out::Glu { normed: norm_q8 }), &mut params, &mut p) {
                     Ok(()) => true,
                     Err(e) if norm_q8 => return Err(e),
                     Err(_) => false,
@@ -642,7 +642,7 @@ impl WgpuBackend {
             }
             let at = p.len();
             if norm_q8 {
-                q8_out::plan(ctx, Q8Out::Residual, &[res(&w[6])?], residual_q8(g, &g.hq, &g.hd, next_norm, eps), None, &mut params, &mut p)?;
+                q8_out::plan(ctx, Q8Out::Residual, &[res(&w[6])?], residual_q8(g, &g.hq, &g.hd, next_norm, eps), UnitSetting::from_env(Q8Out::Residual), &mut params, &mut p)?;
             } else {
                 let io = match (g.int8, hidden_q8) {
                     (true, true) => MatvecIo { x: &g.hq, x2: Some(&g.hd), y: &g.x, y_base: 0, variant: Variant { x: XMode::Int8, add: true }, eps: 0.0 },

@@ -22,7 +22,7 @@ use crate::kv::KvCache;
 use super::memory::fingerprint;
 use super::planar;
 pub use graph::{RopeSpec, RopedAttention};
-pub use q8_out::Int8Units;
+pub use q8_out::{Int8Units, UnitSetting};
 pub use context::{int8_layers, MatvecShape, PipelineCacheState, Variant, WgpuContext, XMode, Q8_CODECS};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -16,8 +16,20 @@ const Q8_OUT: &str = include_str!("kernels/q8_out.wgsl");
 /// fourth lane).
 pub type Int8Units = (Vec<i8>, Vec<[f32; 4]>);
 
-/// Invocations a workgroup (q8_out.wgsl's `@workgroup_size`).
-const INVOCATIONS: u32 = 256;
+/// A workgroup's shape: rows of every matrix a row group takes (32 / rows groups a
+/// workgroup) and invocations (q8_out.wgsl's `@workgroup_size`), so invocations * rows / 32
+/// lanes a group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct UnitShape {
+    pub rows: u32,
+    pub invocations: u32,
+}
+
+impl UnitShape {
+    fn lanes(self) -> u32 {
+        self.invocations / (32 / self.rows)
+    }
+}
 
 /// Storage buffers either kind binds: gate/up: each weight twice (by vec4 and by word), x's
 /// values and scales, the output's values and scales; residual: the weight twice, x's values
@@ -53,54 +65,66 @@ impl Q8Out {
         }
     }
 
-    /// Rows of every matrix a row group takes (32 / R groups of 8 R invocations each) for x
-    /// of `units` units, as measured on the H200 (bench/NOTES.md, eighteenth session): gate
-    /// and up 8 where a group's 64 lanes take a row's units in one trip (llama-1b, 64 units:
-    /// +1 % over 4), else 4 (llama-8b, 128 units: +5 % over 8); the residual add 16 (+10 %
-    /// over 8 on both, 8 +3 % over 4, 32 -3-5 % under 16). `setting` (`rows_setting`)
-    /// instead where it is a size built for the kind.
-    pub fn rows_per_group(self, units: u32, setting: Option<u32>) -> u32 {
-        match setting {
+    /// The workgroup shape for x of `units` units: the settings (`UnitSetting`) where they
+    /// name a built size, else as measured on the H200 (bench/NOTES.md, eighteenth session):
+    /// 256 invocations; gate and up 8 rows a group where a group's 64 lanes take a row's units
+    /// in one trip (llama-1b, 64 units: +1 % over 4), else 4 (llama-8b, 128 units: +5 % over
+    /// 8); the residual add 16 (+10 % over 8 on both, 8 +3 % over 4, 32 -3-5 % under 16).
+    pub fn shape(self, units: u32, setting: UnitSetting) -> UnitShape {
+        let rows = match setting.rows {
             Some(r) if self.sizes().contains(&r) => r,
             _ => match self {
-                Q8Out::Glu { .. } => {
-                    if units <= 64 {
-                        8
-                    } else {
-                        4
-                    }
-                }
+                Q8Out::Glu { .. } if units <= 64 => 8,
+                Q8Out::Glu { .. } => 4,
                 Q8Out::Residual => 16,
             },
-        }
+        };
+        let invocations = match setting.invocations {
+            Some(n) if INVOCATIONS_BUILT.contains(&n) => n,
+            _ => 256,
+        };
+        UnitShape { rows, invocations }
     }
 
-    /// Workgroup memory the kernel takes at `rows` rows a group.
-    pub fn workgroup_bytes(self, rows: u32) -> u32 {
-        INVOCATIONS * rows / 4 * self.matrices() * 16 + INVOCATIONS * 4 + 16 * 16
+    /// Workgroup memory the kernel takes in `shape`.
+    pub fn workgroup_bytes(self, shape: UnitShape) -> u32 {
+        shape.invocations * shape.rows / 4 * self.matrices() * 16 + shape.invocations * 4 + 16 * 16
     }
 }
 
-/// The setting of rows a row group for `kind` (`CMF_WGPU_GLU_ROWS`, `CMF_WGPU_RESIDUAL_ROWS`;
-/// to measure another size on every shape).
-pub(super) fn rows_setting(kind: Q8Out) -> Option<u32> {
-    let name = match kind {
-        Q8Out::Glu { .. } => "CMF_WGPU_GLU_ROWS",
-        Q8Out::Residual => "CMF_WGPU_RESIDUAL_ROWS",
-    };
-    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
+/// Workgroup sizes the kernels are built for.
+const INVOCATIONS_BUILT: [u32; 2] = [256, 512];
+
+/// Settings of a unit-writing kernel's shape (measurement knobs; None: the measured default).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UnitSetting {
+    pub rows: Option<u32>,
+    pub invocations: Option<u32>,
 }
 
-/// The shader for `kind` over codec `suffix` (an int8-activation codec), `rows` rows a row
-/// group.
-pub(super) fn source(kind: Q8Out, suffix: &str, rows: u32) -> Result<String, String> {
-    if !kind.sizes().contains(&rows) {
-        return Err(format!("{rows} rows a row group: {:?} are built for {kind:?}", kind.sizes()));
+impl UnitSetting {
+    /// `kind`'s settings from the environment: `CMF_WGPU_GLU_ROWS` / `CMF_WGPU_RESIDUAL_ROWS`
+    /// (rows a group), `CMF_WGPU_GLU_INVOCATIONS` / `CMF_WGPU_RESIDUAL_INVOCATIONS`.
+    pub(super) fn from_env(kind: Q8Out) -> UnitSetting {
+        let name = match kind {
+            Q8Out::Glu { .. } => "GLU",
+            Q8Out::Residual => "RESIDUAL",
+        };
+        let read = |what: &str| std::env::var(format!("CMF_WGPU_{name}_{what}")).ok().and_then(|v| v.trim().parse().ok());
+        UnitSetting { rows: read("ROWS"), invocations: read("INVOCATIONS") }
+    }
+}
+
+/// The shader for `kind` over codec `suffix` (an int8-activation codec) in `shape`.
+pub(super) fn source(kind: Q8Out, suffix: &str, shape: UnitShape) -> Result<String, String> {
+    let UnitShape { rows, invocations } = shape;
+    if !kind.sizes().contains(&rows) || !INVOCATIONS_BUILT.contains(&invocations) {
+        return Err(format!("{shape:?}: {:?} rows a group and {INVOCATIONS_BUILT:?} invocations are built for {kind:?}", kind.sizes()));
     }
     let m_count = kind.matrices();
     let per = rows / 4; // vec4 sums a matrix, per invocation
     let accs = per * m_count;
-    let lanes = INVOCATIONS / (32 / rows);
+    let lanes = shape.lanes();
     let mut bindings = String::new();
     for m in 0..m_count {
         bindings += &format!("@group(0) @binding({}) var<storage, read> wq{m}: array<vec4<u32>>;\n@group(0) @binding({}) var<storage, read> ws{m}: array<u32>;\n", 2 * m, 2 * m + 1);
@@ -131,8 +155,8 @@ pub(super) fn source(kind: Q8Out, suffix: &str, rows: u32) -> Result<String, Str
             format!("a{j} += vec4<f32>({}, {}, {}, {}); ", dot(base), dot(base + 1), dot(base + 2), dot(base + 3))
         })
         .collect();
-    let mut parts_out: String = (0..accs).map(|j| format!("part[{j}u * 256u + lid] = a{j}; ")).collect();
-    let mut parts_add: String = (0..accs).map(|j| format!("part[{j}u * 256u + lid] += part[{j}u * 256u + lid + s]; ")).collect();
+    let mut parts_out: String = (0..accs).map(|j| format!("part[{j}u * WGu + lid] = a{j}; ")).collect();
+    let mut parts_add: String = (0..accs).map(|j| format!("part[{j}u * WGu + lid] += part[{j}u * WGu + lid + s]; ")).collect();
     if kind.normed() {
         dots += "xss += xs.w; ";
         parts_out += "squares[lid] = xss; ";
@@ -145,7 +169,7 @@ pub(super) fn source(kind: Q8Out, suffix: &str, rows: u32) -> Result<String, Str
     // sum slot m * per + (4i mod R) / 4.
     let sum = |m: u32, i: u32| {
         let (group, slot) = (4 * i / rows, (4 * i % rows) / 4);
-        format!("part[{}u]", (m * per + slot) * INVOCATIONS + group * lanes)
+        format!("part[{}u]", (m * per + slot) * invocations + group * lanes)
     };
     let unit = match kind {
         Q8Out::Glu { normed } => {
@@ -164,14 +188,15 @@ pub(super) fn source(kind: Q8Out, suffix: &str, rows: u32) -> Result<String, Str
         .replace("BINDINGS", &bindings)
         .replace("LANES_PER_GROUP", &lanes.to_string())
         .replace("ROWS_PER_GROUP", &rows.to_string())
-        .replace("PART_VEC4S", &(INVOCATIONS * accs).to_string())
+        .replace("PART_VEC4S", &(invocations * accs).to_string())
         .replace("EARLY", early)
         .replace("ROW_STARTS", &starts)
         .replace("ACCUMULATORS", &accumulators)
         .replace("DOTS", &dots)
         .replace("PARTS_OUT", &parts_out)
         .replace("PARTS_ADD", &parts_add)
-        .replace("UNIT", &unit);
+        .replace("UNIT", &unit)
+        .replace("WG", &invocations.to_string());
     Ok(format!("{}{kernel}\n{}\n{QUANT_UNIT}", params_block()?, codec_copies(m_count as usize, suffix, true)?))
 }
 
@@ -188,10 +213,10 @@ pub(super) struct Q8OutIo<'a> {
 }
 
 /// One dispatch of `kind` over `ws` (gate and up, or the one residual matrix: one
-/// int8-activation codec and shape, each resident in one chunk, rows a multiple of 32),
-/// `rows` rows a row group (None: `rows_setting`'s, else `rows_per_group`'s choice); an error names why not (the
+/// int8-activation codec and shape, each resident in one chunk, rows a multiple of 32) in
+/// the shape `setting` and the defaults give (`Q8Out::shape`); an error names why not (the
 /// caller then plans the matvecs and a quantizer).
-pub(super) fn plan<'a>(ctx: &WgpuContext, kind: Q8Out, ws: &[&'a Resident], io: Q8OutIo<'a>, rows: Option<u32>, params: &mut Params, out: &mut Vec<Planned<'a>>) -> Result<(), String> {
+pub(super) fn plan<'a>(ctx: &WgpuContext, kind: Q8Out, ws: &[&'a Resident], io: Q8OutIo<'a>, setting: UnitSetting, params: &mut Params, out: &mut Vec<Planned<'a>>) -> Result<(), String> {
     if ws.len() != kind.matrices() as usize {
         return Err(format!("{kind:?} takes {} matrices, not {}", kind.matrices(), ws.len()));
     }
@@ -210,7 +235,7 @@ pub(super) fn plan<'a>(ctx: &WgpuContext, kind: Q8Out, ws: &[&'a Resident], io: 
     if (kind == Q8Out::Residual) != io.residual.is_some() {
         return Err("a residual add needs the residual stream and the norm weights, and only it".into());
     }
-    let pipe = ctx.q8_out_pipeline(ws[0].codec, kind, kind.rows_per_group(first.units, rows.or_else(|| rows_setting(kind))))?;
+    let pipe = ctx.q8_out_pipeline(ws[0].codec, kind, kind.shape(first.units, setting))?;
     let (gx, gy) = grid(first.rows / 32);
     let mut block = MultiParams { p: [bytemuck::Zeroable::zeroed(); MAX_MATRICES], starts: [0; 4] };
     for (m, c) in chunks.iter().enumerate() {
@@ -232,22 +257,22 @@ pub(super) fn plan<'a>(ctx: &WgpuContext, kind: Q8Out, ws: &[&'a Resident], io: 
 
 impl super::WgpuBackend {
     /// Test hook: x (one row, `cols` values) quantized by the CPU path's rule, then gate and up
-    /// (same codec, rows a multiple of 32) through the gate/up-to-int8 kernel at
-    /// `rows_per_group` rows a row group: per 32 rows the hidden state's int8 values and
-    /// (d, d * sum, sum, 0). The outputs are poisoned (0x7F bytes, NaN scales) before it runs.
-    pub fn gate_up_q8(&self, gate: &WeightArg, up: &WeightArg, x: &[f32], rows_per_group: u32) -> Result<Int8Units, String> {
-        self.q8_out_hook(Q8Out::Glu { normed: false }, &[gate, up], x, None, rows_per_group).map(|(units, _)| units)
+    /// (same codec, rows a multiple of 32) through the gate/up-to-int8 kernel in the shape
+    /// `setting` gives: per 32 rows the hidden state's int8 values and (d, d * sum, sum, 0).
+    /// The outputs are poisoned (0x7F bytes, NaN scales) before it runs.
+    pub fn gate_up_q8(&self, gate: &WeightArg, up: &WeightArg, x: &[f32], setting: UnitSetting) -> Result<Int8Units, String> {
+        self.q8_out_hook(Q8Out::Glu { normed: false }, &[gate, up], x, None, setting).map(|(units, _)| units)
     }
 
     /// Test hook: x quantized by the CPU path's rule, then W . x added into the residual row
     /// `r` and the sum times the norm weights `w` written as int8 units (the residual kernel
-    /// at `rows_per_group` rows a row group): the units' values, (d, d * sum, sum, the sum's
-    /// squares) and the new residual row. Outputs are poisoned first.
-    pub fn residual_q8(&self, m: &WeightArg, x: &[f32], r: &[f32], w: &[f32], rows_per_group: u32) -> Result<(Int8Units, Vec<f32>), String> {
-        self.q8_out_hook(Q8Out::Residual, &[m], x, Some((r, w)), rows_per_group).map(|(units, r)| (units, r.unwrap_or_default()))
+    /// in the shape `setting` gives): the units' values, (d, d * sum, sum, the sum's squares)
+    /// and the new residual row. Outputs are poisoned first.
+    pub fn residual_q8(&self, m: &WeightArg, x: &[f32], r: &[f32], w: &[f32], setting: UnitSetting) -> Result<(Int8Units, Vec<f32>), String> {
+        self.q8_out_hook(Q8Out::Residual, &[m], x, Some((r, w)), setting).map(|(units, r)| (units, r.unwrap_or_default()))
     }
 
-    fn q8_out_hook(&self, kind: Q8Out, ws: &[&WeightArg], x: &[f32], residual: Option<(&[f32], &[f32])>, rows_per_group: u32) -> Result<(Int8Units, Option<Vec<f32>>), String> {
+    fn q8_out_hook(&self, kind: Q8Out, ws: &[&WeightArg], x: &[f32], residual: Option<(&[f32], &[f32])>, setting: UnitSetting) -> Result<(Int8Units, Option<Vec<f32>>), String> {
         Self::supported(ws, 1).map_err(str::to_string)?;
         let (rows, cols) = (ws[0].view.rows, ws[0].view.cols);
         if x.len() != cols || !rows.is_multiple_of(32) || residual.is_some_and(|(r, w)| r.len() != rows || w.len() != rows) {
@@ -266,7 +291,7 @@ impl super::WgpuBackend {
         let mut planned = Vec::new();
         let resident: Vec<&Resident> = ws.iter().map(|w| &map[&w.key]).collect();
         let io = Q8OutIo { xq: &xq, xd: &xd, oq: &oq, od: &od, residual: rw.as_ref().map(|(r, w, _)| (r, w)), eps: 0.0 };
-        plan(&self.ctx, kind, &resident, io, Some(rows_per_group), &mut params, &mut planned)?;
+        plan(&self.ctx, kind, &resident, io, setting, &mut params, &mut planned)?;
         let units = self.run_into_units(&format!("wgpu {kind:?} to int8"), &planned, &params, (&oq, &od), rows)?;
         let r = match &rw {
             Some((rb, _, _)) => Some(self.read_floats(rb, rows)?),
@@ -281,26 +306,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_shape_fits_what_its_kind_needs() {
-        assert!(Q8Out::Glu { normed: true }.workgroup_bytes(4) <= 16384);
-        assert!(Q8Out::Residual.workgroup_bytes(8) <= 16384);
-        assert_eq!(Q8Out::Residual.rows_per_group(256, None), 16);
-        assert_eq!(Q8Out::Glu { normed: false }.rows_per_group(64, None), 8);
-        assert_eq!(Q8Out::Glu { normed: false }.rows_per_group(128, None), 4);
-        assert_eq!(Q8Out::Glu { normed: false }.rows_per_group(128, Some(16)), 4, "16 is not built for gate and up");
-        assert_eq!(Q8Out::Residual.rows_per_group(256, Some(16)), 16);
+    fn the_default_shapes_fit_and_settings_outside_the_built_sizes_are_ignored() {
+        let none = UnitSetting::default();
+        assert_eq!(Q8Out::Glu { normed: false }.shape(64, none), UnitShape { rows: 8, invocations: 256 });
+        assert_eq!(Q8Out::Glu { normed: false }.shape(128, none), UnitShape { rows: 4, invocations: 256 });
+        assert_eq!(Q8Out::Residual.shape(256, none), UnitShape { rows: 16, invocations: 256 });
+        assert_eq!(Q8Out::Glu { normed: true }.shape(128, UnitSetting { rows: Some(16), invocations: Some(384) }), UnitShape { rows: 4, invocations: 256 }, "16 rows are not built for gate and up, nor 384 invocations");
+        assert_eq!(Q8Out::Residual.shape(64, UnitSetting { rows: Some(8), invocations: Some(512) }), UnitShape { rows: 8, invocations: 512 });
+        let glu = Q8Out::Glu { normed: true };
+        assert!(glu.workgroup_bytes(glu.shape(128, none)) <= 16384);
     }
 
     #[test]
     fn the_unit_vec4s_are_the_groups_first_lanes_in_row_order() {
-        let src = source(Q8Out::Glu { normed: false }, "q4_0", 8).unwrap();
+        let shape = |rows, invocations| UnitShape { rows, invocations };
+        let src = source(Q8Out::Glu { normed: false }, "q4_0", shape(8, 256)).unwrap();
         // R = 8: 4 groups of 64 lanes; unit vec4 2 (rows 8..11) is group 1's gate slot 0.
         assert!(src.contains("silu_mul(sc * part[0u], sc * part[512u]), silu_mul(sc * part[256u], sc * part[768u]), silu_mul(sc * part[64u], sc * part[576u])"), "{src}");
-        let src = source(Q8Out::Glu { normed: true }, "q8_0", 4).unwrap();
+        let src = source(Q8Out::Glu { normed: true }, "q8_0", shape(4, 256)).unwrap();
         assert!(src.contains("silu_mul(sc * part[0u], sc * part[256u]), silu_mul(sc * part[32u], sc * part[288u])"), "{src}");
-        let src = source(Q8Out::Residual, "q4_1", 16).unwrap();
+        let src = source(Q8Out::Residual, "q4_1", shape(16, 256)).unwrap();
         // R = 16: 2 groups of 128 lanes; vec4 5 (rows 20..23) is group 1's slot 1.
         assert!(src.contains("let v5 = kept[5u] + part[384u];"), "{src}");
-        assert!(source(Q8Out::Glu { normed: false }, "q4_0", 16).is_err());
+        let src = source(Q8Out::Residual, "q4_1", shape(16, 512)).unwrap();
+        // 512 invocations: 2 groups of 256 lanes, the sum slots 512 apart.
+        assert!(src.contains("let v5 = kept[5u] + part[768u];") && src.contains("@workgroup_size(512)"), "{src}");
+        assert!(source(Q8Out::Glu { normed: false }, "q4_0", shape(16, 256)).is_err());
+        assert!(source(Q8Out::Residual, "q4_0", shape(16, 384)).is_err());
     }
 }

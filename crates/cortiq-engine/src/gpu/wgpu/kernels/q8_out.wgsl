@@ -27,9 +27,9 @@ BINDINGS
 const LANES: u32 = LANES_PER_GROUPu;
 const R: u32 = ROWS_PER_GROUPu;
 // Per invocation the vec4 sums of its rows (matrix by matrix, R / 4 each), slot j of
-// invocation i at j * 256 + i; then its sum of x's squares.
+// invocation i at j * WG + i; then its sum of x's squares.
 var<workgroup> part: array<vec4<f32>, PART_VEC4S>;
-var<workgroup> squares: array<f32, 256>;
+var<workgroup> squares: array<f32, WG>;
 // The residual add's r and w vec4s of the unit (r at 0 .. 7, w at 8 .. 15), loaded early.
 var<workgroup> kept: array<vec4<f32>, 16>;
 
@@ -37,7 +37,7 @@ fn silu_mul(g: vec4<f32>, u: vec4<f32>) -> vec4<f32> {
     return g / (1.0 + exp(-g)) * u;
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let n = wg.y * mp.p[0].grid_x + wg.x;
     if (32u * n >= mp.p[0].rows) {
