@@ -427,17 +427,27 @@ impl WgpuBackend {
     /// row, from `GEMM_MIN_BATCH` rows the GEMM), x quantized by the CPU path's rule
     /// (`cpu::quant`); the output is poisoned with NaN before the kernel runs.
     pub fn matmul_q8(&self, w: &WeightArg, x: &[f32], batch: usize) -> Result<Vec<f32>, String> {
-        Self::supported(&[w], batch).map_err(str::to_string)?;
         if x.len() != batch * w.view.cols {
             return Err("x is not batch rows of the matrix's width".into());
         }
+        self.with_q8_input(&[w], batch, x, w.view.cols, |resident, xq, xd, scratch| {
+            let y = self.ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("y"), contents: bytemuck::cast_slice(&vec![f32::NAN; batch * w.view.rows]), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
+            let step = Step::MatmulQ8 { w: resident[0], xq, xd, y: &y, y_base: 0, cols: w.view.cols as u32, batch: batch as u32 };
+            self.submit(&[step], &y, (batch * w.view.rows) as u64, scratch).map(|(out, _)| out)
+        })
+    }
+
+    /// A test hook's setting: the weights `ws` resident (for `batch` rows), x (rows of `cols`
+    /// values) quantized by the CPU path's rule and uploaded (`upload_q8`); `body` gets the
+    /// weights' residents, x's int8 values and scales, and the scratch buffers.
+    fn with_q8_input<T>(&self, ws: &[&WeightArg], batch: usize, x: &[f32], cols: usize, body: impl FnOnce(&[&Resident], &wgpu::Buffer, &wgpu::Buffer, &mut Scratch) -> Result<T, String>) -> Result<T, String> {
+        Self::supported(ws, batch).map_err(str::to_string)?;
         let mut map = self.weights.lock().unwrap_or_else(|e| e.into_inner());
-        self.ensure(&mut map, &[w]).map_err(|u| u.why().to_string())?;
+        self.ensure(&mut map, ws).map_err(|u| u.why().to_string())?;
         let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
-        let (xq, xd, _) = self.upload_q8(&mut scratch, x, w.view.cols)?;
-        let y = self.ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("y"), contents: bytemuck::cast_slice(&vec![f32::NAN; batch * w.view.rows]), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
-        let step = Step::MatmulQ8 { w: &map[&w.key], xq: &xq, xd: &xd, y: &y, y_base: 0, cols: w.view.cols as u32, batch: batch as u32 };
-        self.submit(&[step], &y, (batch * w.view.rows) as u64, &mut scratch).map(|(out, _)| out)
+        let (xq, xd, _) = self.upload_q8(&mut scratch, x, cols)?;
+        let resident: Vec<&Resident> = ws.iter().map(|w| &map[&w.key]).collect();
+        body(&resident, &xq, &xd, &mut scratch)
     }
 
     /// x (rows of `cols` values, a multiple of 32) quantized to int8 per 32 values by the CPU

@@ -273,31 +273,27 @@ impl super::WgpuBackend {
     }
 
     fn q8_out_hook(&self, kind: Q8Out, ws: &[&WeightArg], x: &[f32], residual: Option<(&[f32], &[f32])>, setting: UnitSetting) -> Result<(Int8Units, Option<Vec<f32>>), String> {
-        Self::supported(ws, 1).map_err(str::to_string)?;
         let (rows, cols) = (ws[0].view.rows, ws[0].view.cols);
         if x.len() != cols || !rows.is_multiple_of(32) || residual.is_some_and(|(r, w)| r.len() != rows || w.len() != rows) {
             return Err("the matrices must be one shape, rows a multiple of 32, x one row of it, r and w one column".into());
         }
-        let mut map = self.weights.lock().unwrap_or_else(|e| e.into_inner());
-        self.ensure(&mut map, ws).map_err(|u| u.why().to_string())?;
-        let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
-        let (xq, xd, _) = self.upload_q8(&mut scratch, x, cols)?;
-        let (oq, od) = self.poisoned_units(rows);
-        let rw = residual.map(|(r, w)| (self.storage_buf("r", rows), self.const_buf("w", w), r));
-        if let Some((rb, _, r)) = &rw {
-            self.ctx.queue.write_buffer(rb, 0, bytemuck::cast_slice(r));
-        }
-        let mut params = Params::default();
-        let mut planned = Vec::new();
-        let resident: Vec<&Resident> = ws.iter().map(|w| &map[&w.key]).collect();
-        let io = Q8OutIo { xq: &xq, xd: &xd, oq: &oq, od: &od, residual: rw.as_ref().map(|(r, w, _)| (r, w)), eps: 0.0 };
-        plan(&self.ctx, kind, &resident, io, setting, &mut params, &mut planned)?;
-        let units = self.run_into_units(&format!("wgpu {kind:?} to int8"), &planned, &params, (&oq, &od), rows)?;
-        let r = match &rw {
-            Some((rb, _, _)) => Some(self.read_floats(rb, rows)?),
-            None => None,
-        };
-        Ok((units, r))
+        self.with_q8_input(ws, 1, x, cols, |resident, xq, xd, _| {
+            let (oq, od) = self.poisoned_units(rows);
+            let rw = residual.map(|(r, w)| (self.storage_buf("r", rows), self.const_buf("w", w), r));
+            if let Some((rb, _, r)) = &rw {
+                self.ctx.queue.write_buffer(rb, 0, bytemuck::cast_slice(r));
+            }
+            let mut params = Params::default();
+            let mut planned = Vec::new();
+            let io = Q8OutIo { xq, xd, oq: &oq, od: &od, residual: rw.as_ref().map(|(r, w, _)| (r, w)), eps: 0.0 };
+            plan(&self.ctx, kind, resident, io, setting, &mut params, &mut planned)?;
+            let units = self.run_into_units(&format!("wgpu {kind:?} to int8"), &planned, &params, (&oq, &od), rows)?;
+            let r = match &rw {
+                Some((rb, _, _)) => Some(self.read_floats(rb, rows)?),
+                None => None,
+            };
+            Ok((units, r))
+        })
     }
 }
 
