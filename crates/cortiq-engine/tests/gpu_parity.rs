@@ -344,18 +344,20 @@ fn token_graph_matches_the_cpu_path() {
     use std::sync::Arc;
     #[allow(unused_mut)]
     let mut names: Vec<&str> = backends("token_graph_matches_the_cpu_path").into_iter().map(|(n, _)| n).collect();
-    // wgpu a second time with int8 activations in the token graph forced on (`CMF_WGPU_INT8=1`;
-    // by default only layers of 8 MiB and more take them, here llama-1b's).
+    // wgpu a second time with the token graph's f32 activations (`CMF_WGPU_INT8=0`; the graph
+    // of adapters without an int8 dot product); by default it takes int8 ones, with QKV folded
+    // into the attention split for rows of up to `QKV_ATTN_MAX_COLS` columns (here all but
+    // llama-1b's).
     #[cfg(feature = "gpu")]
     if names.contains(&"wgpu") {
-        names.push("wgpu int8");
+        names.push("wgpu f32");
     }
     let dir = tempfile::tempdir().unwrap();
     for name in names {
         let fresh = || -> Box<dyn Backend> {
             #[cfg(feature = "gpu")]
-            if name == "wgpu int8" {
-                return Box::new(cortiq_engine::gpu::wgpu::WgpuBackend::new().unwrap().with_int8_graph(true));
+            if name == "wgpu f32" {
+                return Box::new(cortiq_engine::gpu::wgpu::WgpuBackend::new().unwrap().with_int8_graph(false));
             }
             backends("token_graph_matches_the_cpu_path").into_iter().find(|(n, _)| *n == name).map(|(_, b)| b).unwrap()
         };
@@ -439,6 +441,11 @@ fn token_graph_matches_the_cpu_path() {
             if let Some(p) = gpu.backend_profile() {
                 eprintln!("{name} {shape} {codec}: greedy tokens queued ahead and taken {}, dropped {}", p.tokens_ahead, p.ahead_dropped);
                 assert!(p.tokens_ahead > 0 && p.ahead_dropped > 0, "{name} {shape} {codec}: no token went ahead ({} taken, {} dropped)", p.tokens_ahead, p.ahead_dropped);
+                #[cfg(feature = "gpu")]
+                if name == "wgpu" && engine.model.cfg.n_embd <= cortiq_engine::gpu::wgpu::QKV_ATTN_MAX_COLS {
+                    let stages: Vec<&str> = p.stage_bytes.keys().copied().collect();
+                    assert!(stages.contains(&"qkv + attention split (int8 x, rope+kv append)"), "{name} {shape} {codec}: QKV not folded into the attention split (stages {stages:?})");
+                }
             }
             assert!(worst < 5e-2, "{name} {shape} {codec}: relative L2 {worst}");
             // A new session after a dropped one may take over its device state (CUDA reuses
@@ -988,6 +995,26 @@ fn wgpu_quantizer_follows_the_cpu_rule() {
                     }
                 }
                 assert!(off * 100 <= cols, "{name}: {off} of {cols} values one step off the CPU's");
+            }
+            // Mode 3 at a residual stream's scales (small early values; large values of one
+            // sign, whose d * sum passes f16's range): its units times the norm's scale are
+            // the CPU's rule on the normed row, d and d * sum within one f16 step of them.
+            for (magnitude, one_sign) in [(1e-4f32, false), (2e3, true)] {
+                let x: Vec<f32> = rng.normals(cols, 1.0).iter().map(|v| magnitude * if one_sign { v.abs() } else { *v }).collect();
+                let w: Vec<f32> = rng.normals(cols, 1.0).iter().map(|v| 1.0 + 0.25 * v).collect();
+                let eps = 1e-5f32;
+                let scale = (1.0 / ((x.iter().map(|a| (*a as f64).powi(2)).sum::<f64>() / cols as f64) + eps as f64).sqrt()) as f32;
+                let normed: Vec<f32> = x.iter().zip(&w).map(|(a, w)| a * scale * w).collect();
+                let want = cortiq_engine::cpu::quant::quantize_rows(&normed, cols);
+                let (q, d) = be.quantize(&x, &w, 3, eps).unwrap();
+                let name = format!("quantizer mode 3, {cols} values of magnitude {magnitude}");
+                for (u, (b, s)) in want.iter().zip(&d).enumerate() {
+                    let got = &q[32 * u..32 * u + 32];
+                    assert!(got.iter().zip(&b.qs).all(|(g, w)| (*g as i32 - *w as i32).abs() <= 1), "{name}: unit {u}: values {got:?} vs the CPU's {:?}", b.qs);
+                    let step = |r: f32| r.abs() * 2f32.powi(-10) + f32::MIN_POSITIVE;
+                    let (ds, dss) = (s[0] * scale, s[1] * scale);
+                    assert!(ds.is_finite() && dss.is_finite() && (ds - b.d).abs() <= step(b.d) && (dss - b.s).abs() <= 2.0 * step(b.s) + step(b.d), "{name}: unit {u}: d, d * sum {:?} times the norm's scale {scale} vs the CPU's {} {}", s, b.d, b.s);
+                }
             }
         }
     }

@@ -5,6 +5,7 @@
 use super::adapter::{self, AdapterDesc, AdapterKind};
 use super::q8_out::{self, Q8Out, UnitShape};
 use super::multi;
+use super::qkv_attn;
 use crate::gpu::backend::DeviceInfo;
 use cortiq_core::Codec;
 use std::collections::HashMap;
@@ -45,6 +46,9 @@ const ATTN_COMBINE_Q8: &str = include_str!("kernels/attn_combine_q8.wgsl");
 const ATTN_MERGE: &str = include_str!("kernels/attn_merge.wgsl");
 const ATTN_ROWS: &str = include_str!("kernels/attn_rows.wgsl");
 const ATTN_CHUNK: &str = include_str!("kernels/attn_chunk.wgsl");
+const ATTN_PARTIAL: &str = include_str!("kernels/attn_partial.wgsl");
+const ATTN_QKV: &str = include_str!("kernels/attn_qkv.wgsl");
+const ROPE_HEAD: &str = include_str!("kernels/rope_head.wgsl");
 const ATTN_REDUCE_SHARED: &str = include_str!("kernels/attn_reduce_shared.wgsl");
 const ATTN_REDUCE_SUBGROUP: &str = include_str!("kernels/attn_reduce_subgroup.wgsl");
 const ARGMAX: &str = include_str!("kernels/argmax.wgsl");
@@ -119,6 +123,11 @@ pub struct WgpuContext {
     /// none where the adapter binds too few storage buffers).
     q8_out: std::sync::Mutex<HashMap<(Codec, Q8Out, UnitShape), wgpu::ComputePipeline>>,
     q8_out_layouts: Option<[wgpu::BindGroupLayout; 2]>,
+    /// The int8 graph's split attention with its own QKV (`qkv_attn.rs`) by codec, built on
+    /// first use, and its bind group layout (none where the adapter binds too few storage
+    /// buffers).
+    attn_qkv: std::sync::Mutex<HashMap<(Codec, u32), wgpu::ComputePipeline>>,
+    attn_qkv_layout: Option<wgpu::BindGroupLayout>,
     /// GEMM pipelines by codec and whether they take int8 activations, built on first use
     /// (same bindings as the matvec).
     gemm: std::sync::Mutex<HashMap<(Codec, bool), wgpu::ComputePipeline>>,
@@ -258,12 +267,13 @@ impl WgpuContext {
             })
             .collect();
         let q8_out_layouts = (q8_out::STORAGE_BINDINGS <= limits.max_storage_buffers_per_shader_stage).then(|| [layout(&device, &[r, r, r, r, r, r, w, w, Uniform]), layout(&device, &[r, r, r, r, w, w, w, r, Uniform])]);
+        let attn_qkv_layout = (qkv_attn::STORAGE_BINDINGS <= limits.max_storage_buffers_per_shader_stage).then(|| layout(&device, &[r, r, r, r, r, r, r, r, w, w, w, Uniform, Uniform]));
         let act_layout = layout(&device, &[w, r, Uniform]);
         let act = build(&device, ACT, &act_layout, cache.as_ref(), "act")?;
         let norm = build(&device, &norm_source(subgroups), &layout(&device, &[w, r, r, w, Uniform]), cache.as_ref(), "norm")?;
         let quant = build(&device, &quant_source(subgroups), &layout(&device, &[r, r, w, w, Uniform]), cache.as_ref(), "quant")?;
         let rope_store = build(&device, &format!("{STEP}{ROPE_STORE}"), &layout(&device, &[w, r, r, w, w, Uniform]), cache.as_ref(), "rope_store")?;
-        let attn_split = build(&device, &attn_chunk_source(ATTN_SPLIT, subgroups), &layout(&device, &[r, r, r, w, w, w, Uniform]), cache.as_ref(), "attn_split")?;
+        let attn_split = build(&device, &attn_split_source(subgroups), &layout(&device, &[r, r, r, w, w, w, Uniform]), cache.as_ref(), "attn_split")?;
         let attn_combine = build(&device, &format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "attn_combine")?;
         let attn_combine_q8 = build(&device, &format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE_Q8}{QUANT_UNIT}"), &layout(&device, &[r, w, w, Uniform]), cache.as_ref(), "attn_combine_q8")?;
         let attn_rows = build(&device, &attn_chunk_source(ATTN_ROWS, subgroups), &layout(&device, &[r, r, r, w, Uniform]), cache.as_ref(), "attn_rows")?;
@@ -271,7 +281,7 @@ impl WgpuContext {
         let argmax_merge = build(&device, &format!("{ARGMAX_PICK}{ARGMAX_MERGE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "argmax_merge")?;
         let topk_groups = build(&device, &format!("{TOPK_KEYS}{TOPK_GROUPS}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_groups")?;
         let topk_merge = build(&device, &topk_merge_source(subgroups), &layout(&device, &[r, w, Uniform, w, Uniform]), cache.as_ref(), "topk_merge")?;
-        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, q8_out: Default::default(), q8_out_layouts, gemm: Default::default(), embed: Default::default(), subgroups, pipeline_cache: cache, act, norm, quant, rope_store, attn_split, attn_combine, attn_combine_q8, attn_rows, argmax, argmax_merge, topk_groups, topk_merge, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
+        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, q8_out: Default::default(), q8_out_layouts, attn_qkv: Default::default(), attn_qkv_layout, gemm: Default::default(), embed: Default::default(), subgroups, pipeline_cache: cache, act, norm, quant, rope_store, attn_split, attn_combine, attn_combine_q8, attn_rows, argmax, argmax_merge, topk_groups, topk_merge, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
         // The per-op kernels up front (a job's first call should not pay a compile).
         for (codec, _, _) in MATVEC_CODECS {
             for (rows, cols) in [(1, 1), (TALL_ROWS, 1), (WIDE_ROWS, WIDE_COLS)] {
@@ -344,6 +354,22 @@ impl WgpuContext {
         let bgl = &layouts[usize::from(kind == Q8Out::Residual)];
         let built = build(&self.device, &src, bgl, self.pipeline_cache.as_ref(), &format!("{kind:?} to int8 {suffix}, {shape:?}"))?;
         map.insert((codec, kind, shape), built.clone());
+        Ok(built)
+    }
+
+    /// The int8 graph's split attention with its own QKV (`qkv_attn.rs`) for an
+    /// int8-activation codec and head size (built on first use).
+    pub fn attn_qkv_pipeline(&self, codec: Codec, head_dim: u32) -> Result<wgpu::ComputePipeline, String> {
+        let Some(bgl) = &self.attn_qkv_layout else {
+            return Err("the adapter binds too few storage buffers for the attention with its own QKV".into());
+        };
+        let mut map = self.attn_qkv.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(found) = map.get(&(codec, head_dim)) {
+            return Ok(found.clone());
+        }
+        let (_, suffix, _) = MATVEC_CODECS.into_iter().find(|(c, _, _)| *c == codec).filter(|_| Q8_CODECS.contains(&codec)).ok_or_else(|| format!("no int8-activation kernel for {codec}"))?;
+        let built = build(&self.device, &attn_qkv_source(suffix, head_dim, self.subgroups)?, bgl, self.pipeline_cache.as_ref(), &format!("attention with its own qkv {suffix}, head size {head_dim}"))?;
+        map.insert((codec, head_dim), built.clone());
         Ok(built)
     }
 
@@ -618,6 +644,31 @@ fn with_reduce(body: &str, reduce: &str) -> String {
 /// with the chunk's max and sum by subgroup operations where the adapter has them.
 fn attn_chunk_source(kernel: &str, subgroups: bool) -> String {
     with_reduce(&format!("{STEP}{ATTN_CHUNK}{kernel}"), if subgroups { ATTN_REDUCE_SUBGROUP } else { ATTN_REDUCE_SHARED })
+}
+
+/// The decode split's shader: the chunk helpers, RoPE of a head, the chunk's partial, the kernel.
+fn attn_split_source(subgroups: bool) -> String {
+    attn_chunk_source(&format!("{ROPE_HEAD}{ATTN_PARTIAL}{ATTN_SPLIT}"), subgroups)
+}
+
+/// The split attention with its own QKV (attn_qkv.wgsl) over int8-activation codec `suffix`
+/// for heads of `head_dim` (32, 64 or 128): the split's pieces, the matrices' uniform block,
+/// the kernel with its lines per loaded K and V vec4, the codec functions of Q, K and V, the
+/// chunk reduction (by subgroups where the adapter has them).
+fn attn_qkv_source(suffix: &str, head_dim: u32, subgroups: bool) -> Result<String, String> {
+    if ![32, 64, 128].contains(&head_dim) {
+        return Err(format!("the attention with its own QKV is built for head sizes 32, 64 and 128, not {head_dim}"));
+    }
+    let nv = head_dim / 16;
+    let lines = |f: &dyn Fn(u32) -> String| (0..nv).map(f).collect::<Vec<_>>().join("\n    ");
+    let score = (0..nv).map(|i| format!("dot(qh[lid % LANES + {i}u * LANES], k{i})")).collect::<Vec<_>>().join(" + ");
+    let kernel = ATTN_QKV
+        .replace("GEN_NV", &nv.to_string())
+        .replace("GEN_LOADS", &lines(&|i| format!("var k{i} = vec4<f32>(0.0); if (j < stored) {{ k{i} = kc[kr + {i}u * LANES]; }} var v{i} = vec4<f32>(0.0); if (g + {i}u * groups < stored) {{ v{i} = vc[vr + {i}u * groups * kvd4]; }}")))
+        .replace("GEN_SCORE", &format!("s = {score};"))
+        .replace("GEN_VALUES", &lines(&|i| format!("if (g + {i}u * groups < stored) {{ a += sc[g + {i}u * groups] * v{i}; }}")));
+    let body = format!("{ROPE_HEAD}{ATTN_PARTIAL}{}{kernel}", multi::params_block()?);
+    Ok(format!("{}\n{}", attn_chunk_source(&body, subgroups), multi::codec_copies(3, suffix, true)?))
 }
 
 /// The top-k merge's shader: the keys' helpers, the kernel, the draw, and the workgroup
@@ -918,6 +969,12 @@ mod tests {
                 for units in [1, 2, 4] {
                     validate(&format!("gemm int8 x {suffix}, {units} units a stage"), &gemm_q8_source(suffix, units));
                 }
+                for head_dim in [32, 64, 128] {
+                    for subgroups in [false, true] {
+                        validate(&format!("attn_qkv {suffix}, head size {head_dim}, subgroups={subgroups}"), &attn_qkv_source(suffix, head_dim, subgroups).unwrap());
+                    }
+                }
+                assert!(attn_qkv_source(suffix, 96, true).is_err());
                 for kind in [Q8Out::Glu { normed: false }, Q8Out::Glu { normed: true }, Q8Out::Residual] {
                     for rows in [4, 8, 16] {
                         for invocations in [256, 512] {
@@ -934,7 +991,7 @@ mod tests {
             validate(&format!("topk_merge subgroups={subgroups}"), &topk_merge_source(subgroups));
             validate(&format!("norm subgroups={subgroups}"), &norm_source(subgroups));
             validate(&format!("quant subgroups={subgroups}"), &quant_source(subgroups));
-            validate(&format!("attn_split subgroups={subgroups}"), &attn_chunk_source(ATTN_SPLIT, subgroups));
+            validate(&format!("attn_split subgroups={subgroups}"), &attn_split_source(subgroups));
             validate(&format!("attn_rows subgroups={subgroups}"), &attn_chunk_source(ATTN_ROWS, subgroups));
         }
         for (name, src) in [("act", ACT.to_string()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_combine", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE}")), ("attn_combine_q8", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE_Q8}{QUANT_UNIT}")), ("argmax", format!("{ARGMAX_PICK}{ARGMAX}")), ("argmax_merge", format!("{ARGMAX_PICK}{ARGMAX_MERGE}")), ("topk_groups", format!("{TOPK_KEYS}{TOPK_GROUPS}"))] {

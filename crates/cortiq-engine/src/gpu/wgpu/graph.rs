@@ -13,6 +13,7 @@
 
 use super::multi::{self, MultiIo};
 use super::q8_out::{self, Int8Units, Q8Out, Q8OutIo, UnitSetting};
+use super::qkv_attn::{self, qkv_attn_wanted, QkvAttnIo};
 use super::argmax::DeviceArgmax;
 use super::top_k::{key_staging, read_candidates, DeviceTopK};
 use super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform};
@@ -363,8 +364,7 @@ impl WgpuBackend {
 
     fn build_graph(&self, m: &Llama, capacity: usize, model_key: u64, layers: usize) -> ModelGraph {
         let c = &m.cfg;
-        let layer_bytes = m.layers.first().map_or(0, |l| l.matrices().iter().map(|w| m.view(w).bytes.len() as u64).sum());
-        let int8 = super::int8_graph_wanted(self.int8_graph, self.info.q8_matvec, layer_bytes) && int8_layers(&m.layers[..layers]);
+        let int8 = super::int8_graph_wanted(self.int8_graph, self.info.q8_matvec) && int8_layers(&m.layers[..layers]);
         let widest = c.n_embd.max(c.q_dim()).max(c.n_ff);
         let chunks = capacity.div_ceil(ATT_CHUNK);
         let dev = &self.ctx.device;
@@ -574,20 +574,30 @@ impl WgpuBackend {
                 (false, false) => normed(g, attn_norm, y, eps, own_norm),
             };
             let ws = [res(&w[0])?, res(&w[1])?, res(&w[2])?];
-            let ys = [&g.q, &g.k, &g.v];
-            if !(self.multi && multi::matvecs(ctx, &ws, MultiIo::like(io(ys[0]), ys.to_vec()), d, &mut params, &mut p).is_ok()) {
-                for (w, y) in ws.into_iter().zip(ys) {
-                    plan::matvec(ctx, w, io(y), d, 1, &mut params, &mut p)?;
+            // The attention split computing its own Q, K and V from the normed int8 row (its
+            // stage is then "attn"); else the QKV matvecs and the plain split.
+            let qkv_io = QkvAttnIo { n_head: c.n_head, n_head_kv: c.n_head_kv, head_dim: c.head_dim, xq: &g.nq, xd: &g.nd, kc: &mirror.k[li], vc: &mirror.v[li], part: &g.part, step: &g.step, eps };
+            let fused = norm_q8 && self.rope_fold && qkv_attn_wanted(self.qkv_attn, c.n_embd) && qkv_attn::plan(ctx, ws, qkv_io, &mut params, &mut p).is_ok();
+            if fused {
+                stage(&mut p, at, "qkv + attention split (int8 x, rope+kv append)", &w[0..3], "attn");
+            } else {
+                let ys = [&g.q, &g.k, &g.v];
+                if !(self.multi && multi::matvecs(ctx, &ws, MultiIo::like(io(ys[0]), ys.to_vec()), d, &mut params, &mut p).is_ok()) {
+                    for (w, y) in ws.into_iter().zip(ys) {
+                        plan::matvec(ctx, w, io(y), d, 1, &mut params, &mut p)?;
+                    }
+                }
+                stage(&mut p, at, qkv_label, &w[0..3], "qkv");
+                if !self.rope_fold {
+                    p.push(Planned { label: "rope+kv append", pipe: ctx.rope_store.clone(), bufs: vec![&g.q, &g.k, &g.v, &mirror.k[li], &mirror.v[li]], uniform: Uniform::Whole(&g.step), grid: Grid::Fixed(rope_threads.div_ceil(64), 1, 1) });
                 }
             }
-            stage(&mut p, at, qkv_label, &w[0..3], "qkv");
-            if !self.rope_fold {
-                p.push(Planned { label: "rope+kv append", pipe: ctx.rope_store.clone(), bufs: vec![&g.q, &g.k, &g.v, &mirror.k[li], &mirror.v[li]], uniform: Uniform::Whole(&g.step), grid: Grid::Fixed(rope_threads.div_ceil(64), 1, 1) });
-            }
-            drop_if_skipped(&mut p, begun, "qkv");
+            drop_if_skipped(&mut p, begun, if fused { "attn" } else { "qkv" });
             let begun = p.len();
-            let split_label = if self.rope_fold { "attention split (rope+kv append)" } else { "attention split" };
-            p.push(Planned { label: split_label, pipe: ctx.attn_split.clone(), bufs: vec![&g.q, &g.k, &g.v, &mirror.k[li], &mirror.v[li], &g.part], uniform: Uniform::Whole(&g.step), grid: Grid::HeadsByChunks(c.n_head as u32) });
+            if !fused {
+                let split_label = if self.rope_fold { "attention split (rope+kv append)" } else { "attention split" };
+                p.push(Planned { label: split_label, pipe: ctx.attn_split.clone(), bufs: vec![&g.q, &g.k, &g.v, &mirror.k[li], &mirror.v[li], &g.part], uniform: Uniform::Whole(&g.step), grid: Grid::HeadsByChunks(c.n_head as u32) });
+            }
             // The int8 graph's O input: quantized by the combine itself where a head is whole units.
             let combined_q8 = g.int8 && self.combine_q8 && c.head_dim.is_multiple_of(32);
             p.push(match combined_q8 {
@@ -687,7 +697,8 @@ impl WgpuBackend {
         let capacity = job.host_kv.capacity();
         let at = At { model: m, seq: job.seq, pos: job.pos, host_kv: job.host_kv, layers: job.layers };
         self.on_graph(&at, 1, out, |g, mirror, map| {
-            if mirror.recorded.is_none() {
+            let recording = mirror.recorded.is_none();
+            if recording {
                 // The weight list is only needed to record a sequence's dispatches, not per token.
                 let args: Vec<WeightArg> = graph_weights(m, g.layers).iter().map(|w| m.weight_arg(w)).collect();
                 mirror.recorded = Some(self.record(m, &args, map, g, mirror)?);
@@ -754,7 +765,7 @@ impl WgpuBackend {
                 *prof.gpu_pass.get_or_insert_default() += std::time::Duration::from_nanos(ns as u64);
             }
             self.add_dispatch_times(g, rec, &mut prof.kernels)?;
-            if g.stamps.is_some() {
+            if recording || g.stamps.is_some() {
                 prof.stage_bytes.clone_from(&rec.stage_bytes);
             }
             Ok(back)

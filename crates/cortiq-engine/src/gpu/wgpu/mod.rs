@@ -14,6 +14,7 @@ mod argmax;
 mod q8_out;
 mod graph;
 mod multi;
+mod qkv_attn;
 mod top_k;
 mod plan;
 
@@ -23,6 +24,7 @@ use super::memory::fingerprint;
 use super::planar;
 pub use graph::{RopeSpec, RopedAttention};
 pub use q8_out::{Int8Units, UnitSetting};
+pub use qkv_attn::{qkv_attn_wanted, QKV_ATTN_MAX_COLS};
 pub use context::{int8_layers, MatvecShape, PipelineCacheState, Variant, WgpuContext, XMode, Q8_CODECS};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -115,8 +117,8 @@ pub struct WgpuBackend {
     resident: AtomicU64,
     info: DeviceInfo,
     /// Whether the token graph multiplies int8 activations where every matrix of its layers
-    /// has an int8 kernel: `CMF_WGPU_INT8=1` / `=0`, or None (unset): by the model's size
-    /// (`int8_graph_wanted`).
+    /// has an int8 kernel: `CMF_WGPU_INT8=1` / `=0`, or None (unset): where the adapter has
+    /// the int8 dot product (`int8_graph_wanted`).
     int8_graph: Option<bool>,
     /// Whether the prefill graph's GEMMs take int8 activations where every layer matrix has
     /// an int8 kernel (on unless `CMF_WGPU_PREFILL_INT8=0`; measured on the H200,
@@ -141,19 +143,19 @@ pub struct WgpuBackend {
     /// no quantize dispatch before QKV and gate/up; on unless `CMF_WGPU_NORM_Q8=0`; needs
     /// `glu_q8`).
     norm_q8: bool,
+    /// Whether that graph's attention split computes its own Q, K and V (`qkv_attn.rs`: no
+    /// QKV dispatch; needs `norm_q8` and `rope_fold`): `CMF_WGPU_QKV_ATTN=1` / `=0`, or None
+    /// (unset): by the row's width (`qkv_attn_wanted`).
+    qkv_attn: Option<bool>,
 }
 
-/// Weight bytes a layer must hold for the token graph to take int8 activations by default.
-/// Measured on the H200 (`bench/results/h200-s10/call1/`, tg128 f32 vs int8): smollm2-135m
-/// (~2 MB a layer in q4_0) loses 18 % to the quantizer's extra dispatches, llama-1b (~34 MB)
-/// gains 8-22 %, llama-8b 14-28 %.
-pub const INT8_GRAPH_MIN_LAYER_BYTES: u64 = 8 << 20;
-
-/// Whether a token graph takes int8 activations: the setting where there is one, otherwise
-/// where a layer's matrices hold at least `INT8_GRAPH_MIN_LAYER_BYTES`; never where the
-/// adapter has no int8 dot product (`q8_matvec`).
-pub fn int8_graph_wanted(setting: Option<bool>, q8_matvec: bool, layer_bytes: u64) -> bool {
-    q8_matvec && setting.unwrap_or(layer_bytes >= INT8_GRAPH_MIN_LAYER_BYTES)
+/// Whether a token graph takes int8 activations: the setting where there is one, else
+/// wherever the adapter has an int8 dot product (`q8_matvec`). Measured on the H200
+/// (bench/NOTES.md, nineteenth session), tg128 f32 graph -> int8 graph: smollm2-135m q4_0
+/// 850 -> 935 tok/s (q8_0 831 -> 891, q4_1 836 -> 929), llama-1b and llama-8b ahead since
+/// the tenth session.
+pub fn int8_graph_wanted(setting: Option<bool>, q8_matvec: bool) -> bool {
+    q8_matvec && setting.unwrap_or(true)
 }
 
 /// Device bytes a weight's row takes once repacked (the planar layout, with room for a
@@ -179,18 +181,26 @@ impl WgpuBackend {
         if let Some(w) = skip.warning() {
             eprintln!("cortiq: wgpu: {w}");
         }
-        let int8_graph = match std::env::var("CMF_WGPU_INT8").as_deref() {
+        let setting = |name: &str| match std::env::var(name).as_deref() {
             Ok("1") => Some(true),
             Ok("0") => Some(false),
             _ => None,
         };
-        Ok(WgpuBackend { ctx, weights: Mutex::new(HashMap::new()), scratch: Mutex::new(Scratch::default()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), info, int8_graph, int8_prefill: !crate::gpu::selection::switched_off("CMF_WGPU_PREFILL_INT8"), skip, multi: !crate::gpu::selection::switched_off("CMF_WGPU_MULTI"), rope_fold: !crate::gpu::selection::switched_off("CMF_WGPU_ROPE_FOLD"), combine_q8: !crate::gpu::selection::switched_off("CMF_WGPU_COMBINE_Q8"), glu_q8: !crate::gpu::selection::switched_off("CMF_WGPU_GLU_Q8"), norm_q8: !crate::gpu::selection::switched_off("CMF_WGPU_NORM_Q8") })
+        let (int8_graph, qkv_attn) = (setting("CMF_WGPU_INT8"), setting("CMF_WGPU_QKV_ATTN"));
+        Ok(WgpuBackend { ctx, weights: Mutex::new(HashMap::new()), scratch: Mutex::new(Scratch::default()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), info, int8_graph, int8_prefill: !crate::gpu::selection::switched_off("CMF_WGPU_PREFILL_INT8"), skip, multi: !crate::gpu::selection::switched_off("CMF_WGPU_MULTI"), rope_fold: !crate::gpu::selection::switched_off("CMF_WGPU_ROPE_FOLD"), combine_q8: !crate::gpu::selection::switched_off("CMF_WGPU_COMBINE_Q8"), glu_q8: !crate::gpu::selection::switched_off("CMF_WGPU_GLU_Q8"), norm_q8: !crate::gpu::selection::switched_off("CMF_WGPU_NORM_Q8"), qkv_attn })
     }
 
     /// The same backend with the token graph's int8 activations on or off (`CMF_WGPU_INT8`),
     /// for tests and measurements that compare both in one process.
     pub fn with_int8_graph(mut self, on: bool) -> WgpuBackend {
         self.int8_graph = Some(on);
+        self
+    }
+
+    /// The same backend with the int8 graph's QKV folded into its attention split or not
+    /// (`CMF_WGPU_QKV_ATTN`), for tests and measurements.
+    pub fn with_qkv_attn(mut self, on: bool) -> WgpuBackend {
+        self.qkv_attn = Some(on);
         self
     }
 
@@ -679,18 +689,13 @@ impl Backend for WgpuBackend {
 
 #[cfg(test)]
 mod tests {
-    use super::{int8_graph_wanted, INT8_GRAPH_MIN_LAYER_BYTES};
+    use super::int8_graph_wanted;
 
     #[test]
-    fn the_token_graph_takes_int8_activations_for_big_layers_unless_told() {
-        let (small, big) = (2 << 20, 34 << 20);
-        assert!(!int8_graph_wanted(None, true, small), "smollm2-sized layers lose to the quantizer's dispatches");
-        assert!(int8_graph_wanted(None, true, big));
-        assert!(int8_graph_wanted(None, true, INT8_GRAPH_MIN_LAYER_BYTES));
-        // The setting wins either way, but never without the adapter's int8 dot product.
-        assert!(int8_graph_wanted(Some(true), true, small));
-        assert!(!int8_graph_wanted(Some(false), true, big));
-        assert!(!int8_graph_wanted(Some(true), false, big));
-        assert!(!int8_graph_wanted(None, false, big));
+    fn the_token_graph_takes_int8_activations_where_the_adapter_has_the_dot_product_unless_told() {
+        assert!(int8_graph_wanted(None, true));
+        assert!(!int8_graph_wanted(Some(false), true));
+        assert!(!int8_graph_wanted(Some(true), false));
+        assert!(!int8_graph_wanted(None, false));
     }
 }

@@ -181,7 +181,7 @@ pub(super) fn source(kind: Q8Out, suffix: &str, shape: UnitShape) -> Result<Stri
             let adds: String = (0..8).map(|i| format!("let v{i} = kept[{i}u] + {}; r[8u * n + {i}u] = v{i}; ", sum(0, i))).collect();
             let squares = (0..8).map(|i| format!("dot(v{i}, v{i})")).collect::<Vec<_>>().join(" + ");
             let values = (0..8).map(|i| format!("v{i} * kept[{}u]", 8 + i)).collect::<Vec<_>>().join(", ");
-            format!("{adds}store_unit_w(n, {squares}, {values});")
+            format!("{adds}store_unit_as(n, {squares}, false, {values});")
         }
     };
     let kernel = Q8_OUT

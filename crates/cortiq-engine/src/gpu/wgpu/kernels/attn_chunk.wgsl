@@ -61,6 +61,13 @@ fn chunk_scores(t0: u32, cnt: u32, kvd4: u32, kh: u32, hd4: u32, lid: u32, fresh
     } else if (j < cnt) {
         s = score_part((t0 + j) * kvd4 + kh, hd4, lid % LANES, LANES);
     }
+    return position_score(s, cnt, lid);
+}
+
+// The scaled score of position t0 + lid for invocations lid < cnt (-3e38 for the others)
+// from every invocation's part `s` of it (invocation i: position i / LANES); call from
+// uniform control flow.
+fn position_score(s: f32, cnt: u32, lid: u32) -> f32 {
     lanes[lid] = s;
     workgroupBarrier();
     var score = -3.0e38;

@@ -11,8 +11,9 @@
 // appends them to the mirror (no workgroup of this dispatch reads that mirror row). Without
 // it q is rotated and the mirror holds `pos` already.
 // head_dim % 4 == 0, head_dim <= 256.
-// `Step`, the per-token block, comes from step.wgsl, the chunk helpers from attn_chunk.wgsl
-// (both prepended by the host).
+// `Step`, the per-token block, comes from step.wgsl, the chunk helpers from attn_chunk.wgsl,
+// `rotated` from rope_head.wgsl and `chunk_partial` from attn_partial.wgsl (all prepended by
+// the host).
 
 @group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;          // (n_head * head_dim / 4)
 @group(0) @binding(1) var<storage, read> k_new: array<vec4<f32>>;      // (kv_dim / 4) the token's, unrotated (read with `fold`)
@@ -21,35 +22,6 @@
 @group(0) @binding(4) var<storage, read_write> vc: array<vec4<f32>>;   // (capacity, kv_dim / 4)
 @group(0) @binding(5) var<storage, read_write> part: array<f32>;       // (n_head, chunks, head_dim + 2)
 @group(0) @binding(6) var<uniform> st: Step;
-
-// Dimensions 4 i .. 4 i + 3 of the head in `rope_in` after RoPE at position `pos`, by
-// rope_store.wgsl's arithmetic (dimensions past the rotary width as they are).
-fn rotated(i: u32, pos: u32) -> vec4<f32> {
-    var r = rope_in[i];
-    let half = st.rot / 2u;
-    for (var e = 0u; e < 4u; e++) {
-        let j = 4u * i + e;
-        if (j < st.rot) {
-            var pair = j / 2u;
-            var first = j % 2u == 0u;
-            var other = select(j - 1u, j + 1u, first);
-            if (st.neox != 0u) {
-                pair = j % half;
-                first = j < half;
-                other = select(j - half, j + half, first);
-            }
-            let theta = f32(pos) * pow(st.base, -2.0 * f32(pair) / f32(st.rot));
-            let c = cos(theta);
-            let s = sin(theta);
-            let x = rope_in[j / 4u][j % 4u];
-            let y = rope_in[other / 4u][other % 4u];
-            r[e] = select(y * s + x * c, x * c - y * s, first);
-        }
-    }
-    return r;
-}
-
-var<workgroup> rope_in: array<vec4<f32>, 64>; // a head's dimensions before RoPE
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32 REDUCE_ARGS) {
@@ -96,25 +68,5 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         qh[lid] = q[h * hd4 + lid];
     }
     workgroupBarrier();
-    let score = chunk_scores(t0, cnt, kvd4, kh, hd4, lid, fresh);
-    let m = chunk_max(score, lid);
-    var e = 0.0;
-    if (lid < cnt) {
-        e = exp(score - m);
-    }
-    if (lid < CHUNK) {
-        sc[lid] = e;
-    }
-    let total = chunk_sum(e, lid); // its barriers also publish `sc`
-    let t = group_total(chunk_values(t0, cnt, kvd4, kh, hd4, lid, fresh), hd4, lid);
-    let out = (h * st.chunks + c) * (st.head_dim + 2u);
-    if (lid < hd4) {
-        for (var k = 0u; k < 4u; k++) {
-            part[out + 4u * lid + k] = t[k];
-        }
-    }
-    if (lid == 0u) {
-        part[out + st.head_dim] = m;
-        part[out + st.head_dim + 1u] = total;
-    }
+    chunk_partial(h, c, t0, cnt, kvd4, kh, hd4, lid, fresh);
 }

@@ -2,7 +2,8 @@
 // per 32 values d = max|x| / 127 and q = round(x / d)), by packed 4 x 8-bit integer dot
 // products (one instruction per four products where the device has them). n: global unit
 // index; xa, xb: the unit's 32 int8 values (values 4k..4k+3 in component k of xa, 16 + 4k..
-// of xb); xd: (d, d * sum(q), sum(q), 0) of the unit, d and d * sum at f16 precision.
+// of xb); xd: (d, d * sum(q), sum(q), 0) of the unit, d and d * sum at f16 precision (in f32,
+// the fourth lane x's squares, for a normed row's unit: quant_unit.wgsl).
 
 // Nibble levels (0..15, so the same as signed bytes) . q over a 32-value unit: word k holds
 // values 4k..4k+3 in its low nibbles and 16 + 4k.. in its high ones.

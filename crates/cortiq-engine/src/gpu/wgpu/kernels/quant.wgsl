@@ -3,7 +3,7 @@
 // silu(x) * x2 (mode 1: the gated FFN's hidden state), x / rms(x) * x2 (mode 2: RMSNorm, x2
 // the weights; every workgroup sums the row's squares itself) or x * x2 with each unit's sum
 // of squares of x in xd's fourth lane (mode 3: the RMSNorm's scale left to the consumer,
-// `XMode::Int8Norm`). A value that is not finite
+// `XMode::Int8Norm`; d and d * sum kept in f32). A value that is not finite
 // makes its unit's d NaN, so it reaches the output. One invocation per unit; workgroup row y
 // takes row y of a batch (x, x2 in mode 1, xq and xd offset by whole rows). The host
 // appends quant_unit.wgsl (`store_unit`, the rule itself) and the workgroup sum
@@ -92,5 +92,5 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         return;
     }
     let squares = select(0.0, dot(a0, a0) + dot(a1, a1) + dot(a2, a2) + dot(a3, a3) + dot(a4, a4) + dot(a5, a5) + dot(a6, a6) + dot(a7, a7), qp.mode == 3u);
-    store_unit_w(wg.y * units + u, squares, val(a0, b0, scale), val(a1, b1, scale), val(a2, b2, scale), val(a3, b3, scale), val(a4, b4, scale), val(a5, b5, scale), val(a6, b6, scale), val(a7, b7, scale));
+    store_unit_as(wg.y * units + u, squares, qp.mode != 3u, val(a0, b0, scale), val(a1, b1, scale), val(a2, b2, scale), val(a3, b3, scale), val(a4, b4, scale), val(a5, b5, scale), val(a6, b6, scale), val(a7, b7, scale));
 }
