@@ -472,6 +472,61 @@ fn token_graph_matches_the_cpu_path() {
     }
 }
 
+/// Weights split by rows (a binding size below the FFN matrices') keep the int8 token graph
+/// off its faster forms, which take whole matrices: it records the slower ones instead,
+/// decodes as the CPU path does (logits within 5 % relative L2 at every step), and
+/// `--explain` names each fallback with its reason. `tiny` (its gate/up/down 74 KB each in
+/// Q4_0, a 48 KB binding).
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "SKIP gpu parity: no wgpu backend compiled in (build with --features gpu)")]
+fn wgpu_token_graph_on_split_weights_says_what_it_fell_back_from() {
+    #[cfg(feature = "gpu")]
+    {
+        use cortiq_engine::gpu::race::GraphArm;
+        use cortiq_engine::gpu::wgpu::WgpuBackend;
+        use cortiq_engine::gpu::{Gpu, GpuConfig};
+        use cortiq_engine::pipeline::Session;
+        use std::sync::Arc;
+        let test = "wgpu_token_graph_on_split_weights_says_what_it_fell_back_from";
+        let pin = std::env::var("CMF_GPU_ADAPTER").ok();
+        let be = match WgpuBackend::open(pin.as_deref(), None, Some(48 << 10)) {
+            Ok(b) => b.with_int8_graph(true),
+            Err(e) => return missing(test, "no GPU adapter", e),
+        };
+        let discrete = be.info().discrete;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tiny-q4_0.gguf");
+        cortiq_engine::synth::synth("tiny", "q4_0", &path, 11).unwrap();
+        let engine = cortiq_engine::generate::Engine::load(&path).unwrap();
+        let gpu = Arc::new(Gpu::new(Some(Box::new(be)), GpuConfig { min_rows: Some(usize::MAX), ..GpuConfig::for_tests() }));
+        if !discrete {
+            gpu.record_generation(GraphArm::PerOp, &[]);
+        }
+        let prompt = engine.tokenize(&"hello world 12 34 ".repeat(10)).unwrap();
+        let steps = 16;
+        let ctx = prompt.len() + steps + 8;
+        let mut cpu = Session::with_gpu(Arc::clone(&engine.model), ctx, Arc::new(Gpu::new(None, GpuConfig::for_tests())));
+        let mut dev = Session::with_gpu(Arc::clone(&engine.model), ctx, Arc::clone(&gpu));
+        let (mut a, mut b) = (cpu.prefill(&prompt).unwrap(), dev.prefill(&prompt).unwrap());
+        assert_eq!(dev.begin_generation(), GraphArm::Graph, "the graph arm");
+        let mut worst = rel_l2(&a, &b);
+        for i in 0..steps {
+            let t = cortiq_engine::sample::argmax(&a);
+            a = cpu.step(t).unwrap();
+            b = dev.step(t).unwrap();
+            let rel = rel_l2(&a, &b);
+            assert!(b.iter().all(|v| v.is_finite()) && rel < 5e-2, "step {i}: split-weight graph logits differ from the CPU's by {rel:.2e}");
+            worst = worst.max(rel);
+        }
+        let table = gpu.explain_table();
+        eprintln!("wgpu tiny q4_0, weights split by rows: graph vs CPU logits, worst relative L2 {worst:.2e}\n{table}");
+        assert!(table.contains("token graph") && table.contains("whole token in one submission"), "the token graph ran:\n{table}");
+        for note in ["token graph: int8 activations without the deferred norm (a quantize dispatch before QKV and gate/up): ", "token graph: down's int8 input quantized by a dispatch of its own, not by gate and up: "] {
+            assert!(table.lines().any(|l| l.starts_with(note) && l.contains("row chunks")), "{note} ... row chunks: not in\n{table}");
+        }
+    }
+}
+
 /// A device prefix (issue #7): under a weight budget that holds only the leading layers, the
 /// wgpu token graph runs those and the host the rest, and greedy decode follows the CPU
 /// path: logits within 5 % relative L2 at every step (the whole-token graph's bound), the

@@ -239,6 +239,9 @@ pub struct GraphProfile {
     /// Weight bytes one token reads in each kind of dispatch that streams weights (the
     /// model's own encoding, as `weight bytes/token` in the bench table).
     pub stage_bytes: std::collections::BTreeMap<&'static str, u64>,
+    /// Where the last recorded token graph fell back from a faster form, and why (each a
+    /// line of `--explain`).
+    pub graph_notes: Vec<String>,
     /// Prefill-graph chunks and their prompt rows.
     pub prefill_chunks: u64,
     pub prefill_rows: u64,
@@ -264,6 +267,11 @@ impl GraphProfile {
             out.push_str(&format!("  GPU time per prefill chunk, {kind}: {:.2} ms\n", per(*d)));
         }
         out
+    }
+
+    /// The `--explain` lines of the token graph's fallbacks (empty without any).
+    pub fn note_lines(&self) -> String {
+        self.graph_notes.iter().map(|n| format!("token graph: {n}\n")).collect()
     }
 
     /// The per-kind lines of the `--explain` table: GPU time per token and, for kinds that

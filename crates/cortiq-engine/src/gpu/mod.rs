@@ -321,6 +321,7 @@ impl Gpu {
         if p.tokens_ahead + p.ahead_dropped > 0 {
             t.push_str(&format!("token graph: {} tokens were queued ahead on the device's own pick (argmax or draw) and taken, {} queued ahead and replaced by the host's\n", p.tokens_ahead, p.ahead_dropped));
         }
+        t.push_str(&p.note_lines());
         if hostprof && p.tokens > 0 {
             t.push_str(&p.kernel_lines());
         }

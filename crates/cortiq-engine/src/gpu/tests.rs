@@ -452,4 +452,7 @@ fn the_graph_profile_reports_time_and_weight_read_rate_per_kind() {
     assert_eq!(p.prefill_line(), "prefill graph, per chunk over 2 chunks (512 rows): device state 0.30 ms, launches queued 1.50 ms, then GPU tail 25.00 ms (to the readback)\n");
     p.prefill_kernels.insert("gate, up", Duration::from_millis(30));
     assert!(p.prefill_line().ends_with("(to the readback)\n  GPU time per prefill chunk, gate, up: 15.00 ms\n"), "{}", p.prefill_line());
+    assert_eq!(p.note_lines(), "", "no fallbacks: no lines");
+    p.graph_notes.push("QKV not folded into the attention split: a matrix split into row chunks".into());
+    assert_eq!(p.note_lines(), "token graph: QKV not folded into the attention split: a matrix split into row chunks\n");
 }

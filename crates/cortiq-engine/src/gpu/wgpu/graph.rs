@@ -278,17 +278,19 @@ struct Recorded {
     /// Whether the first dispatch decodes the embedding row of the token in `tok` (else the
     /// host writes the row into x).
     device_embed: bool,
+    /// Where the recording fell back from a faster form, and why (`GraphProfile::graph_notes`).
+    fallbacks: Vec<String>,
     _params: wgpu::Buffer,
 }
 
 impl Recorded {
     /// Bind a plan's dispatches once (its uniform slots uploaded into their own buffer), to
     /// be re-encoded for every call.
-    fn bind(device: &wgpu::Device, plan: Vec<Planned>, params: &Params, stage_bytes: BTreeMap<&'static str, u64>) -> Recorded {
+    fn bind(device: &wgpu::Device, plan: Vec<Planned>, params: &Params, stage_bytes: BTreeMap<&'static str, u64>, fallbacks: Vec<String>) -> Recorded {
         let pbuf = device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("graph-params"), contents: &params.0, usage: wgpu::BufferUsages::UNIFORM });
         let groups = plan::bind(device, &plan, &pbuf);
         let device_embed = plan.first().is_some_and(|p| p.label == "embed");
-        Recorded { labels: plan.iter().map(|p| p.label).collect(), stage_bytes, device_embed, dispatches: plan.into_iter().zip(groups).map(|(p, b)| (p.pipe, b, p.grid)).collect(), _params: pbuf }
+        Recorded { labels: plan.iter().map(|p| p.label).collect(), stage_bytes, device_embed, fallbacks, dispatches: plan.into_iter().zip(groups).map(|(p, b)| (p.pipe, b, p.grid)).collect(), _params: pbuf }
     }
 }
 
@@ -472,7 +474,11 @@ impl WgpuBackend {
     fn record(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &ModelGraph, mirror: &Mirror) -> Result<Recorded, String> {
         let norm_q8 = g.int8 && self.glu_q8 && self.norm_q8;
         match self.record_as(m, args, map, g, mirror, norm_q8) {
-            Err(_) if norm_q8 => self.record_as(m, args, map, g, mirror, false),
+            Err(e) if norm_q8 => {
+                let mut recorded = self.record_as(m, args, map, g, mirror, false)?;
+                recorded.fallbacks.insert(0, format!("int8 activations without the deferred norm (a quantize dispatch before QKV and gate/up): {e}"));
+                Ok(recorded)
+            }
             recorded => recorded,
         }
     }
@@ -531,6 +537,13 @@ impl WgpuBackend {
         // began, are dropped again, and its weights not counted.
         let skip = &self.skip;
         let mut stage_bytes: BTreeMap<&'static str, u64> = BTreeMap::new();
+        // Faster forms a layer could not take, and why (each reason once).
+        let mut fallbacks: Vec<String> = Vec::new();
+        let mut fell_back = |note: String| {
+            if !fallbacks.contains(&note) {
+                fallbacks.push(note);
+            }
+        };
         let mut stage = |p: &mut [Planned], at: usize, label: &'static str, ws: &[WeightArg], name: &str| {
             relabel(p, at, label);
             if skip.runs(name) {
@@ -577,7 +590,16 @@ impl WgpuBackend {
             // The attention split computing its own Q, K and V from the normed int8 row (its
             // stage is then "attn"); else the QKV matvecs and the plain split.
             let qkv_io = QkvAttnIo { n_head: c.n_head, n_head_kv: c.n_head_kv, head_dim: c.head_dim, xq: &g.nq, xd: &g.nd, kc: &mirror.k[li], vc: &mirror.v[li], part: &g.part, step: &g.step, eps };
-            let fused = norm_q8 && self.rope_fold && qkv_attn_wanted(self.qkv_attn, c.n_embd) && qkv_attn::plan(ctx, ws, qkv_io, &mut params, &mut p).is_ok();
+            let fused = norm_q8
+                && self.rope_fold
+                && qkv_attn_wanted(self.qkv_attn, c.n_embd)
+                && match qkv_attn::plan(ctx, ws, qkv_io, &mut params, &mut p) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        fell_back(format!("QKV as a dispatch before the attention split, not inside it: {e}"));
+                        false
+                    }
+                };
             if fused {
                 stage(&mut p, at, "qkv + attention split (int8 x, rope+kv append)", &w[0..3], "attn");
             } else {
@@ -637,7 +659,10 @@ impl WgpuBackend {
                 && match q8_out::plan(ctx, Q8Out::Glu { normed: norm_q8 }, &ws, glu_io, UnitSetting::from_env(Q8Out::Glu { normed: norm_q8 }), &mut params, &mut p) {
                     Ok(()) => true,
                     Err(e) if norm_q8 => return Err(e),
-                    Err(_) => false,
+                    Err(e) => {
+                        fell_back(format!("down's int8 input quantized by a dispatch of its own, not by gate and up: {e}"));
+                        false
+                    }
                 };
             if !(hidden_q8 || self.multi && multi::matvecs(ctx, &ws, MultiIo::like(io(ys[0]), ys.to_vec()), d, &mut params, &mut p).is_ok()) {
                 for (w, y) in ws.into_iter().zip(ys) {
@@ -666,7 +691,7 @@ impl WgpuBackend {
         }
         if g.layers < m.layers.len() {
             // A device prefix: the residual stream after it is what comes back.
-            return Ok(Recorded::bind(&ctx.device, p, &params, stage_bytes));
+            return Ok(Recorded::bind(&ctx.device, p, &params, stage_bytes, fallbacks));
         }
         // The head reads every element of the normed state in each of its many workgroups:
         // one norm dispatch first (or the quantizer with the norm folded in) instead of a
@@ -686,7 +711,7 @@ impl WgpuBackend {
         let at = p.len();
         plan::matvec(ctx, res(head)?, io, d, 1, &mut params, &mut p)?;
         stage(&mut p, at, "head", &args[args.len() - 1..], "head");
-        Ok(Recorded::bind(&ctx.device, p, &params, stage_bytes))
+        Ok(Recorded::bind(&ctx.device, p, &params, stage_bytes, fallbacks))
     }
 
     /// Run one token through the graph; `out` is written only on success.
@@ -767,6 +792,7 @@ impl WgpuBackend {
             self.add_dispatch_times(g, rec, &mut prof.kernels)?;
             if recording || g.stamps.is_some() {
                 prof.stage_bytes.clone_from(&rec.stage_bytes);
+                prof.graph_notes.clone_from(&rec.fallbacks);
             }
             Ok(back)
         })

@@ -107,7 +107,7 @@ impl WgpuBackend {
                 let args: Vec<WeightArg> = graph_weights(m, g.layers).iter().map(|w| m.weight_arg(w)).collect();
                 let mut params = Params::default();
                 let plan = self.plan_prefill(m, &args, map, g, pb, &mirror.k, &mirror.v, rows, &mut params)?;
-                mirror.prefill = Some((rows, Recorded::bind(&self.ctx.device, plan, &params, Default::default())));
+                mirror.prefill = Some((rows, Recorded::bind(&self.ctx.device, plan, &params, Default::default(), Vec::new())));
             }
             let (_, rec) = mirror.prefill.as_ref().expect("recorded above");
             let t0 = std::time::Instant::now();
