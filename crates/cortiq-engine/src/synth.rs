@@ -165,11 +165,17 @@ fn row_seed(seed: u64, tensor: usize, row: u64) -> u64 {
     m.next_u64()
 }
 
+/// The model of the named shape (`SHAPES`) in codec `codec_name`, written to `out`.
 pub fn synth(shape_name: &str, codec_name: &str, out: &Path, seed: u64) -> Result<()> {
     let shape = SHAPES.iter().find(|s| s.name == shape_name).with_context(|| {
         let names: Vec<&str> = SHAPES.iter().map(|s| s.name).collect();
         format!("unknown shape '{shape_name}' (known: {})", names.join(", "))
     })?;
+    synth_shape(shape, codec_name, out, seed)
+}
+
+/// The model of any geometry (tests use shapes of their own) in codec `codec_name`.
+pub fn synth_shape(shape: &Shape, codec_name: &str, out: &Path, seed: u64) -> Result<()> {
     let codec = Codec::from_name(codec_name).with_context(|| format!("unknown codec '{codec_name}'"))?;
     let meta = metadata(shape, codec)?;
     let list = tensor_list(shape);

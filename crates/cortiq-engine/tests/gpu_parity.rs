@@ -472,6 +472,62 @@ fn token_graph_matches_the_cpu_path() {
     }
 }
 
+/// QKV inside the attention split at every head size it is built for (32, 64, 128; the
+/// synthesized models' are 64): `tiny`'s geometry with 8, 4 and 2 query heads over 4, 2 and
+/// 1 KV heads, the fold forced on, a 100-token prompt (two attention chunks), then greedy
+/// steps against the CPU path: logits within 5 % relative L2 at every step, the fold in the
+/// recorded graph.
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "SKIP gpu parity: no wgpu backend compiled in (build with --features gpu)")]
+fn wgpu_qkv_inside_the_attention_split_follows_the_cpu_path_at_every_head_size() {
+    #[cfg(feature = "gpu")]
+    {
+        use cortiq_engine::gpu::race::GraphArm;
+        use cortiq_engine::gpu::{Gpu, GpuConfig};
+        use cortiq_engine::pipeline::Session;
+        use std::sync::Arc;
+        let test = "wgpu_qkv_inside_the_attention_split_follows_the_cpu_path_at_every_head_size";
+        let Some(probe) = wgpu_or_skip(test) else { return };
+        let discrete = probe.info().discrete;
+        drop(probe);
+        let dir = tempfile::tempdir().unwrap();
+        let tiny = *cortiq_engine::synth::SHAPES.iter().find(|s| s.name == "tiny").unwrap();
+        for (heads, kv_heads) in [(8, 4), (4, 2), (2, 1)] {
+            let shape = cortiq_engine::synth::Shape { heads, kv_heads, ..tiny };
+            let head_dim = shape.hidden / heads;
+            let path = dir.path().join(format!("tiny-hd{head_dim}.gguf"));
+            cortiq_engine::synth::synth_shape(&shape, "q4_0", &path, 13).unwrap();
+            let engine = cortiq_engine::generate::Engine::load(&path).unwrap();
+            let be = cortiq_engine::gpu::wgpu::WgpuBackend::new().unwrap().with_int8_graph(true).with_qkv_attn(true);
+            let gpu = Arc::new(Gpu::new(Some(Box::new(be)), GpuConfig { min_rows: Some(usize::MAX), ..GpuConfig::for_tests() }));
+            if !discrete {
+                gpu.record_generation(GraphArm::PerOp, &[]);
+            }
+            let prompt = engine.tokenize(&"hello world 12 34 ".repeat(20)).unwrap();
+            assert!(prompt.len() > 64, "{}", prompt.len());
+            let steps = 16;
+            let ctx = prompt.len() + steps + 8;
+            let mut cpu = Session::with_gpu(Arc::clone(&engine.model), ctx, Arc::new(Gpu::new(None, GpuConfig::for_tests())));
+            let mut dev = Session::with_gpu(Arc::clone(&engine.model), ctx, Arc::clone(&gpu));
+            let (mut a, mut b) = (cpu.prefill(&prompt).unwrap(), dev.prefill(&prompt).unwrap());
+            assert_eq!(dev.begin_generation(), GraphArm::Graph, "head size {head_dim}: the graph arm");
+            let mut worst = rel_l2(&a, &b);
+            assert!(worst < 5e-2, "head size {head_dim}: the prompt's logits differ by {worst:.2e}");
+            for i in 0..steps {
+                let t = cortiq_engine::sample::argmax(&a);
+                a = cpu.step(t).unwrap();
+                b = dev.step(t).unwrap();
+                let rel = rel_l2(&a, &b);
+                assert!(b.iter().all(|v| v.is_finite()) && rel < 5e-2, "head size {head_dim}, step {i}: logits differ from the CPU's by {rel:.2e}");
+                worst = worst.max(rel);
+            }
+            let stages: Vec<&str> = gpu.backend_profile().map(|p| p.stage_bytes.keys().copied().collect()).unwrap_or_default();
+            assert!(stages.contains(&"qkv + attention split (int8 x, rope+kv append)"), "head size {head_dim}: QKV not folded into the attention split (stages {stages:?})\n{}", gpu.explain_table());
+            eprintln!("wgpu tiny, head size {head_dim}, QKV inside the split: graph vs CPU logits, worst relative L2 {worst:.2e}");
+        }
+    }
+}
+
 /// Weights split by rows (a binding size below the FFN matrices') keep the int8 token graph
 /// off its faster forms, which take whole matrices: it records the slower ones instead,
 /// decodes as the CPU path does (logits within 5 % relative L2 at every step), and
