@@ -103,33 +103,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     }
     workgroupBarrier();
     // 3. RoPE, the fresh rows, the chunk.
-    if (lid < hd4) {
-        rope_in[lid] = dims4(0u, lid);
-    }
-    workgroupBarrier();
-    var qr = vec4<f32>(0.0);
-    if (lid < hd4) {
-        qr = rotated(lid, st.pos);
-    }
-    workgroupBarrier();
-    if (lid < hd4) {
-        qh[lid] = qr;
-    }
-    if (fresh) {
-        if (lid < hd4) {
-            rope_in[lid] = dims4(256u, lid);
-        }
-        workgroupBarrier();
-        if (lid < hd4) {
-            let k_rot = rotated(lid, st.pos);
-            kcur[lid] = k_rot;
-            vcur[lid] = dims4(512u, lid);
-            if (h % group == 0u) {
-                kc[st.pos * kvd4 + kh + lid] = k_rot;
-                vc[st.pos * kvd4 + kh + lid] = vcur[lid];
-            }
-        }
-    }
+    place_rows(dims4(0u, lid % hd4), dims4(256u, lid % hd4), dims4(512u, lid % hd4), h % group == 0u, kvd4, kh, hd4, lid, fresh);
     workgroupBarrier();
     var s = 0.0;
     if (fresh && j + 1u == cnt) {

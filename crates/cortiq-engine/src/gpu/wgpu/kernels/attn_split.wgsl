@@ -12,8 +12,8 @@
 // it q is rotated and the mirror holds `pos` already.
 // head_dim % 4 == 0, head_dim <= 256.
 // `Step`, the per-token block, comes from step.wgsl, the chunk helpers from attn_chunk.wgsl,
-// `rotated` from rope_head.wgsl and `chunk_partial` from attn_partial.wgsl (all prepended by
-// the host).
+// `rotated` from rope_head.wgsl, `place_rows` and `chunk_partial` from attn_partial.wgsl (all
+// prepended by the host).
 
 @group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;          // (n_head * head_dim / 4)
 @group(0) @binding(1) var<storage, read> k_new: array<vec4<f32>>;      // (kv_dim / 4) the token's, unrotated (read with `fold`)
@@ -37,33 +37,17 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let cnt = min(CHUNK, st.pos + 1u - t0);
     let fresh = st.fold != 0u && t0 + cnt == st.pos + 1u;
     if (st.fold != 0u) {
+        var q4 = vec4<f32>(0.0);
+        var k4 = vec4<f32>(0.0);
+        var v4 = vec4<f32>(0.0);
         if (lid < hd4) {
-            rope_in[lid] = q[h * hd4 + lid];
-        }
-        workgroupBarrier();
-        var qr = vec4<f32>(0.0);
-        if (lid < hd4) {
-            qr = rotated(lid, st.pos);
-        }
-        workgroupBarrier();
-        if (lid < hd4) {
-            qh[lid] = qr;
-        }
-        if (fresh) {
-            if (lid < hd4) {
-                rope_in[lid] = k_new[kh + lid];
-            }
-            workgroupBarrier();
-            if (lid < hd4) {
-                let kr = rotated(lid, st.pos);
-                kcur[lid] = kr;
-                vcur[lid] = v_new[kh + lid];
-                if (h % group == 0u) {
-                    kc[st.pos * kvd4 + kh + lid] = kr;
-                    vc[st.pos * kvd4 + kh + lid] = vcur[lid];
-                }
+            q4 = q[h * hd4 + lid];
+            if (fresh) {
+                k4 = k_new[kh + lid];
+                v4 = v_new[kh + lid];
             }
         }
+        place_rows(q4, k4, v4, h % group == 0u, kvd4, kh, hd4, lid, fresh);
     } else if (lid < hd4) {
         qh[lid] = q[h * hd4 + lid];
     }
