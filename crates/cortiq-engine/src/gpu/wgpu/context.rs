@@ -123,8 +123,8 @@ pub struct WgpuContext {
     /// none where the adapter binds too few storage buffers).
     q8_out: std::sync::Mutex<HashMap<(Codec, Q8Out, UnitShape), wgpu::ComputePipeline>>,
     q8_out_layouts: Option<[wgpu::BindGroupLayout; 2]>,
-    /// The int8 graph's split attention with its own QKV (`qkv_attn.rs`) by codec, built on
-    /// first use, and its bind group layout (none where the adapter binds too few storage
+    /// The int8 graph's split attention with its own QKV (`qkv_attn.rs`) by codec and head
+    /// size, built on first use, and its bind group layout (none where the adapter binds too few storage
     /// buffers).
     attn_qkv: std::sync::Mutex<HashMap<(Codec, u32), wgpu::ComputePipeline>>,
     attn_qkv_layout: Option<wgpu::BindGroupLayout>,
@@ -646,7 +646,8 @@ fn attn_chunk_source(kernel: &str, subgroups: bool) -> String {
     with_reduce(&format!("{STEP}{ATTN_CHUNK}{kernel}"), if subgroups { ATTN_REDUCE_SUBGROUP } else { ATTN_REDUCE_SHARED })
 }
 
-/// The decode split's shader: the chunk helpers, RoPE of a head, the chunk's partial, the kernel.
+/// The decode split's shader: the chunk helpers, RoPE of a head, the split kernels' shared
+/// pieces (attn_partial.wgsl), the kernel.
 fn attn_split_source(subgroups: bool) -> String {
     attn_chunk_source(&format!("{ROPE_HEAD}{ATTN_PARTIAL}{ATTN_SPLIT}"), subgroups)
 }
