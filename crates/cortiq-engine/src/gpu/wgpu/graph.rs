@@ -194,6 +194,9 @@ pub(super) struct ModelGraph {
     norms: Vec<(wgpu::Buffer, wgpu::Buffer)>,
     out_norm: wgpu::Buffer,
     step: wgpu::Buffer,
+    /// (capacity) the step block of every position, copied into `step` at the start of each
+    /// token's command buffer (no host write between tokens).
+    steps: wgpu::Buffer,
     staging: wgpu::Buffer,
     /// Where a device prefix's residual stream is read back from (up to a prefill chunk's
     /// rows of n_embd floats; a stub in a whole model's graph, which never reads it).
@@ -402,6 +405,10 @@ impl WgpuBackend {
             norms: m.layers.iter().map(|l| (self.const_buf("attn_norm", &l.attn_norm), self.const_buf("ffn_norm", &l.ffn_norm))).collect(),
             out_norm: self.const_buf("output_norm", &m.output_norm),
             step: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("step"), size: std::mem::size_of::<StepBlock>() as u64, usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
+            steps: {
+                let blocks: Vec<StepBlock> = (0..capacity.max(1)).map(|pos| step_block(m, pos, (pos + 1).div_ceil(ATT_CHUNK) as u32, self.rope_fold)).collect();
+                dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("steps"), contents: bytemuck::cast_slice(&blocks), usage: wgpu::BufferUsages::COPY_SRC })
+            },
             staging: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("logits-read"), size: (c.vocab * 4) as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
             hidden_staging: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("hidden-read"), size: if layers < m.layers.len() { (prefill::PREFILL_ROWS * c.n_embd * 4) as u64 } else { 16 }, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
             stamps: (crate::gpu::hostprof_level() == 2 && dev.features().contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)).then(|| {
@@ -754,7 +761,7 @@ impl WgpuBackend {
             let submission = match queued {
                 Some(s) => s,
                 None => {
-                    self.write_token(m, g, rec, job.token, job.pos);
+                    self.write_token(m, g, rec, job.token);
                     set_draw(0);
                     let cmd = match mirror.prepared.take() {
                         Some((pos, k, cmd)) if pos == job.pos && k == kind => cmd,
@@ -766,7 +773,6 @@ impl WgpuBackend {
             let t1 = std::time::Instant::now();
             let next = job.pos + 1;
             if go_ahead {
-                self.ctx.queue.write_buffer(&g.step, 0, bytemuck::bytes_of(&step_block(m, next, (next + 1).div_ceil(ATT_CHUNK) as u32, self.rope_fold)));
                 set_draw(1);
                 let cmd = self.encode_token(rec, g, next, kind, mirror.io(next, true));
                 mirror.ahead = Some(Ahead { pos: next, kind, submission: self.ctx.queue.submit([cmd]), token: None });
@@ -798,9 +804,9 @@ impl WgpuBackend {
         })
     }
 
-    /// The host's part of a token it supplies at `pos`: the token (where the graph decodes its
-    /// embedding row) or the row itself into x, and the step block.
-    fn write_token(&self, m: &Llama, g: &ModelGraph, rec: &Recorded, token: u32, pos: usize) {
+    /// The host's part of a token it supplies: the token (where the graph decodes its
+    /// embedding row) or the row itself into x (the step block comes from `steps`).
+    fn write_token(&self, m: &Llama, g: &ModelGraph, rec: &Recorded, token: u32) {
         if rec.device_embed {
             self.ctx.queue.write_buffer(&g.tok, 0, bytemuck::bytes_of(&token));
         } else {
@@ -808,7 +814,6 @@ impl WgpuBackend {
             m.embed_rows(&[token], &mut x);
             self.ctx.queue.write_buffer(&g.x, 0, bytemuck::cast_slice(&x));
         }
-        self.ctx.queue.write_buffer(&g.step, 0, bytemuck::bytes_of(&step_block(m, pos, (pos + 1).div_ceil(ATT_CHUNK) as u32, self.rope_fold)));
     }
 
     /// What `kind` names, from the staging buffers the graph's command buffer copied it into
@@ -921,16 +926,22 @@ impl WgpuBackend {
     /// One token's command buffer at position `pos`: the recorded dispatches in one compute
     /// pass (the attention grid sized for `pos`), then what `kind` names copied for readback.
     fn encode_token(&self, rec: &Recorded, g: &ModelGraph, pos: usize, kind: Readback, io: TokenIo) -> wgpu::CommandBuffer {
-        self.encode_recorded("token", rec, g, (pos + 1).div_ceil(ATT_CHUNK) as u32, kind, &g.x, true, io)
+        self.encode_recorded("token", rec, g, Some(pos), kind, &g.x, true, io)
     }
 
-    /// A recorded dispatch list in one compute pass (`chunks`: the attention grid where one
-    /// is sized per call), with the per-dispatch timestamps under `CMF_GRAPH_HOSTPROF=2`
+    /// A recorded dispatch list in one compute pass (a decode token's at `pos`: its step block
+    /// copied into place first and the attention grid sized for it; a prefill chunk's without),
+    /// with the per-dispatch timestamps under `CMF_GRAPH_HOSTPROF=2`
     /// (and, with `pass_timer`, the pass's own under `=1`), then what `kind` names copied
     /// for readback (a prefix's residual stream from `hidden`).
     #[allow(clippy::too_many_arguments)]
-    fn encode_recorded(&self, label: &str, rec: &Recorded, g: &ModelGraph, chunks: u32, kind: Readback, hidden: &wgpu::Buffer, pass_timer: bool, io: TokenIo) -> wgpu::CommandBuffer {
+    fn encode_recorded(&self, label: &str, rec: &Recorded, g: &ModelGraph, pos: Option<usize>, kind: Readback, hidden: &wgpu::Buffer, pass_timer: bool, io: TokenIo) -> wgpu::CommandBuffer {
         let mut enc = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+        let block = std::mem::size_of::<StepBlock>() as u64;
+        if let Some(pos) = pos {
+            enc.copy_buffer_to_buffer(&g.steps, pos as u64 * block, &g.step, 0, block);
+        }
+        let chunks = pos.map_or(0, |p| (p + 1).div_ceil(ATT_CHUNK) as u32);
         if io.from_device {
             enc.copy_buffer_to_buffer(&g.best, 0, &g.tok, 0, 4);
         }

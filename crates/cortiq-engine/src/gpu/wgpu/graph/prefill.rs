@@ -111,7 +111,7 @@ impl WgpuBackend {
             }
             let (_, rec) = mirror.prefill.as_ref().expect("recorded above");
             let t0 = std::time::Instant::now();
-            let cmd = self.encode_recorded("prefill", rec, g, 0, kind, &pb.x, false, mirror.io(0, false));
+            let cmd = self.encode_recorded("prefill", rec, g, None, kind, &pb.x, false, mirror.io(0, false));
             self.ctx.queue.submit([cmd]);
             let t1 = std::time::Instant::now();
             let (back, _) = self.read_result(g, kind, mirror.io(0, false), None)?;
