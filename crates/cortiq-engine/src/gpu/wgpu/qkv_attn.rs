@@ -14,8 +14,10 @@ use super::{Resident, WgpuContext};
 pub(super) const STORAGE_BINDINGS: u32 = 11;
 
 /// Widest activation row the graph runs this way by default (`CMF_WGPU_QKV_ATTN` unset): a
-/// split workgroup streams head_dim rows of Q over this many columns.
-pub const QKV_ATTN_MAX_COLS: usize = 1024;
+/// split workgroup streams head_dim rows of Q over this many columns. Measured on the H200
+/// (bench/NOTES.md, nineteenth session), tg128 without -> with: 576 columns (smollm2-135m)
+/// +6 %, 960 (smollm2-360m) within 0.3 %, 2048 (llama-1b) -13 %.
+pub const QKV_ATTN_MAX_COLS: usize = 768;
 
 /// Whether the int8 token graph folds QKV into the attention split: the setting
 /// (`CMF_WGPU_QKV_ATTN=1` / `=0`) where there is one, else for rows of up to
