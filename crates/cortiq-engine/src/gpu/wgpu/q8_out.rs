@@ -7,7 +7,7 @@
 use super::context::{QUANT_UNIT, Q8_CODECS};
 use super::multi::{codec_copies, params_block, MultiParams, MAX_MATRICES};
 use super::plan::{grid, Grid, MatvecParams, Params, Planned, Uniform};
-use super::{Resident, WgpuContext};
+use super::{Chunk, Resident, WgpuContext};
 use crate::gpu::backend::WeightArg;
 
 const Q8_OUT: &str = include_str!("kernels/q8_out.wgsl");
@@ -220,14 +220,7 @@ pub(super) fn plan<'a>(ctx: &WgpuContext, kind: Q8Out, ws: &[&'a Resident], io: 
     if ws.len() != kind.matrices() as usize {
         return Err(format!("{kind:?} takes {} matrices, not {}", kind.matrices(), ws.len()));
     }
-    let mut chunks = Vec::with_capacity(ws.len());
-    for w in ws {
-        match w.chunks.as_slice() {
-            [c] if w.codec == ws[0].codec && Q8_CODECS.contains(&w.codec) => chunks.push(c),
-            [_] => return Err(format!("{}: one int8-activation codec is needed for every matrix", w.codec)),
-            _ => return Err("a matrix split into row chunks".into()),
-        }
-    }
+    let chunks = int8_chunks(ws)?;
     let first = chunks[0];
     if chunks.iter().any(|c| c.rows != first.rows || c.units != first.units) || !first.rows.is_multiple_of(32) {
         return Err("the matrices differ in shape, or their rows are not whole 32-value units".into());
@@ -237,11 +230,7 @@ pub(super) fn plan<'a>(ctx: &WgpuContext, kind: Q8Out, ws: &[&'a Resident], io: 
     }
     let pipe = ctx.q8_out_pipeline(ws[0].codec, kind, kind.shape(first.units, setting))?;
     let (gx, gy) = grid(first.rows / 32);
-    let mut block = MultiParams { p: [bytemuck::Zeroable::zeroed(); MAX_MATRICES], starts: [0; 4] };
-    for (m, c) in chunks.iter().enumerate() {
-        block.p[m] = MatvecParams { rows: c.rows, units: c.units, a: c.regions[0], b: c.regions[1], c: c.regions[2], x_stride: c.units * 8, y_base: 0, y_stride: c.rows, y_off: 0, grid_x: gx, eps: io.eps, batch: 1 };
-    }
-    let at = params.slot(bytemuck::bytes_of(&block));
+    let at = params.slot(bytemuck::bytes_of(&int8_block(&chunks, gx, io.eps)));
     let mut bufs: Vec<&wgpu::Buffer> = chunks.iter().flat_map(|c| [&c.buf, &c.buf]).collect();
     bufs.extend([io.xq, io.xd, io.oq, io.od]);
     if let Some((r, w)) = io.residual {
@@ -253,6 +242,28 @@ pub(super) fn plan<'a>(ctx: &WgpuContext, kind: Q8Out, ws: &[&'a Resident], io: 
     };
     out.push(Planned { label, pipe, bufs, uniform: Uniform::Slot(at), grid: Grid::Fixed(gx, gy, 1) });
     Ok(())
+}
+
+/// The one resident chunk of each of `ws`, all of one int8-activation codec (the kernels
+/// that read int8 x from several whole matrices); an error names what is not so.
+pub(super) fn int8_chunks<'a>(ws: &[&'a Resident]) -> Result<Vec<&'a Chunk>, String> {
+    ws.iter()
+        .map(|w| match w.chunks.as_slice() {
+            [c] if w.codec == ws[0].codec && Q8_CODECS.contains(&w.codec) => Ok(c),
+            [_] => Err(format!("{}: one int8-activation codec is needed for every matrix", w.codec)),
+            _ => Err("a matrix split into row chunks".to_string()),
+        })
+        .collect()
+}
+
+/// The uniform block of those matrices (`int8_chunks`) over int8 x: each one's matvec
+/// parameters, `grid_x` workgroups along x, the norm's `eps`.
+pub(super) fn int8_block(chunks: &[&Chunk], grid_x: u32, eps: f32) -> MultiParams {
+    let mut block = MultiParams { p: [bytemuck::Zeroable::zeroed(); MAX_MATRICES], starts: [0; 4] };
+    for (m, c) in chunks.iter().enumerate() {
+        block.p[m] = MatvecParams { rows: c.rows, units: c.units, a: c.regions[0], b: c.regions[1], c: c.regions[2], x_stride: c.units * 8, y_base: 0, y_stride: c.rows, y_off: 0, grid_x, eps, batch: 1 };
+    }
+    block
 }
 
 impl super::WgpuBackend {

@@ -4,9 +4,8 @@
 //! while a split workgroup redoing its head's head_dim rows of Q over a few hundred columns
 //! costs a fraction of that.
 
-use super::context::Q8_CODECS;
-use super::multi::{MultiParams, MAX_MATRICES};
-use super::plan::{Grid, MatvecParams, Params, Planned, Uniform};
+use super::plan::{Grid, Params, Planned, Uniform};
+use super::q8_out::{int8_block, int8_chunks};
 use super::{Resident, WgpuContext};
 
 /// Storage buffers the kernel binds: Q, K and V twice each (by vec4 and by word), x's int8
@@ -50,25 +49,13 @@ pub(super) fn plan<'a>(ctx: &WgpuContext, ws: [&'a Resident; 3], io: QkvAttnIo<'
     if io.n_head_kv == 0 || !io.n_head.is_multiple_of(io.n_head_kv) {
         return Err(format!("{} query heads over {} KV heads", io.n_head, io.n_head_kv));
     }
-    let codec = ws[0].codec;
-    let mut chunks = Vec::with_capacity(3);
-    for w in ws {
-        match w.chunks.as_slice() {
-            [c] if w.codec == codec && Q8_CODECS.contains(&codec) => chunks.push(c),
-            [_] => return Err(format!("{}: one int8-activation codec is needed for Q, K and V", w.codec)),
-            _ => return Err("a matrix split into row chunks".into()),
-        }
-    }
+    let chunks = int8_chunks(&ws)?;
     let rows = [io.n_head * hd, io.n_head_kv * hd, io.n_head_kv * hd];
     if chunks.iter().zip(rows).any(|(c, r)| c.rows as usize != r || c.units != chunks[0].units) {
         return Err("Q, K and V do not have the heads' rows over one row width".into());
     }
-    let pipe = ctx.attn_qkv_pipeline(codec, hd as u32)?;
-    let mut block = MultiParams { p: [bytemuck::Zeroable::zeroed(); MAX_MATRICES], starts: [0; 4] };
-    for (m, c) in chunks.iter().enumerate() {
-        block.p[m] = MatvecParams { rows: c.rows, units: c.units, a: c.regions[0], b: c.regions[1], c: c.regions[2], x_stride: c.units * 8, y_base: 0, y_stride: c.rows, y_off: 0, grid_x: 0, eps: io.eps, batch: 1 };
-    }
-    let at = params.slot(bytemuck::bytes_of(&block));
+    let pipe = ctx.attn_qkv_pipeline(ws[0].codec, hd as u32)?;
+    let at = params.slot(bytemuck::bytes_of(&int8_block(&chunks, 0, io.eps)));
     let mut bufs: Vec<&wgpu::Buffer> = chunks.iter().flat_map(|c| [&c.buf, &c.buf]).collect();
     bufs.extend([io.xq, io.xd, io.kc, io.vc, io.part, io.step]);
     out.push(Planned { label: "qkv + attention split (int8 x, rope+kv append)", pipe, bufs, uniform: Uniform::Slot(at), grid: Grid::HeadsByChunks(io.n_head as u32) });
