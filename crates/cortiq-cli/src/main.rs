@@ -332,7 +332,7 @@ fn gpu_report() -> String {
     match gpu.device_info() {
         Some(d) => {
             let memory = if d.memory_bytes == u64::MAX { "unified memory".to_string() } else { format!("{} memory", inspect::human(d.memory_bytes)) };
-            s += &format!("device: {} ({}, {memory}, f16 {}, subgroups {})\n", d.name, if d.discrete { "discrete" } else { "integrated/unified" }, d.f16, d.subgroups)
+            s += &format!("device: {} ({}, {memory}, f16 {}, subgroups {}, matrix units {})\n", d.name, if d.discrete { "discrete" } else { "integrated/unified" }, d.f16, d.subgroups, d.matrix_units)
         }
         None => s += "adapters: none (no GPU backend in this build or none came up)\n",
     }

@@ -136,6 +136,10 @@ const REL: f32 = 1e-4;
 /// order of the f32 block sums differs (~1e-7 of |y|), while one int8 value rounded the other
 /// way already moves an output by ~1e-5 |w| |x| at these widths.
 const REL_Q8: f32 = 1e-6;
+/// The same where the device multiplies the int8 values times their scales rounded to f16
+/// (matrix units): each product off by at most (1 + u)^2 - 1 with u = 2^-11, so the sum by at
+/// most ~2u sum |w_k x_k| <= ~2u |w| |x| (Cauchy-Schwarz), plus the f32 sums' order.
+const REL_F16: f32 = 1e-3;
 
 /// Whether `be` dots `codec` with int8 activations in a matmul of `batch` rows, so its
 /// reference is the CPU's int8 kernels.
@@ -719,6 +723,11 @@ fn prefill_graph_chunks_match_the_cpu_prefill() {
     #[cfg(feature = "gpu")]
     if all.iter().any(|(n, _)| *n == "wgpu") {
         all.push(("wgpu f32", Box::new(cortiq_engine::gpu::wgpu::WgpuBackend::new().unwrap().with_int8_prefill(false))));
+        // And where the default runs the int8 GEMMs on matrix units, once on the packed dot
+        // products instead (`CMF_WGPU_MATRIX_UNITS=0`).
+        if all.iter().any(|(n, be)| *n == "wgpu" && be.info().matrix_units) {
+            all.push(("wgpu int8 dot products", Box::new(cortiq_engine::gpu::wgpu::WgpuBackend::new().unwrap().with_matrix_units(false))));
+        }
     }
     // CUDA a second time on the int8 tensor-core GEMMs (the first run takes cuBLAS's f16
     // GEMMs where libcublas loads).
@@ -1020,26 +1029,39 @@ fn cuda_prefill_gemm_probe_int8_against_cublas_f16() {
 /// fresh random weights and x, odd row counts (one row, fewer than a workgroup's, not a
 /// multiple of it), a wide matrix, batches that leave partial 64 x 64 GEMM tiles, unit
 /// counts (cols / 32: 3, 18) that leave a partial stage of the GEMM's K loop; the bound is
-/// `REL_Q8` (summation order only), the output poisoned with NaN first.
+/// `REL_Q8` (summation order only), the output poisoned with NaN first. Where the adapter
+/// has matrix units the GEMM batches run there by default (`gemm_coop.wgsl`: weights and
+/// activations as f16 values), bound by `REL_F16`, and the cases run a second time on the
+/// packed dot products.
 #[test]
 #[cfg_attr(not(feature = "gpu"), ignore = "SKIP gpu parity: no wgpu backend compiled in (build with --features gpu)")]
 fn wgpu_int8_matvec_matches_the_cpu_int8_kernels() {
     #[cfg(feature = "gpu")]
     {
+        use cortiq_engine::gpu::wgpu::{WgpuBackend, GEMM_MIN_BATCH};
         let Some(be) = wgpu_or_skip("wgpu_int8_matvec_matches_the_cpu_int8_kernels") else { return };
-        let mut rng = SplitMix64::new(0x1A78);
-        let mut n = 0;
-        for codec in cortiq_engine::gpu::wgpu::Q8_CODECS {
-            for (rows, cols, batch) in [(1, 32, 1), (7, 96, 1), (33, 576, 1), (300, 2048, 1), (4100, 4096, 1), (37, 96, 3), (77, 512, 8), (130, 576, 70), (64, 2048, 64), (50, 96, 9)] {
-                let w = Packed::random(&mut rng, codec, rows, cols);
-                let x = rng.normals(batch * cols, 1.0);
-                let got = be.matmul_q8(&w.arg(), &x, batch).unwrap();
-                let (want, scale) = w.reference_as(&x, batch, true);
-                check(&format!("wgpu int8 matmul {codec} {rows} x {cols}, batch {batch}"), &got, &want, &scale, REL_Q8, n);
-                n += 1;
-            }
+        let mut runs = vec![be];
+        match runs[0].info().matrix_units {
+            true => runs.push(WgpuBackend::new().unwrap().with_matrix_units(false)),
+            false => eprintln!("SKIP wgpu_int8_matvec_matches_the_cpu_int8_kernels on matrix units: {} has no 16 x 16 f16 cooperative matrices", runs[0].info().name),
         }
-        eprintln!("wgpu: {n} int8-activation codec/shape cases matched the CPU int8 kernels");
+        for be in runs {
+            let units = be.info().matrix_units;
+            let mut rng = SplitMix64::new(0x1A78);
+            let mut n = 0;
+            for codec in cortiq_engine::gpu::wgpu::Q8_CODECS {
+                for (rows, cols, batch) in [(1, 32, 1), (7, 96, 1), (33, 576, 1), (300, 2048, 1), (4100, 4096, 1), (37, 96, 3), (77, 512, 8), (130, 576, 70), (64, 2048, 64), (50, 96, 9), (1000, 4096, 256)] {
+                    let w = Packed::random(&mut rng, codec, rows, cols);
+                    let x = rng.normals(batch * cols, 1.0);
+                    let got = be.matmul_q8(&w.arg(), &x, batch).unwrap();
+                    let (want, scale) = w.reference_as(&x, batch, true);
+                    let rel = if units && batch >= GEMM_MIN_BATCH as usize { REL_F16 } else { REL_Q8 };
+                    check(&format!("wgpu int8 matmul {codec} {rows} x {cols}, batch {batch}, matrix units {units}"), &got, &want, &scale, rel, n);
+                    n += 1;
+                }
+            }
+            eprintln!("wgpu (matrix units {units}): {n} int8-activation codec/shape cases matched the CPU int8 kernels");
+        }
     }
 }
 

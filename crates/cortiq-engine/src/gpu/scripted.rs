@@ -101,7 +101,7 @@ fn read_back(logits: Vec<f32>, wants_logits: bool) -> GraphRead {
 
 impl Backend for Scripted {
     fn info(&self) -> DeviceInfo {
-        DeviceInfo { backend: "scripted", name: "Scripted GPU".into(), discrete: self.discrete, memory_bytes: 1 << 30, f16: true, subgroups: true, max_binding_bytes: 1 << 30, q8_activations: false, q8_matvec: false }
+        DeviceInfo { backend: "scripted", name: "Scripted GPU".into(), discrete: self.discrete, memory_bytes: 1 << 30, f16: true, subgroups: true, matrix_units: false, max_binding_bytes: 1 << 30, q8_activations: false, q8_matvec: false }
     }
 
     fn is_resident(&self, key: u64) -> bool {

@@ -17,6 +17,8 @@ pub(super) const CODECS: &str = include_str!("kernels/codecs.wgsl");
 pub(super) const CODECS_Q8: &str = include_str!("kernels/codecs_q8.wgsl");
 const GEMM: &str = include_str!("kernels/gemm.wgsl");
 const GEMM_Q8: &str = include_str!("kernels/gemm_q8.wgsl");
+const GEMM_COOP: &str = include_str!("kernels/gemm_coop.wgsl");
+const CODECS_COOP: &str = include_str!("kernels/codecs_coop.wgsl");
 const GEMM_STORE: &str = include_str!("kernels/gemm_store.wgsl");
 const SLICES: &str = include_str!("kernels/slices.wgsl");
 const EMBED: &str = include_str!("kernels/embed.wgsl");
@@ -104,6 +106,10 @@ type MatvecPipelines = HashMap<(Codec, MatrixClass, Variant), (wgpu::ComputePipe
 /// Multi-matrix matvec pipelines by (codec, matrices, class of the tallest, variant).
 type MultiPipelines = HashMap<(Codec, usize, MatrixClass, Variant), (wgpu::ComputePipeline, MatvecShape)>;
 
+/// GEMM pipelines by (codec, int8 activations, on matrix units), each with its tile's
+/// (weight rows, batch columns).
+type GemmPipelines = HashMap<(Codec, bool, bool), (wgpu::ComputePipeline, (u32, u32))>;
+
 /// Where a pipeline cache lives on disk and the bytes read from it, if any.
 type CacheFile = (PathBuf, Option<Vec<u8>>);
 
@@ -128,12 +134,18 @@ pub struct WgpuContext {
     /// buffers).
     attn_qkv: std::sync::Mutex<HashMap<(Codec, u32), wgpu::ComputePipeline>>,
     attn_qkv_layout: Option<wgpu::BindGroupLayout>,
-    /// GEMM pipelines by codec and whether they take int8 activations, built on first use
-    /// (same bindings as the matvec).
-    gemm: std::sync::Mutex<HashMap<(Codec, bool), wgpu::ComputePipeline>>,
+    /// GEMM pipelines by codec, whether they take int8 activations and whether they run on
+    /// matrix units, with their tiles, built on first use (same bindings as the matvec).
+    gemm: std::sync::Mutex<GemmPipelines>,
     /// Embedding-row decoders by codec, built on first use (same bindings as the matvec).
     embed: std::sync::Mutex<HashMap<Codec, wgpu::ComputePipeline>>,
     subgroups: bool,
+    /// The int8-activation GEMMs run on the adapter's matrix units (`gemm_coop.wgsl`), and
+    /// whether the device has them at all.
+    matrix_units: bool,
+    matrix_units_offered: bool,
+    /// The matrix-unit GEMM's workgroup tile (`CMF_WGPU_COOP_TILE`).
+    coop_tile: CoopTile,
     pipeline_cache: Option<wgpu::PipelineCache>,
     pub act: wgpu::ComputePipeline,
     /// The token graph's kernels.
@@ -223,13 +235,31 @@ impl WgpuContext {
             // Forces the portable shared-memory reduction (to test that path on any adapter).
             wanted.remove(wgpu::Features::SUBGROUP);
         }
-        let features = adapter.features() & wanted;
+        let coop_tile = coop_tile(std::env::var("CMF_WGPU_COOP_TILE").ok().as_deref())?;
+        let coop = matrix_units_wanted(std::env::var("CMF_WGPU_MATRIX_UNITS").ok().as_deref(), matrix_units_offered(adapter), &desc.name)?;
+        if coop {
+            wanted |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+        }
+        let mut features = adapter.features() & wanted;
+        let matrix_units = coop && features.contains(wgpu::Features::SHADER_F16 | wgpu::Features::SUBGROUP | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX);
+        if !matrix_units {
+            features.remove(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX);
+        }
         let limits = adapter.limits();
+        let experimental = if matrix_units {
+            // SAFETY: the one experimental feature asked for is cooperative matrices, used only
+            // by gemm_coop.wgsl in the configuration the adapter reported (16 x 16 x 16, f16
+            // inputs, f32 sums, subgroups of 32), whose results the parity tests check
+            // against the CPU path on the device.
+            unsafe { wgpu::ExperimentalFeatures::enabled() }
+        } else {
+            wgpu::ExperimentalFeatures::disabled()
+        };
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("cortiq"),
             required_features: features,
             required_limits: limits.clone(),
-            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            experimental_features: experimental,
             memory_hints: wgpu::MemoryHints::Performance,
             trace: wgpu::Trace::Off,
         }))
@@ -250,6 +280,7 @@ impl WgpuContext {
             },
             f16: features.contains(wgpu::Features::SHADER_F16),
             subgroups,
+            matrix_units,
             max_binding_bytes: max_binding,
             q8_activations: false,
             // Packed 4x8 integer dot products are instructions on Vulkan 1.3 and D3D12 (SM 6.4)
@@ -281,7 +312,7 @@ impl WgpuContext {
         let argmax_merge = build(&device, &format!("{ARGMAX_PICK}{ARGMAX_MERGE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "argmax_merge")?;
         let topk_groups = build(&device, &format!("{TOPK_KEYS}{TOPK_GROUPS}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_groups")?;
         let topk_merge = build(&device, &topk_merge_source(subgroups), &layout(&device, &[r, w, Uniform, w, Uniform]), cache.as_ref(), "topk_merge")?;
-        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, q8_out: Default::default(), q8_out_layouts, attn_qkv: Default::default(), attn_qkv_layout, gemm: Default::default(), embed: Default::default(), subgroups, pipeline_cache: cache, act, norm, quant, rope_store, attn_split, attn_combine, attn_combine_q8, attn_rows, argmax, argmax_merge, topk_groups, topk_merge, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
+        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, q8_out: Default::default(), q8_out_layouts, attn_qkv: Default::default(), attn_qkv_layout, gemm: Default::default(), embed: Default::default(), subgroups, matrix_units, matrix_units_offered: matrix_units, coop_tile, pipeline_cache: cache, act, norm, quant, rope_store, attn_split, attn_combine, attn_combine_q8, attn_rows, argmax, argmax_merge, topk_groups, topk_merge, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
         // The per-op kernels up front (a job's first call should not pay a compile).
         for (codec, _, _) in MATVEC_CODECS {
             for (rows, cols) in [(1, 1), (TALL_ROWS, 1), (WIDE_ROWS, WIDE_COLS)] {
@@ -373,25 +404,54 @@ impl WgpuContext {
         Ok(built)
     }
 
-    /// The tiled GEMM pipeline of a codec (built on first use).
-    pub fn gemm_pipeline(&self, codec: Codec, int8: bool) -> Result<wgpu::ComputePipeline, String> {
+    /// The tiled GEMM pipeline of a codec (built on first use) and its tile's (weight rows,
+    /// batch columns).
+    pub fn gemm_pipeline(&self, codec: Codec, int8: bool) -> Result<(wgpu::ComputePipeline, (u32, u32)), String> {
         let mut map = self.gemm.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(found) = map.get(&(codec, int8)) {
+        let key = (codec, int8, int8 && self.matrix_units);
+        if let Some(found) = map.get(&key) {
             return Ok(found.clone());
         }
         let (_, suffix, _) = MATVEC_CODECS.into_iter().find(|(c, _, _)| *c == codec).ok_or_else(|| format!("no GEMM kernel for {codec}"))?;
         if int8 && !Q8_CODECS.contains(&codec) {
             return Err(format!("no int8-activation GEMM for {codec}"));
         }
-        let (src, label) = if int8 {
+        if int8 && self.matrix_units {
+            match self.coop_pipeline(suffix) {
+                Ok(built) => {
+                    map.insert(key, built.clone());
+                    return Ok(built);
+                }
+                // The packed dot products' GEMM then, for this codec.
+                Err(e) => eprintln!("cortiq: {e}; the int8 GEMMs of {codec} stay on the packed dot products"),
+            }
+        }
+        let (src, label, tile) = if int8 {
             let units = gemm_stage_units(std::env::var("CMF_WGPU_GEMM_UNITS").ok().as_deref(), self.device.limits().max_compute_workgroup_storage_size)?;
-            (gemm_q8_source(suffix, units), format!("gemm int8 x {suffix}, {units} units a stage"))
+            (gemm_q8_source(suffix, units), format!("gemm int8 x {suffix}, {units} units a stage"), (64, 64))
         } else {
-            (gemm_source(suffix), format!("gemm {suffix}"))
+            (gemm_source(suffix), format!("gemm {suffix}"), (64, 64))
         };
-        let built = build(&self.device, &src, &self.matvec_layout, self.pipeline_cache.as_ref(), &label)?;
-        map.insert((codec, int8), built.clone());
+        let built = (build(&self.device, &src, &self.matvec_layout, self.pipeline_cache.as_ref(), &label)?, tile);
+        map.insert(key, built.clone());
         Ok(built)
+    }
+
+    /// The matrix-unit GEMM pipeline of a codec (by its suffix) and its tile's (rows,
+    /// columns).
+    fn coop_pipeline(&self, suffix: &str) -> Result<(wgpu::ComputePipeline, (u32, u32)), String> {
+        let tile = self.coop_tile;
+        let units = tile.stage_units(self.device.limits().max_compute_workgroup_storage_size).ok_or_else(|| format!("the matrix-unit GEMM's {tile:?} tile does not fit the adapter's workgroup memory"))?;
+        let label = format!("gemm int8 x {suffix} on matrix units, {tile:?}, {units} units a stage");
+        Ok((build(&self.device, &gemm_coop_source(suffix, tile, units), &self.matvec_layout, self.pipeline_cache.as_ref(), &label)?, (tile.rows(), tile.cols())))
+    }
+
+    /// Run the int8 GEMMs on the matrix units (where the device has them) or not; returns
+    /// whether they now do.
+    pub fn set_matrix_units(&mut self, on: bool) -> bool {
+        self.matrix_units = on && self.matrix_units_offered;
+        self.info.matrix_units = self.matrix_units;
+        self.matrix_units
     }
 
     /// The embedding-row decoder of a codec (`embed.wgsl`, built on first use).
@@ -809,6 +869,84 @@ fn gemm_q8_source(suffix: &str, units: u32) -> String {
     format!("const STAGE_UNITS: u32 = {units}u;\n{io}\n{GEMM_Q8}\n{GEMM_STORE}\n{CODECS}\n{CODECS_Q8}\nfn gemm_words(r: u32, s: u32, h: u32) -> vec4<u32> {{ return gemm_words_{suffix}(r, s, h); }}\nfn gemm_scale(r: u32, s: u32) -> vec2<f32> {{ return gemm_scale_{suffix}(r, s); }}\nfn gemm_combine(dot: i32, w: vec2<f32>, xd: vec4<f32>) -> f32 {{ return gemm_combine_{suffix}(dot, w, xd); }}\n")
 }
 
+/// The matrix-unit GEMM's workgroup (`gemm_coop.wgsl`): sg_m x sg_n subgroups of 32, each
+/// a 32 x 32 block of the (32 sg_m rows) x (32 sg_n batch columns) tile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CoopTile {
+    pub sg_m: u32,
+    pub sg_n: u32,
+}
+
+impl CoopTile {
+    /// The default: on the H200 2 x 2 beat 2 x 4, 4 x 2 and 4 x 4 on every model (bench/NOTES.md,
+    /// "wgpu prefill, twentieth session").
+    pub const DEFAULT: CoopTile = CoopTile { sg_m: 2, sg_n: 2 };
+
+    /// Tile rows (weight rows) and columns (batch rows).
+    pub fn rows(self) -> u32 {
+        32 * self.sg_m
+    }
+    pub fn cols(self) -> u32 {
+        32 * self.sg_n
+    }
+    /// Workgroup memory at `units` units a stage: both f16 tiles (80 bytes a row a unit)
+    /// and a 16 x 16 f32 sum per subgroup.
+    fn bytes(self, units: u32) -> u32 {
+        (self.rows() + self.cols()) * 80 * units + 1024 * self.sg_m * self.sg_n
+    }
+    /// Units a stage: 2 where they fit `workgroup_bytes`, else 1 (None: not even that).
+    fn stage_units(self, workgroup_bytes: u32) -> Option<u32> {
+        [2, 1].into_iter().find(|&u| self.bytes(u) <= workgroup_bytes)
+    }
+}
+
+/// The matrix-unit GEMM's tile: `setting` (`CMF_WGPU_COOP_TILE=MxN` subgroups, e.g. `2x4`) or
+/// `CoopTile::DEFAULT`.
+fn coop_tile(setting: Option<&str>) -> Result<CoopTile, String> {
+    let Some(v) = setting.map(str::trim).filter(|v| !v.is_empty()) else {
+        return Ok(CoopTile::DEFAULT);
+    };
+    let dims: Vec<Option<u32>> = v.split('x').map(|d| d.parse().ok().filter(|n| (1..=4).contains(n))).collect();
+    match dims[..] {
+        [Some(sg_m), Some(sg_n)] => Ok(CoopTile { sg_m, sg_n }),
+        _ => Err(format!("CMF_WGPU_COOP_TILE={v:?}: expected MxN subgroups, each 1 to 4 (e.g. 2x4)")),
+    }
+}
+
+/// The matrix-unit GEMM shader for one codec of `Q8_CODECS`, tile and units a stage: x bound
+/// as int8 units.
+fn gemm_coop_source(suffix: &str, tile: CoopTile, units: u32) -> String {
+    let io = WEIGHTS_IO.replace("var<storage, read> x: array<vec4<f32>>;", "var<storage, read> x: array<vec4<u32>>;");
+    let CoopTile { sg_m, sg_n } = tile;
+    format!("enable f16;\nenable wgpu_cooperative_matrix;\nconst STAGE_UNITS: u32 = {units}u;\nconst SG_M: u32 = {sg_m}u;\nconst SG_N: u32 = {sg_n}u;\n{io}\n{GEMM_COOP}\n{CODECS}\n{CODECS_Q8}\n{CODECS_COOP}\nfn gemm_words(r: u32, s: u32, h: u32) -> vec4<u32> {{ return gemm_words_{suffix}(r, s, h); }}\nfn gemm_scale(r: u32, s: u32) -> vec2<f32> {{ return gemm_scale_{suffix}(r, s); }}\nfn coop_weights(levels: vec4<i32>, w: vec2<f32>) -> vec4<f32> {{ return coop_weights_{suffix}(levels, w); }}\n")
+}
+
+/// The matrix configuration `gemm_coop.wgsl` is written for: 16 x 16 x 16, f16 inputs, f32
+/// sums.
+fn coop_config(c: &wgpu::CooperativeMatrixProperties) -> bool {
+    use wgpu::CooperativeScalarType::{F16, F32};
+    (c.m_size, c.n_size, c.k_size, c.ab_type, c.cr_type) == (16, 16, 16, F16, F32)
+}
+
+/// Whether the adapter offers what `gemm_coop.wgsl` needs: cooperative matrices in
+/// `coop_config` and subgroups of exactly 32 (the kernel's subgroups split its tile).
+fn matrix_units_offered(adapter: &wgpu::Adapter) -> bool {
+    let info = adapter.get_info();
+    adapter.features().contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) && adapter.cooperative_matrix_properties().iter().any(coop_config) && (info.subgroup_min_size, info.subgroup_max_size) == (32, 32)
+}
+
+/// Whether to run the int8 GEMMs on the adapter's matrix units: `setting`
+/// (`CMF_WGPU_MATRIX_UNITS=0|1`, default on) where the adapter (`name`) `offered` them; `1`
+/// where it did not is an error.
+fn matrix_units_wanted(setting: Option<&str>, offered: bool, name: &str) -> Result<bool, String> {
+    match setting.map(str::trim) {
+        None | Some("") | Some("1") if offered => Ok(true),
+        None | Some("") | Some("0") => Ok(false),
+        Some("1") => Err(format!("CMF_WGPU_MATRIX_UNITS=1: {name} offers no 16 x 16 x 16 f16 cooperative matrices with subgroups of 32")),
+        Some(v) => Err(format!("CMF_WGPU_MATRIX_UNITS={v:?}: expected 0 or 1")),
+    }
+}
+
 /// An explicit bind group layout (bindings 0.. in order), so every pipeline of a kind takes
 /// the same bind groups whether or not its shader reads every binding.
 fn layout(device: &wgpu::Device, kinds: &[wgpu::BufferBindingType]) -> wgpu::BindGroupLayout {
@@ -822,6 +960,8 @@ fn layout(device: &wgpu::Device, kinds: &[wgpu::BufferBindingType]) -> wgpu::Bin
 
 fn build(device: &wgpu::Device, src: &str, bgl: &wgpu::BindGroupLayout, cache: Option<&wgpu::PipelineCache>, label: &str) -> Result<wgpu::ComputePipeline, String> {
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    // The driver's own compiler failing on a shader surfaces as an internal error.
+    let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
     let desc = wgpu::ShaderModuleDescriptor { label: Some(label), source: wgpu::ShaderSource::Wgsl(src.into()) };
     let module = if std::env::var("CMF_WGPU_CHECKED").is_ok_and(|v| v == "1") {
         device.create_shader_module(desc)
@@ -836,7 +976,8 @@ fn build(device: &wgpu::Device, src: &str, bgl: &wgpu::BindGroupLayout, cache: O
     };
     let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor { label: Some(label), bind_group_layouts: &[Some(bgl)], immediate_size: 0 });
     let pipe = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor { label: Some(label), layout: Some(&pl), module: &module, entry_point: Some("main"), compilation_options: Default::default(), cache });
-    match pollster::block_on(scope.pop()) {
+    let failed = pollster::block_on(internal.pop());
+    match pollster::block_on(scope.pop()).or(failed) {
         Some(e) => Err(format!("{label} shader: {e}")),
         None => Ok(pipe),
     }
@@ -908,6 +1049,27 @@ mod tests {
     /// The kernels are compiled by the driver only where an adapter exists; this checks every
     /// generated shader with wgpu's own front end everywhere, CI included.
     #[test]
+    fn the_matrix_unit_gemm_takes_its_tile_and_setting() {
+        assert_eq!(coop_tile(None), Ok(CoopTile::DEFAULT));
+        assert_eq!(coop_tile(Some(" 2x4 ")), Ok(CoopTile { sg_m: 2, sg_n: 4 }));
+        for bad in ["2", "2x5", "0x2", "2x2x2", "axb"] {
+            assert!(coop_tile(Some(bad)).unwrap_err().contains("expected MxN"), "{bad}");
+        }
+        let t = CoopTile { sg_m: 4, sg_n: 4 };
+        assert_eq!((t.rows(), t.cols()), (128, 128));
+        // Two units of 256 tile rows and columns at 80 bytes and 16 sums of 1 KiB: 56 KiB,
+        // over 48 KiB, so one unit a stage; the default takes two.
+        assert_eq!(t.stage_units(49152), Some(1));
+        assert_eq!(CoopTile::DEFAULT.stage_units(49152), Some(2));
+        assert_eq!(t.stage_units(16384), None);
+        assert_eq!(matrix_units_wanted(None, true, "gpu"), Ok(true));
+        assert_eq!(matrix_units_wanted(Some("0"), true, "gpu"), Ok(false));
+        assert_eq!(matrix_units_wanted(None, false, "gpu"), Ok(false));
+        assert!(matrix_units_wanted(Some("1"), false, "llvmpipe").unwrap_err().contains("llvmpipe offers no"));
+        assert!(matrix_units_wanted(Some("yes"), true, "gpu").unwrap_err().contains("expected 0 or 1"));
+    }
+
+    #[test]
     fn the_int8_gemm_stages_as_many_units_as_fit() {
         use super::{gemm_stage_units, GEMM_Q8_UNIT_BYTES};
         assert_eq!(GEMM_Q8_UNIT_BYTES, 5632);
@@ -969,6 +1131,11 @@ mod tests {
             if Q8_CODECS.contains(&codec) {
                 for units in [1, 2, 4] {
                     validate(&format!("gemm int8 x {suffix}, {units} units a stage"), &gemm_q8_source(suffix, units));
+                    for tile in [CoopTile::DEFAULT, CoopTile { sg_m: 2, sg_n: 4 }, CoopTile { sg_m: 4, sg_n: 4 }] {
+                        if units <= 2 {
+                            validate(&format!("gemm int8 x {suffix} on matrix units, {tile:?}, {units} units a stage"), &gemm_coop_source(suffix, tile, units));
+                        }
+                    }
                 }
                 for head_dim in [32, 64, 128] {
                     for subgroups in [false, true] {

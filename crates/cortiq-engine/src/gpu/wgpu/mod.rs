@@ -25,6 +25,7 @@ use super::planar;
 pub use graph::{RopeSpec, RopedAttention};
 pub use q8_out::{Int8Units, UnitSetting};
 pub use qkv_attn::{qkv_attn_wanted, QKV_ATTN_MAX_COLS};
+pub use plan::GEMM_MIN_BATCH;
 pub use context::{int8_layers, MatvecShape, PipelineCacheState, Variant, WgpuContext, XMode, Q8_CODECS};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -214,6 +215,13 @@ impl WgpuBackend {
     /// (`CMF_WGPU_PREFILL_INT8`), for tests and measurements.
     pub fn with_int8_prefill(mut self, on: bool) -> WgpuBackend {
         self.int8_prefill = on;
+        self
+    }
+
+    /// The same backend with the int8 GEMMs on the adapter's matrix units or not
+    /// (`CMF_WGPU_MATRIX_UNITS`; only where it has them), for tests and measurements.
+    pub fn with_matrix_units(mut self, on: bool) -> WgpuBackend {
+        self.info.matrix_units = self.ctx.set_matrix_units(on);
         self
     }
 

@@ -130,7 +130,7 @@ pub(super) fn embed<'a>(ctx: &WgpuContext, w: &'a Resident, tok: &'a wgpu::Buffe
 
 /// Batches from which a plain matmul runs as the tiled GEMM (each weight tile decoded once
 /// for 64 batch columns) rather than a matvec per batch column.
-const GEMM_MIN_BATCH: u32 = 8;
+pub const GEMM_MIN_BATCH: u32 = 8;
 
 /// Y (batch, rows) = X . W^T as the tiled GEMM: one dispatch per row chunk.
 fn gemm<'a>(ctx: &WgpuContext, w: &'a Resident, io: MatvecIo<'a>, cols: u32, batch: u32, params: &mut Params, out: &mut Vec<Planned<'a>>) -> Result<(), String> {
@@ -139,13 +139,13 @@ fn gemm<'a>(ctx: &WgpuContext, w: &'a Resident, io: MatvecIo<'a>, cols: u32, bat
         return Err("the GEMM takes no deferred RMS scale (x-mode Int8Norm)".into());
     }
     let int8 = io.variant.x.int8();
-    let pipe = ctx.gemm_pipeline(w.codec, int8)?;
+    let (pipe, (tile_rows, tile_cols)) = ctx.gemm_pipeline(w.codec, int8)?;
     for c in &w.chunks {
         let p = MatvecParams { rows: c.rows, units: c.units, a: c.regions[0], b: c.regions[1], c: c.regions[2], x_stride: cols / 4, y_base: io.y_base, y_stride: total_rows, y_off: c.row0, grid_x: 0, eps: 0.0, batch };
         let at = params.slot(bytemuck::bytes_of(&p));
         // Int8 activations: the units in x, their scales in x2.
         let x2 = if int8 { io.x2.ok_or("int8 activations come with their scales")? } else { io.x };
-        out.push(Planned { label: "gemm", pipe: pipe.clone(), bufs: vec![&c.buf, &c.buf, io.x, x2, io.y], uniform: Uniform::Slot(at), grid: Grid::Fixed(c.rows.div_ceil(64), batch.div_ceil(64), 1) });
+        out.push(Planned { label: "gemm", pipe: pipe.clone(), bufs: vec![&c.buf, &c.buf, io.x, x2, io.y], uniform: Uniform::Slot(at), grid: Grid::Fixed(c.rows.div_ceil(tile_rows), batch.div_ceil(tile_cols), 1) });
     }
     Ok(())
 }

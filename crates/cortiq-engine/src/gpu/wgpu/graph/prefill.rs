@@ -11,7 +11,8 @@
 //! (sequence, chunk rows) and re-encoded for the next chunk of that many rows (the position
 //! travels in the chunk's uniform block). Where the adapter has packed int8 dot products and
 //! every layer matrix an int8 kernel, each stage's input rows are quantized to int8 first (down's
-//! with SiLU(gate) * up folded into the quantizer) and the GEMMs take them (`gemm_q8.wgsl`;
+//! with SiLU(gate) * up folded into the quantizer) and the GEMMs take them (`gemm_q8.wgsl`, or
+//! `gemm_coop.wgsl` on the adapter's matrix units where it offers them;
 //! `CMF_WGPU_PREFILL_INT8=0` keeps f32).
 
 use super::super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform};
