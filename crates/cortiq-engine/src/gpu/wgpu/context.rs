@@ -443,7 +443,12 @@ impl WgpuContext {
         let tile = self.coop_tile;
         let units = tile.stage_units(self.device.limits().max_compute_workgroup_storage_size).ok_or_else(|| format!("the matrix-unit GEMM's {tile:?} tile does not fit the adapter's workgroup memory"))?;
         let label = format!("gemm int8 x {suffix} on matrix units, {tile:?}, {units} units a stage");
-        Ok((build(&self.device, &gemm_coop_source(suffix, tile, units), &self.matvec_layout, self.pipeline_cache.as_ref(), &label)?, (tile.rows(), tile.cols())))
+        let ablate = match std::env::var("CMF_WGPU_COOP_ABLATE").ok().as_deref() {
+            Some("decode") => 1,
+            Some("products") => 2,
+            _ => 0,
+        };
+        Ok((build(&self.device, &gemm_coop_source(suffix, tile, units, ablate), &self.matvec_layout, self.pipeline_cache.as_ref(), &label)?, (tile.rows(), tile.cols())))
     }
 
     /// Run the int8 GEMMs on the matrix units (where the device has them) or not; returns
@@ -870,24 +875,26 @@ fn gemm_q8_source(suffix: &str, units: u32) -> String {
 }
 
 /// The matrix-unit GEMM's workgroup (`gemm_coop.wgsl`): sg_m x sg_n subgroups of 32, each
-/// a 32 x 32 block of the (32 sg_m rows) x (32 sg_n batch columns) tile.
+/// a block of fm x fn 16 x 16 sums.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CoopTile {
     pub sg_m: u32,
     pub sg_n: u32,
+    pub fm: u32,
+    pub fn_: u32,
 }
 
 impl CoopTile {
-    /// The default: on the H200 2 x 2 beat 2 x 4, 4 x 2 and 4 x 4 on every model (bench/NOTES.md,
-    /// "wgpu prefill, twentieth session").
-    pub const DEFAULT: CoopTile = CoopTile { sg_m: 2, sg_n: 2 };
+    /// The default: on the H200 2 x 2 subgroups of 2 x 2 sums beat 2 x 4, 4 x 2 and 4 x 4
+    /// subgroups on every model (bench/NOTES.md, "wgpu prefill, twentieth session").
+    pub const DEFAULT: CoopTile = CoopTile { sg_m: 2, sg_n: 2, fm: 2, fn_: 2 };
 
     /// Tile rows (weight rows) and columns (batch rows).
     pub fn rows(self) -> u32 {
-        32 * self.sg_m
+        16 * self.fm * self.sg_m
     }
     pub fn cols(self) -> u32 {
-        32 * self.sg_n
+        16 * self.fn_ * self.sg_n
     }
     /// Workgroup memory at `units` units a stage: both f16 tiles (80 bytes a row a unit)
     /// and a 16 x 16 f32 sum per subgroup.
@@ -900,25 +907,38 @@ impl CoopTile {
     }
 }
 
-/// The matrix-unit GEMM's tile: `setting` (`CMF_WGPU_COOP_TILE=MxN` subgroups, e.g. `2x4`) or
-/// `CoopTile::DEFAULT`.
+/// The matrix-unit GEMM's tile: `setting` (`CMF_WGPU_COOP_TILE=MxN` subgroups, e.g. `2x4`, or
+/// `MxNxFMxFN` with each subgroup's block of sums, e.g. `2x2x2x4`) or `CoopTile::DEFAULT`.
 fn coop_tile(setting: Option<&str>) -> Result<CoopTile, String> {
     let Some(v) = setting.map(str::trim).filter(|v| !v.is_empty()) else {
         return Ok(CoopTile::DEFAULT);
     };
     let dims: Vec<Option<u32>> = v.split('x').map(|d| d.parse().ok().filter(|n| (1..=4).contains(n))).collect();
     match dims[..] {
-        [Some(sg_m), Some(sg_n)] => Ok(CoopTile { sg_m, sg_n }),
-        _ => Err(format!("CMF_WGPU_COOP_TILE={v:?}: expected MxN subgroups, each 1 to 4 (e.g. 2x4)")),
+        [Some(sg_m), Some(sg_n)] => Ok(CoopTile { sg_m, sg_n, ..CoopTile::DEFAULT }),
+        [Some(sg_m), Some(sg_n), Some(fm), Some(fn_)] => Ok(CoopTile { sg_m, sg_n, fm, fn_ }),
+        _ => Err(format!("CMF_WGPU_COOP_TILE={v:?}: expected MxN or MxNxFMxFN, each 1 to 4 (e.g. 2x4, 2x2x2x4)")),
     }
 }
 
 /// The matrix-unit GEMM shader for one codec of `Q8_CODECS`, tile and units a stage: x bound
-/// as int8 units.
-fn gemm_coop_source(suffix: &str, tile: CoopTile, units: u32) -> String {
+/// as int8 units; `ablate` a profiling switch (`CMF_WGPU_COOP_ABLATE`, outputs wrong): 0 off,
+/// 1 no decode, 2 no products.
+fn gemm_coop_source(suffix: &str, tile: CoopTile, units: u32, ablate: u32) -> String {
     let io = WEIGHTS_IO.replace("var<storage, read> x: array<vec4<f32>>;", "var<storage, read> x: array<vec4<u32>>;");
-    let CoopTile { sg_m, sg_n } = tile;
-    format!("enable f16;\nenable wgpu_cooperative_matrix;\nconst STAGE_UNITS: u32 = {units}u;\nconst SG_M: u32 = {sg_m}u;\nconst SG_N: u32 = {sg_n}u;\n{io}\n{GEMM_COOP}\n{CODECS}\n{CODECS_Q8}\n{CODECS_COOP}\nfn gemm_words(r: u32, s: u32, h: u32) -> vec4<u32> {{ return gemm_words_{suffix}(r, s, h); }}\nfn gemm_scale(r: u32, s: u32) -> vec2<f32> {{ return gemm_scale_{suffix}(r, s); }}\nfn coop_weights(levels: vec4<i32>, w: vec2<f32>) -> vec4<f32> {{ return coop_weights_{suffix}(levels, w); }}\n")
+    let CoopTile { sg_m, sg_n, fm, fn_ } = tile;
+    let sums = |f: &dyn Fn(u32, u32) -> String| (0..fm).flat_map(|i| (0..fn_).map(move |j| (i, j))).map(|(i, j)| f(i, j)).collect::<Vec<_>>();
+    let products = [
+        (0..fm).map(|i| format!("let a{i} = coopLoadT<coop_mat16x16<f16, A>>(&wt[(TM * u + m0 + {}u) * KP4 + k], KP4);", 16 * i)).collect::<Vec<_>>(),
+        (0..fn_).map(|j| format!("let b{j} = coopLoad<coop_mat16x16<f16, B>>(&xt[(TN * u + n0 + {}u) * KP4 + k], KP4);", 16 * j)).collect(),
+        sums(&|i, j| format!("c{i}{j} = coopMultiplyAdd(a{i}, b{j}, c{i}{j});")),
+    ]
+    .concat();
+    let kernel = GEMM_COOP
+        .replace("GEN_SUMS", &sums(&|i, j| format!("var c{i}{j} = coop_mat16x16<f32, C>();")).join("\n    "))
+        .replace("GEN_PRODUCTS", &products.join("\n                "))
+        .replace("GEN_STORES", &sums(&|i, j| format!("emit(c{i}{j}, g, lane, row0 + m0 + {}u, col0 + n0 + {}u);", 16 * i, 16 * j)).join("\n    "));
+    format!("enable f16;\nenable wgpu_cooperative_matrix;\nconst STAGE_UNITS: u32 = {units}u;\nconst SG_M: u32 = {sg_m}u;\nconst SG_N: u32 = {sg_n}u;\nconst FM: u32 = {fm}u;\nconst FN: u32 = {fn_}u;\nconst ABLATE: u32 = {ablate}u;\n{io}\n{kernel}\n{CODECS}\n{CODECS_Q8}\n{CODECS_COOP}\nfn gemm_words(r: u32, s: u32, h: u32) -> vec4<u32> {{ return gemm_words_{suffix}(r, s, h); }}\nfn gemm_scale(r: u32, s: u32) -> vec2<f32> {{ return gemm_scale_{suffix}(r, s); }}\nfn coop_weights(levels: vec4<i32>, w: vec2<f32>) -> vec4<f32> {{ return coop_weights_{suffix}(levels, w); }}\n")
 }
 
 /// The matrix configuration `gemm_coop.wgsl` is written for: 16 x 16 x 16, f16 inputs, f32
@@ -1051,12 +1071,14 @@ mod tests {
     #[test]
     fn the_matrix_unit_gemm_takes_its_tile_and_setting() {
         assert_eq!(coop_tile(None), Ok(CoopTile::DEFAULT));
-        assert_eq!(coop_tile(Some(" 2x4 ")), Ok(CoopTile { sg_m: 2, sg_n: 4 }));
-        for bad in ["2", "2x5", "0x2", "2x2x2", "axb"] {
-            assert!(coop_tile(Some(bad)).unwrap_err().contains("expected MxN"), "{bad}");
+        assert_eq!(coop_tile(Some(" 2x4 ")), Ok(CoopTile { sg_m: 2, sg_n: 4, fm: 2, fn_: 2 }));
+        assert_eq!(coop_tile(Some("2x2x1x4")), Ok(CoopTile { sg_m: 2, sg_n: 2, fm: 1, fn_: 4 }));
+        for bad in ["2", "2x5", "0x2", "2x2x2", "2x2x2x2x2", "axb"] {
+            assert!(coop_tile(Some(bad)).unwrap_err().contains("expected MxN or MxNxFMxFN"), "{bad}");
         }
-        let t = CoopTile { sg_m: 4, sg_n: 4 };
+        let t = CoopTile { sg_m: 4, sg_n: 4, ..CoopTile::DEFAULT };
         assert_eq!((t.rows(), t.cols()), (128, 128));
+        assert_eq!((CoopTile { fn_: 4, ..CoopTile::DEFAULT }.rows(), CoopTile { fn_: 4, ..CoopTile::DEFAULT }.cols()), (64, 128));
         // Two units of 256 tile rows and columns at 80 bytes and 16 sums of 1 KiB: 56 KiB,
         // over 48 KiB, so one unit a stage; the default takes two.
         assert_eq!(t.stage_units(49152), Some(1));
@@ -1131,9 +1153,9 @@ mod tests {
             if Q8_CODECS.contains(&codec) {
                 for units in [1, 2, 4] {
                     validate(&format!("gemm int8 x {suffix}, {units} units a stage"), &gemm_q8_source(suffix, units));
-                    for tile in [CoopTile::DEFAULT, CoopTile { sg_m: 2, sg_n: 4 }, CoopTile { sg_m: 4, sg_n: 4 }] {
+                    for (tile, ablate) in [(CoopTile::DEFAULT, 0), (CoopTile { sg_m: 2, sg_n: 4, fm: 1, fn_: 3 }, 1), (CoopTile { sg_m: 4, sg_n: 4, fm: 2, fn_: 4 }, 2)] {
                         if units <= 2 {
-                            validate(&format!("gemm int8 x {suffix} on matrix units, {tile:?}, {units} units a stage"), &gemm_coop_source(suffix, tile, units));
+                            validate(&format!("gemm int8 x {suffix} on matrix units, {tile:?}, {units} units a stage, ablation {ablate}"), &gemm_coop_source(suffix, tile, units, ablate));
                         }
                     }
                 }

@@ -2,23 +2,26 @@
 // units (quant.wgsl, the CPU path's rule), on the adapter's matrix units (cooperative
 // matrices: 16 x 16 x 16, f16 inputs, f32 sums; tensor cores on NVIDIA). A workgroup of
 // SG_M x SG_N subgroups of 32 invocations computes a TM x TN tile (TM = 32 SG_M weight rows,
-// TN = 32 SG_N batch columns); subgroup g takes the 32 x 32 block at rows 32 (g % SG_M),
-// columns 32 (g / SG_M): four 16 x 16 sums, each its own variable (held in an array of
-// matrices they went to local memory: 2.4x slower on the H200). The K loop walks stages of
+// TN = 32 SG_N batch columns); subgroup g takes the block of FM x FN 16 x 16 sums at rows
+// 16 FM (g % SG_M), columns 16 FN (g / SG_M), each sum its own variable c<i><j> (the host
+// writes their lines; held in an array of matrices they went to local memory: 2.4x slower
+// on the H200). The K loop walks stages of
 // STAGE_UNITS 32-value units; each unit of the tile's rows and columns is decoded once into
 // workgroup memory as f16 values, four to a vec4 store (weights d * level (+ m), activations
 // d * q: the values the int8 kernels' per-unit formula multiplies out, each rounded to f16
 // once), the next stage's words loaded into registers while the current one is multiplied.
 // Both sides' values must lie within f16's range (as in the CUDA path's f16 GEMMs). The host
-// prepends the `enable` directives, `STAGE_UNITS`, `SG_M` and `SG_N`, and appends
+// prepends the `enable` directives, `STAGE_UNITS`, `SG_M`, `SG_N`, `FM`, `FN` and `ABLATE`
+// (profiling, outputs wrong: 1 stores the stage's words undecoded, 2 leaves out the
+// products), and appends
 // codecs.wgsl, codecs_q8.wgsl and codecs_coop.wgsl with `gemm_words(r, s, half)`,
 // `gemm_scale(r, s)` and `coop_weights(levels, scale)`.
 
 // Bindings and `Params`: weights_io.wgsl (prepended by the host, x as vec4<u32>): x holds
 // the int8 units (batch, units, 2 vec4s), x2 their (d, d * sum, sum, 0) (batch, units).
 
-const TM: u32 = 32u * SG_M;
-const TN: u32 = 32u * SG_N;
+const TM: u32 = 16u * FM * SG_M;
+const TN: u32 = 16u * FN * SG_N;
 const INVOCATIONS: u32 = 32u * SG_M * SG_N;
 // f16 values a tile row of one unit takes: its 32 and 8 of padding, so that the eight
 // 16-byte row pieces a matrix load reads at once fall on distinct banks; in vec4s.
@@ -80,7 +83,11 @@ fn store_stage(st: Stage, lid: u32) {
         if (e < W_ITEMS) {
             let at = tile_at(e, TM);
             for (var j = 0u; j < 4u; j++) {
-                wt[at + j] = vec4<f16>(coop_weights(unpack4xI8(st.w[i][j]), st.ws[i]));
+                if (ABLATE == 1u) {
+                    wt[at + j] = vec4<f16>(vec4<u32>(st.w[i][j]));
+                } else {
+                    wt[at + j] = vec4<f16>(coop_weights(unpack4xI8(st.w[i][j]), st.ws[i]));
+                }
             }
         }
     }
@@ -89,7 +96,11 @@ fn store_stage(st: Stage, lid: u32) {
         if (e < X_ITEMS) {
             let at = tile_at(e, TN);
             for (var j = 0u; j < 4u; j++) {
-                xt[at + j] = vec4<f16>(st.xd[i] * vec4<f32>(unpack4xI8(st.x[i][j])));
+                if (ABLATE == 1u) {
+                    xt[at + j] = vec4<f16>(vec4<u32>(st.x[i][j]));
+                } else {
+                    xt[at + j] = vec4<f16>(st.xd[i] * vec4<f32>(unpack4xI8(st.x[i][j])));
+                }
             }
         }
     }
@@ -119,12 +130,9 @@ fn emit(c: coop_mat16x16<f32, C>, g: u32, lane: u32, r0: u32, b0: u32) {
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32, @builtin(subgroup_id) g: u32, @builtin(subgroup_invocation_id) lane: u32) {
     let row0 = wg.x * TM;
     let col0 = wg.y * TN;
-    let m0 = 32u * (g % SG_M);
-    let n0 = 32u * (g / SG_M);
-    var c00 = coop_mat16x16<f32, C>(); // rows m0.., columns n0..
-    var c01 = coop_mat16x16<f32, C>(); // rows m0.., columns n0 + 16..
-    var c10 = coop_mat16x16<f32, C>(); // rows m0 + 16.., columns n0..
-    var c11 = coop_mat16x16<f32, C>(); // rows m0 + 16.., columns n0 + 16..
+    let m0 = 16u * FM * (g % SG_M);
+    let n0 = 16u * FN * (g / SG_M);
+    GEN_SUMS
     var st = load_stage(row0, col0, 0u, lid);
     for (var s0 = 0u; s0 < p.units; s0 += STAGE_UNITS) {
         store_stage(st, lid);
@@ -132,22 +140,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         if (s0 + STAGE_UNITS < p.units) {
             st = load_stage(row0, col0, s0 + STAGE_UNITS, lid);
         }
-        for (var u = 0u; u < min(STAGE_UNITS, p.units - s0); u++) {
+        for (var u = 0u; u < min(STAGE_UNITS, p.units - s0) && ABLATE != 2u; u++) {
             for (var k = 0u; k < 8u; k += 4u) {
-                let a0 = coopLoadT<coop_mat16x16<f16, A>>(&wt[(TM * u + m0) * KP4 + k], KP4);
-                let a1 = coopLoadT<coop_mat16x16<f16, A>>(&wt[(TM * u + m0 + 16u) * KP4 + k], KP4);
-                let b0 = coopLoad<coop_mat16x16<f16, B>>(&xt[(TN * u + n0) * KP4 + k], KP4);
-                let b1 = coopLoad<coop_mat16x16<f16, B>>(&xt[(TN * u + n0 + 16u) * KP4 + k], KP4);
-                c00 = coopMultiplyAdd(a0, b0, c00);
-                c01 = coopMultiplyAdd(a0, b1, c01);
-                c10 = coopMultiplyAdd(a1, b0, c10);
-                c11 = coopMultiplyAdd(a1, b1, c11);
+                GEN_PRODUCTS
             }
         }
         workgroupBarrier();
     }
-    emit(c00, g, lane, row0 + m0, col0 + n0);
-    emit(c01, g, lane, row0 + m0, col0 + n0 + 16u);
-    emit(c10, g, lane, row0 + m0 + 16u, col0 + n0);
-    emit(c11, g, lane, row0 + m0 + 16u, col0 + n0 + 16u);
+    GEN_STORES
 }
