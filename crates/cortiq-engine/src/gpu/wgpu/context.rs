@@ -451,6 +451,14 @@ impl WgpuContext {
         Ok((build(&self.device, &gemm_coop_source(suffix, tile, units, ablate), &self.matvec_layout, self.pipeline_cache.as_ref(), &label)?, (tile.rows(), tile.cols())))
     }
 
+    /// What runs the int8 prompt GEMMs, for `cortiq gpu`.
+    pub fn prompt_gemm_line(&self) -> String {
+        match self.matrix_units {
+            true => format!("prompt GEMMs: matrix units (16 x 16 x 16 f16 cooperative matrices, {} x {} tiles)", self.coop_tile.rows(), self.coop_tile.cols()),
+            false => "prompt GEMMs: int8 packed dot products (no 16 x 16 f16 cooperative matrices with subgroups of 32 here, or CMF_WGPU_MATRIX_UNITS=0)".into(),
+        }
+    }
+
     /// Run the int8 GEMMs on the matrix units (where the device has them) or not; returns
     /// whether they now do.
     pub fn set_matrix_units(&mut self, on: bool) -> bool {

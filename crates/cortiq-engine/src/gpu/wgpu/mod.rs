@@ -680,6 +680,10 @@ impl Backend for WgpuBackend {
             format!("pipeline cache: {}", self.ctx.cache_state),
             format!("largest binding: {} MiB (larger matrices are split by rows)", self.ctx.max_binding >> 20),
             format!("matvec reduction: {}", if self.info.subgroups { "subgroup operations" } else { "shared memory (no subgroups)" }),
+            match self.int8_prefill && self.info.q8_matvec {
+                true => self.ctx.prompt_gemm_line(),
+                false => "prompt GEMMs: f32 activations (no int8 dot product on this backend, or CMF_WGPU_PREFILL_INT8=0)".into(),
+            },
         ]
         .into_iter()
         .chain(self.skip.warning())
