@@ -443,10 +443,11 @@ impl WgpuContext {
         let tile = self.coop_tile;
         let units = tile.stage_units(self.device.limits().max_compute_workgroup_storage_size).ok_or_else(|| format!("the matrix-unit GEMM's {tile:?} tile does not fit the adapter's workgroup memory"))?;
         let label = format!("gemm int8 x {suffix} on matrix units, {tile:?}, {units} units a stage");
-        let ablate = match std::env::var("CMF_WGPU_COOP_ABLATE").ok().as_deref() {
+        let ablate = match std::env::var("CMF_WGPU_COOP_ABLATE").ok().as_deref().map(str::trim) {
+            None | Some("") => 0,
             Some("decode") => 1,
             Some("products") => 2,
-            _ => 0,
+            Some(v) => return Err(format!("CMF_WGPU_COOP_ABLATE={v:?}: expected decode or products")),
         };
         Ok((build(&self.device, &gemm_coop_source(suffix, tile, units, ablate), &self.matvec_layout, self.pipeline_cache.as_ref(), &label)?, (tile.rows(), tile.cols())))
     }
@@ -1074,8 +1075,8 @@ mod tests {
         }
     }
 
-    /// The kernels are compiled by the driver only where an adapter exists; this checks every
-    /// generated shader with wgpu's own front end everywhere, CI included.
+    /// The matrix-unit GEMM's tile setting, what fits an adapter's workgroup memory, and the
+    /// setting that turns the matrix units on or off.
     #[test]
     fn the_matrix_unit_gemm_takes_its_tile_and_setting() {
         assert_eq!(coop_tile(None), Ok(CoopTile::DEFAULT));
@@ -1086,7 +1087,8 @@ mod tests {
         }
         let t = CoopTile { sg_m: 4, sg_n: 4, ..CoopTile::DEFAULT };
         assert_eq!((t.rows(), t.cols()), (128, 128));
-        assert_eq!((CoopTile { fn_: 4, ..CoopTile::DEFAULT }.rows(), CoopTile { fn_: 4, ..CoopTile::DEFAULT }.cols()), (64, 128));
+        let wide = CoopTile { fn_: 4, ..CoopTile::DEFAULT };
+        assert_eq!((wide.rows(), wide.cols()), (64, 128));
         // Two units of 256 tile rows and columns at 80 bytes and 16 sums of 1 KiB: 56 KiB,
         // over 48 KiB, so one unit a stage; the default takes two.
         assert_eq!(t.stage_units(49152), Some(1));
@@ -1124,6 +1126,8 @@ mod tests {
         }
     }
 
+    /// The kernels are compiled by the driver only where an adapter exists; this checks every
+    /// generated shader with wgpu's own front end everywhere, CI included.
     #[test]
     fn every_generated_shader_parses_and_validates() {
         for (codec, suffix, vec4s) in MATVEC_CODECS {
