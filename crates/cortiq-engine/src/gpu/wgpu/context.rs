@@ -141,9 +141,9 @@ pub struct WgpuContext {
     embed: std::sync::Mutex<HashMap<Codec, wgpu::ComputePipeline>>,
     subgroups: bool,
     /// The int8-activation GEMMs run on the adapter's matrix units (`gemm_coop.wgsl`), and
-    /// whether the device has them at all.
+    /// whether the device was opened with them at all.
     matrix_units: bool,
-    matrix_units_offered: bool,
+    matrix_units_opened: bool,
     /// The matrix-unit GEMM's workgroup tile (`CMF_WGPU_COOP_TILE`).
     coop_tile: CoopTile,
     pipeline_cache: Option<wgpu::PipelineCache>,
@@ -312,7 +312,7 @@ impl WgpuContext {
         let argmax_merge = build(&device, &format!("{ARGMAX_PICK}{ARGMAX_MERGE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "argmax_merge")?;
         let topk_groups = build(&device, &format!("{TOPK_KEYS}{TOPK_GROUPS}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_groups")?;
         let topk_merge = build(&device, &topk_merge_source(subgroups), &layout(&device, &[r, w, Uniform, w, Uniform]), cache.as_ref(), "topk_merge")?;
-        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, q8_out: Default::default(), q8_out_layouts, attn_qkv: Default::default(), attn_qkv_layout, gemm: Default::default(), embed: Default::default(), subgroups, matrix_units, matrix_units_offered: matrix_units, coop_tile, pipeline_cache: cache, act, norm, quant, rope_store, attn_split, attn_combine, attn_combine_q8, attn_rows, argmax, argmax_merge, topk_groups, topk_merge, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
+        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, q8_out: Default::default(), q8_out_layouts, attn_qkv: Default::default(), attn_qkv_layout, gemm: Default::default(), embed: Default::default(), subgroups, matrix_units, matrix_units_opened: matrix_units, coop_tile, pipeline_cache: cache, act, norm, quant, rope_store, attn_split, attn_combine, attn_combine_q8, attn_rows, argmax, argmax_merge, topk_groups, topk_merge, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
         // The per-op kernels up front (a job's first call should not pay a compile).
         for (codec, _, _) in MATVEC_CODECS {
             for (rows, cols) in [(1, 1), (TALL_ROWS, 1), (WIDE_ROWS, WIDE_COLS)] {
@@ -463,7 +463,7 @@ impl WgpuContext {
     /// Run the int8 GEMMs on the matrix units (where the device has them) or not; returns
     /// whether they now do.
     pub fn set_matrix_units(&mut self, on: bool) -> bool {
-        self.matrix_units = on && self.matrix_units_offered;
+        self.matrix_units = on && self.matrix_units_opened;
         self.info.matrix_units = self.matrix_units;
         self.matrix_units
     }
@@ -759,10 +759,20 @@ fn matvec_source(suffix: &str, vec4s: u32, subgroups: bool, shape: MatvecShape, 
     let body = matvec_kernel(vec4s, subgroups, shape, variant);
     let reduce = reduce_source(subgroups);
     if variant.x.int8() {
-        let io = WEIGHTS_IO.replace("var<storage, read> x: array<vec4<f32>>;", "var<storage, read> x: array<vec4<u32>>;");
+        let io = weights_io_int8();
         return format!("{io}\n{body}\n{CODECS}\n{CODECS_Q8}\nfn unit_dot8(n: u32, xa: vec4<u32>, xb: vec4<u32>, xd: vec4<f32>) -> f32 {{ return unit_dot8_{suffix}(n, xa, xb, xd); }}\n{reduce}");
     }
     format!("const UNIT_VEC4: u32 = {vec4s}u;\n{WEIGHTS_IO}\n{body}\n{CODECS}\nfn unit_dot(n: u32, r: u32, xs: X8, xsum: f32) -> f32 {{ return unit_dot_{suffix}(n, r, xs, xsum); }}\n{SILU4}\n{reduce}")
+}
+
+/// The matvec / GEMM bindings (weights_io.wgsl) with x bound as int8 units (vec4<u32>).
+fn weights_io_int8() -> String {
+    WEIGHTS_IO.replace("var<storage, read> x: array<vec4<f32>>;", "var<storage, read> x: array<vec4<u32>>;")
+}
+
+/// The int8 GEMMs' codec entry points `gemm_words` and `gemm_scale` for one codec suffix.
+fn gemm_codec_fns(suffix: &str) -> String {
+    format!("fn gemm_words(r: u32, s: u32, h: u32) -> vec4<u32> {{ return gemm_words_{suffix}(r, s, h); }}\nfn gemm_scale(r: u32, s: u32) -> vec2<f32> {{ return gemm_scale_{suffix}(r, s); }}\n")
 }
 
 /// SiLU of four values (the glu x-mode's gate).
@@ -879,8 +889,8 @@ fn gemm_stage_units(setting: Option<&str>, workgroup_bytes: u32) -> Result<u32, 
 /// The int8-activation GEMM shader for one codec of `Q8_CODECS` with `units` 32-value units
 /// a stage: x bound as int8 units.
 fn gemm_q8_source(suffix: &str, units: u32) -> String {
-    let io = WEIGHTS_IO.replace("var<storage, read> x: array<vec4<f32>>;", "var<storage, read> x: array<vec4<u32>>;");
-    format!("const STAGE_UNITS: u32 = {units}u;\n{io}\n{GEMM_Q8}\n{GEMM_STORE}\n{CODECS}\n{CODECS_Q8}\nfn gemm_words(r: u32, s: u32, h: u32) -> vec4<u32> {{ return gemm_words_{suffix}(r, s, h); }}\nfn gemm_scale(r: u32, s: u32) -> vec2<f32> {{ return gemm_scale_{suffix}(r, s); }}\nfn gemm_combine(dot: i32, w: vec2<f32>, xd: vec4<f32>) -> f32 {{ return gemm_combine_{suffix}(dot, w, xd); }}\n")
+    let (io, fns) = (weights_io_int8(), gemm_codec_fns(suffix));
+    format!("const STAGE_UNITS: u32 = {units}u;\n{io}\n{GEMM_Q8}\n{GEMM_STORE}\n{CODECS}\n{CODECS_Q8}\n{fns}fn gemm_combine(dot: i32, w: vec2<f32>, xd: vec4<f32>) -> f32 {{ return gemm_combine_{suffix}(dot, w, xd); }}\n")
 }
 
 /// The matrix-unit GEMM's workgroup (`gemm_coop.wgsl`): sg_m x sg_n subgroups of 32, each
@@ -934,7 +944,7 @@ fn coop_tile(setting: Option<&str>) -> Result<CoopTile, String> {
 /// as int8 units; `ablate` a profiling switch (`CMF_WGPU_COOP_ABLATE`, outputs wrong): 0 off,
 /// 1 no decode, 2 no products.
 fn gemm_coop_source(suffix: &str, tile: CoopTile, units: u32, ablate: u32) -> String {
-    let io = WEIGHTS_IO.replace("var<storage, read> x: array<vec4<f32>>;", "var<storage, read> x: array<vec4<u32>>;");
+    let (io, fns) = (weights_io_int8(), gemm_codec_fns(suffix));
     let CoopTile { sg_m, sg_n, fm, fn_ } = tile;
     let sums = |f: &dyn Fn(u32, u32) -> String| (0..fm).flat_map(|i| (0..fn_).map(move |j| (i, j))).map(|(i, j)| f(i, j)).collect::<Vec<_>>();
     let products = [
@@ -947,7 +957,7 @@ fn gemm_coop_source(suffix: &str, tile: CoopTile, units: u32, ablate: u32) -> St
         .replace("GEN_SUMS", &sums(&|i, j| format!("var c{i}{j} = coop_mat16x16<f32, C>();")).join("\n    "))
         .replace("GEN_PRODUCTS", &products.join("\n                "))
         .replace("GEN_STORES", &sums(&|i, j| format!("emit(c{i}{j}, g, lane, row0 + m0 + {}u, col0 + n0 + {}u);", 16 * i, 16 * j)).join("\n    "));
-    format!("enable f16;\nenable wgpu_cooperative_matrix;\nconst STAGE_UNITS: u32 = {units}u;\nconst SG_M: u32 = {sg_m}u;\nconst SG_N: u32 = {sg_n}u;\nconst FM: u32 = {fm}u;\nconst FN: u32 = {fn_}u;\nconst ABLATE: u32 = {ablate}u;\n{io}\n{kernel}\n{CODECS}\n{CODECS_Q8}\n{CODECS_COOP}\nfn gemm_words(r: u32, s: u32, h: u32) -> vec4<u32> {{ return gemm_words_{suffix}(r, s, h); }}\nfn gemm_scale(r: u32, s: u32) -> vec2<f32> {{ return gemm_scale_{suffix}(r, s); }}\nfn coop_weights(levels: vec4<i32>, w: vec2<f32>) -> vec4<f32> {{ return coop_weights_{suffix}(levels, w); }}\n")
+    format!("enable f16;\nenable wgpu_cooperative_matrix;\nconst STAGE_UNITS: u32 = {units}u;\nconst SG_M: u32 = {sg_m}u;\nconst SG_N: u32 = {sg_n}u;\nconst FM: u32 = {fm}u;\nconst FN: u32 = {fn_}u;\nconst ABLATE: u32 = {ablate}u;\n{io}\n{kernel}\n{CODECS}\n{CODECS_Q8}\n{CODECS_COOP}\n{fns}fn coop_weights(levels: vec4<i32>, w: vec2<f32>) -> vec4<f32> {{ return coop_weights_{suffix}(levels, w); }}\n")
 }
 
 /// The matrix configuration `gemm_coop.wgsl` is written for: 16 x 16 x 16, f16 inputs, f32
