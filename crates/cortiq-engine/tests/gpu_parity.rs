@@ -813,7 +813,7 @@ fn prefill_graph_chunks_match_the_cpu_prefill() {
 /// rounded to f16 (2^-11 relative each, the tensor-core kernel) within 1e-2.
 #[cfg(any(feature = "gpu", feature = "cuda"))]
 const F32_ATTENTION: f32 = 1e-5;
-#[cfg(feature = "cuda")]
+#[cfg(any(feature = "gpu", feature = "cuda"))]
 const F16_ATTENTION: f32 = 1e-2;
 
 /// A graph attention kernel (`run(q, k, v, rows, n_head, n_head_kv, head_dim)`) against an
@@ -910,15 +910,30 @@ fn wgpu_attention_split_applies_the_tokens_rope() {
     }
 }
 
-/// The wgpu graphs' attention (split + combine for a decode token, `attn_rows` for a
-/// prompt chunk) against the exact softmax.
+/// The wgpu graphs' attention (split + combine for a decode token; for a prompt chunk
+/// `attn_coop` on the matrix units where the adapter has them and the head size is a multiple
+/// of 16 up to 128, else `attn_rows`) against the exact softmax; where the matrix units ran,
+/// the same cases again without them.
 #[test]
 #[cfg_attr(not(feature = "gpu"), ignore = "SKIP gpu parity: no wgpu backend compiled in (build with --features gpu)")]
 fn wgpu_attention_matches_an_exact_softmax() {
     #[cfg(feature = "gpu")]
     {
         let Some(be) = wgpu_or_skip("wgpu_attention_matches_an_exact_softmax") else { return };
-        attention_matches_an_exact_softmax("wgpu", &|q, k, v, rows, nh, nkv, hd| be.attention(q, k, v, rows, nh, nkv, hd, 1.0 / (hd as f32).sqrt()), &|_, _| F32_ATTENTION, &[]);
+        // Full and partial 64-row workgroups, one 16-row subgroup's worth, grouped heads, a
+        // chunk's 256 rows, head sizes 32 .. 128.
+        let extra = [(32, 8, 128, 300, 130), (8, 2, 64, 700, 256), (4, 4, 128, 64, 64), (3, 3, 128, 2, 2), (9, 3, 64, 100, 100), (4, 2, 32, 40, 33), (2, 1, 96, 90, 17), (5, 5, 48, 16, 16)];
+        let units = be.info().matrix_units;
+        let bound = move |hd: usize, rows: usize| if units && rows > 1 && hd.is_multiple_of(16) && hd <= 128 { F16_ATTENTION } else { F32_ATTENTION };
+        let run = |be: &cortiq_engine::gpu::wgpu::WgpuBackend, q: &[f32], k: &[f32], v: &[f32], rows, nh, nkv, hd: usize| be.attention(q, k, v, rows, nh, nkv, hd, 1.0 / (hd as f32).sqrt());
+        attention_matches_an_exact_softmax("wgpu", &|q, k, v, rows, nh, nkv, hd| run(&be, q, k, v, rows, nh, nkv, hd), &bound, &extra);
+        match units {
+            true => {
+                let without = cortiq_engine::gpu::wgpu::WgpuBackend::new().unwrap().with_matrix_units(false);
+                attention_matches_an_exact_softmax("wgpu without matrix units", &|q, k, v, rows, nh, nkv, hd| run(&without, q, k, v, rows, nh, nkv, hd), &|_, _| F32_ATTENTION, &extra);
+            }
+            false => eprintln!("SKIP wgpu_attention_matches_an_exact_softmax, prompt attention on matrix units: the adapter has no 16 x 16 f16 cooperative matrices with subgroups of 32"),
+        }
     }
 }
 

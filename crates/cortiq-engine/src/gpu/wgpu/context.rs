@@ -47,6 +47,7 @@ const ATTN_COMBINE: &str = include_str!("kernels/attn_combine.wgsl");
 const ATTN_COMBINE_Q8: &str = include_str!("kernels/attn_combine_q8.wgsl");
 const ATTN_MERGE: &str = include_str!("kernels/attn_merge.wgsl");
 const ATTN_ROWS: &str = include_str!("kernels/attn_rows.wgsl");
+const ATTN_COOP: &str = include_str!("kernels/attn_coop.wgsl");
 const ATTN_CHUNK: &str = include_str!("kernels/attn_chunk.wgsl");
 const ATTN_PARTIAL: &str = include_str!("kernels/attn_partial.wgsl");
 const ATTN_QKV: &str = include_str!("kernels/attn_qkv.wgsl");
@@ -144,8 +145,10 @@ pub struct WgpuContext {
     /// whether the device was opened with them at all.
     matrix_units: bool,
     matrix_units_opened: bool,
-    /// The matrix-unit GEMM's workgroup tile (`CMF_WGPU_COOP_TILE`).
+    /// The matrix-unit GEMM's workgroup tile (`CMF_WGPU_COOP_TILE`) and its stages' (units,
+    /// tile copies) (`CMF_WGPU_COOP_STAGE`).
     coop_tile: CoopTile,
+    coop_stage: (u32, u32),
     pipeline_cache: Option<wgpu::PipelineCache>,
     pub act: wgpu::ComputePipeline,
     /// The token graph's kernels.
@@ -159,6 +162,11 @@ pub struct WgpuContext {
     pub attn_combine_q8: wgpu::ComputePipeline,
     /// The prefill graph's causal attention of a chunk's rows.
     pub attn_rows: wgpu::ComputePipeline,
+    attn_rows_layout: wgpu::BindGroupLayout,
+    /// The prompt attention on the matrix units by head size (None: its build failed), and
+    /// the subgroups a workgroup (`CMF_WGPU_ATTN_SUBGROUPS`; 0: `attn_rows` instead).
+    attn_coop: std::sync::Mutex<HashMap<u32, Option<wgpu::ComputePipeline>>>,
+    attn_coop_subgroups: u32,
     /// The token graph's greedy pick over the logits.
     /// The greedy pick: per 4096 logits a candidate (argmax.wgsl), then the best of them
     /// (argmax_merge.wgsl).
@@ -236,6 +244,7 @@ impl WgpuContext {
             wanted.remove(wgpu::Features::SUBGROUP);
         }
         let coop_tile = coop_tile(std::env::var("CMF_WGPU_COOP_TILE").ok().as_deref())?;
+        let coop_stage = coop_stage(std::env::var("CMF_WGPU_COOP_STAGE").ok().as_deref())?;
         let coop = matrix_units_wanted(std::env::var("CMF_WGPU_MATRIX_UNITS").ok().as_deref(), matrix_units_offered(adapter), &desc.name)?;
         if coop {
             wanted |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
@@ -307,12 +316,14 @@ impl WgpuContext {
         let attn_split = build(&device, &attn_split_source(subgroups), &layout(&device, &[r, r, r, w, w, w, Uniform]), cache.as_ref(), "attn_split")?;
         let attn_combine = build(&device, &format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "attn_combine")?;
         let attn_combine_q8 = build(&device, &format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE_Q8}{QUANT_UNIT}"), &layout(&device, &[r, w, w, Uniform]), cache.as_ref(), "attn_combine_q8")?;
-        let attn_rows = build(&device, &attn_chunk_source(ATTN_ROWS, subgroups), &layout(&device, &[r, r, r, w, Uniform]), cache.as_ref(), "attn_rows")?;
+        let attn_rows_layout = layout(&device, &[r, r, r, w, Uniform]);
+        let attn_rows = build(&device, &attn_chunk_source(ATTN_ROWS, subgroups), &attn_rows_layout, cache.as_ref(), "attn_rows")?;
+        let attn_coop_subgroups = attn_coop_subgroups(std::env::var("CMF_WGPU_ATTN_SUBGROUPS").ok().as_deref())?;
         let argmax = build(&device, &format!("{ARGMAX_PICK}{ARGMAX}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "argmax")?;
         let argmax_merge = build(&device, &format!("{ARGMAX_PICK}{ARGMAX_MERGE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "argmax_merge")?;
         let topk_groups = build(&device, &format!("{TOPK_KEYS}{TOPK_GROUPS}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_groups")?;
         let topk_merge = build(&device, &topk_merge_source(subgroups), &layout(&device, &[r, w, Uniform, w, Uniform]), cache.as_ref(), "topk_merge")?;
-        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, q8_out: Default::default(), q8_out_layouts, attn_qkv: Default::default(), attn_qkv_layout, gemm: Default::default(), embed: Default::default(), subgroups, matrix_units, matrix_units_opened: matrix_units, coop_tile, pipeline_cache: cache, act, norm, quant, rope_store, attn_split, attn_combine, attn_combine_q8, attn_rows, argmax, argmax_merge, topk_groups, topk_merge, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
+        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, q8_out: Default::default(), q8_out_layouts, attn_qkv: Default::default(), attn_qkv_layout, gemm: Default::default(), embed: Default::default(), subgroups, matrix_units, matrix_units_opened: matrix_units, coop_tile, coop_stage, pipeline_cache: cache, act, norm, quant, rope_store, attn_split, attn_combine, attn_combine_q8, attn_rows, attn_rows_layout, attn_coop: Default::default(), attn_coop_subgroups, argmax, argmax_merge, topk_groups, topk_merge, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
         // The per-op kernels up front (a job's first call should not pay a compile).
         for (codec, _, _) in MATVEC_CODECS {
             for (rows, cols) in [(1, 1), (TALL_ROWS, 1), (WIDE_ROWS, WIDE_COLS)] {
@@ -441,15 +452,46 @@ impl WgpuContext {
     /// columns).
     fn coop_pipeline(&self, suffix: &str) -> Result<(wgpu::ComputePipeline, (u32, u32)), String> {
         let tile = self.coop_tile;
-        let units = tile.stage_units(self.device.limits().max_compute_workgroup_storage_size).ok_or_else(|| format!("the matrix-unit GEMM's {tile:?} tile does not fit the adapter's workgroup memory"))?;
-        let label = format!("gemm int8 x {suffix} on matrix units, {tile:?}, {units} units a stage");
+        let layout = tile.stage_layout(self.device.limits().max_compute_workgroup_storage_size, self.coop_stage).ok_or_else(|| format!("the matrix-unit GEMM's {tile:?} tile does not fit the adapter's workgroup memory"))?;
+        let label = format!("gemm int8 x {suffix} on matrix units, {tile:?}, (units a stage, buffers) {layout:?}");
         let ablate = match std::env::var("CMF_WGPU_COOP_ABLATE").ok().as_deref().map(str::trim) {
             None | Some("") => 0,
             Some("decode") => 1,
             Some("products") => 2,
-            Some(v) => return Err(format!("CMF_WGPU_COOP_ABLATE={v:?}: expected decode or products")),
+            Some("loads") => 3,
+            Some("barriers") => 4,
+            Some(v) => return Err(format!("CMF_WGPU_COOP_ABLATE={v:?}: expected decode, products, loads or barriers")),
         };
-        Ok((build(&self.device, &gemm_coop_source(suffix, tile, units, ablate), &self.matvec_layout, self.pipeline_cache.as_ref(), &label)?, (tile.rows(), tile.cols())))
+        Ok((build(&self.device, &gemm_coop_source(suffix, tile, layout, ablate), &self.matvec_layout, self.pipeline_cache.as_ref(), &label)?, (tile.rows(), tile.cols())))
+    }
+
+    /// The prompt chunk's attention for heads of `head_dim` and the query rows a workgroup
+    /// of it takes: on the matrix units (`attn_coop.wgsl`, built on first use) where the
+    /// device has them and the head size is a multiple of 16 up to 128, else `attn_rows`.
+    pub fn prompt_attention(&self, head_dim: usize) -> (wgpu::ComputePipeline, u32) {
+        let sg = self.attn_coop_subgroups;
+        if !self.matrix_units || sg == 0 || !head_dim.is_multiple_of(16) || head_dim > 128 {
+            return (self.attn_rows.clone(), 1);
+        }
+        let mut map = self.attn_coop.lock().unwrap_or_else(|e| e.into_inner());
+        let built = map.entry(head_dim as u32).or_insert_with(|| {
+            let label = format!("prompt attention on matrix units, head size {head_dim}, {sg} subgroups");
+            build(&self.device, &attn_coop_source(head_dim as u32, sg), &self.attn_rows_layout, self.pipeline_cache.as_ref(), &label)
+                .inspect_err(|e| eprintln!("cortiq: {e}; the prompt attention of head size {head_dim} stays on attn_rows"))
+                .ok()
+        });
+        match built {
+            Some(pipe) => (pipe.clone(), 16 * sg),
+            None => (self.attn_rows.clone(), 1),
+        }
+    }
+
+    /// What runs the prompt chunk's attention, for `cortiq gpu`.
+    pub fn prompt_attention_line(&self) -> String {
+        match self.matrix_units && self.attn_coop_subgroups > 0 {
+            true => format!("prompt attention: matrix units (16 x 16 x 16 f16 cooperative matrices, {} query rows a workgroup; head sizes 16 .. 128 in steps of 16, others f32)", 16 * self.attn_coop_subgroups),
+            false => "prompt attention: f32 (no 16 x 16 f16 cooperative matrices with subgroups of 32 here, or CMF_WGPU_ATTN_SUBGROUPS=0)".into(),
+        }
     }
 
     /// What runs the int8 prompt GEMMs, for `cortiq gpu`.
@@ -915,14 +957,15 @@ impl CoopTile {
     pub fn cols(self) -> u32 {
         16 * self.fn_ * self.sg_n
     }
-    /// Workgroup memory at `units` units a stage: both f16 tiles (80 bytes a row a unit)
-    /// and a 16 x 16 f32 sum per subgroup.
-    fn bytes(self, units: u32) -> u32 {
-        (self.rows() + self.cols()) * 80 * units + 1024 * self.sg_m * self.sg_n
+    /// Workgroup memory at `units` units a stage in `buffers` copies: both f16 tiles (80
+    /// bytes a row a unit) and a 16 x 16 f32 sum per subgroup.
+    fn bytes(self, units: u32, buffers: u32) -> u32 {
+        (self.rows() + self.cols()) * 80 * units * buffers + 1024 * self.sg_m * self.sg_n
     }
-    /// Units a stage: 2 where they fit `workgroup_bytes`, else 1 (None: not even that).
-    fn stage_units(self, workgroup_bytes: u32) -> Option<u32> {
-        [2, 1].into_iter().find(|&u| self.bytes(u) <= workgroup_bytes)
+    /// (units a stage, tile copies): `wanted` where it fits `workgroup_bytes`, else one unit
+    /// in one copy (None: not even that).
+    fn stage_layout(self, workgroup_bytes: u32, wanted: (u32, u32)) -> Option<(u32, u32)> {
+        [wanted, (1, 1)].into_iter().find(|&(u, b)| self.bytes(u, b) <= workgroup_bytes)
     }
 }
 
@@ -940,16 +983,70 @@ fn coop_tile(setting: Option<&str>) -> Result<CoopTile, String> {
     }
 }
 
-/// The matrix-unit GEMM shader for one codec of `Q8_CODECS`, tile and units a stage: x bound
-/// as int8 units; `ablate` a profiling switch (`CMF_WGPU_COOP_ABLATE`, outputs wrong): 0 off,
-/// 1 no decode, 2 no products.
-fn gemm_coop_source(suffix: &str, tile: CoopTile, units: u32, ablate: u32) -> String {
+/// The matrix-unit prompt attention's subgroups a workgroup: `setting`
+/// (`CMF_WGPU_ATTN_SUBGROUPS`: 1, 2 or 4, or 0 for `attn_rows`) or 4.
+fn attn_coop_subgroups(setting: Option<&str>) -> Result<u32, String> {
+    match setting.map(str::trim).filter(|v| !v.is_empty()) {
+        None => Ok(4),
+        Some(v) => v.parse().ok().filter(|n| [0, 1, 2, 4].contains(n)).ok_or_else(|| format!("CMF_WGPU_ATTN_SUBGROUPS={v:?}: expected 0, 1, 2 or 4")),
+    }
+}
+
+/// The matrix-unit prompt attention's shader (attn_coop.wgsl) for heads of `head_dim` (a
+/// multiple of 16, at most 128) and `sg` subgroups a workgroup (1, 2 or 4): each query
+/// matrix, score tile and sum its own named variable.
+fn attn_coop_source(head_dim: u32, sg: u32) -> String {
+    let tiles = head_dim / 16;
+    let each = |f: &dyn Fn(u32) -> String| (0..tiles).map(f).collect::<Vec<_>>().join("\n    ");
+    let scores = (0..2)
+        .map(|j| {
+            let products = (0..tiles).map(|i| format!("s{j} = coopMultiplyAdd(q{i}, coopLoad<coop_mat16x16<f16, B>>(&kv[{}u * HP4 + {}u], HP4), s{j});", 16 * j, 4 * i)).collect::<Vec<_>>().join(" ");
+            format!("var s{j} = coop_mat16x16<f32, C>(); {products} coopStore(s{j}, &sm[16u * T * g + {}u], 16u);", 256 * j)
+        })
+        .collect::<Vec<_>>()
+        .join("\n        ");
+    let pv = (0..2)
+        .map(|j| {
+            let products = (0..tiles).map(|i| format!("o{i} = coopMultiplyAdd(p{j}, coopLoadT<coop_mat16x16<f16, B>>(&kv[(T + {}u) * HP4 + {}u], HP4), o{i});", 16 * j, 4 * i)).collect::<Vec<_>>().join(" ");
+            format!("let p{j} = coopLoadT<coop_mat16x16<f16, A>>(&pm[16u * PP * g + {}u], PP); {products}", 16 * j)
+        })
+        .collect::<Vec<_>>()
+        .join("\n        ");
+    let kernel = ATTN_COOP
+        .replace("GEN_Q", &each(&|i| format!("let q{i} = coopLoadT<coop_mat16x16<f16, A>>(&kv[16u * g * HP4 + {}u], HP4);", 4 * i)))
+        .replace("GEN_SCORES", &scores)
+        .replace("GEN_OUT", &each(&|i| format!("emit(o{i}, {i}u, g, lane, row, l, h, r0, rows_here);")))
+        .replace("GEN_O", &each(&|i| format!("var o{i} = coop_mat16x16<f32, C>();")))
+        .replace("GEN_PV", &pv);
+    format!("enable f16;\nenable wgpu_cooperative_matrix;\nconst HD: u32 = {head_dim}u;\nconst SG: u32 = {sg}u;\n{STEP}{kernel}")
+}
+
+/// The matrix-unit GEMM's stage: `setting` (`CMF_WGPU_COOP_STAGE=UxB`: U units of 32 values
+/// a stage, 1 to 4, in B copies of the tiles, 1 or 2; with 2 the next stage is stored while
+/// this one is multiplied) or two units in one copy, which beat 1x1, 1x2, 2x2 and 4x1 on
+/// llama-8b on the H200 (bench/NOTES.md, "wgpu prefill, twenty-first session").
+fn coop_stage(setting: Option<&str>) -> Result<(u32, u32), String> {
+    let Some(v) = setting.map(str::trim).filter(|v| !v.is_empty()) else {
+        return Ok((2, 1));
+    };
+    let dims: Vec<Option<u32>> = v.split('x').map(|d| d.parse().ok()).collect();
+    match dims[..] {
+        [Some(u @ 1..=4), Some(b @ 1..=2)] => Ok((u, b)),
+        _ => Err(format!("CMF_WGPU_COOP_STAGE={v:?}: expected UxB, U units a stage (1 to 4) in B tile copies (1 or 2), e.g. 2x1")),
+    }
+}
+
+/// The matrix-unit GEMM shader for one codec of `Q8_CODECS`, tile, units a stage and tile
+/// buffers (1 or 2): x bound as int8 units; `ablate` a profiling switch
+/// (`CMF_WGPU_COOP_ABLATE`, outputs wrong): 0 off, 1 no decode, 2 no products, 3 no global
+/// loads after the first stage's, 4 no barriers in the stage loop.
+fn gemm_coop_source(suffix: &str, tile: CoopTile, (units, buffers): (u32, u32), ablate: u32) -> String {
     let (io, fns) = (weights_io_int8(), gemm_codec_fns(suffix));
     let CoopTile { sg_m, sg_n, fm, fn_ } = tile;
     let sums = |f: &dyn Fn(u32, u32) -> String| (0..fm).flat_map(|i| (0..fn_).map(move |j| (i, j))).map(|(i, j)| f(i, j)).collect::<Vec<_>>();
     let products = [
-        (0..fm).map(|i| format!("let a{i} = coopLoadT<coop_mat16x16<f16, A>>(&wt[(TM * u + m0 + {}u) * KP4 + k], KP4);", 16 * i)).collect::<Vec<_>>(),
-        (0..fn_).map(|j| format!("let b{j} = coopLoad<coop_mat16x16<f16, B>>(&xt[(TN * u + n0 + {}u) * KP4 + k], KP4);", 16 * j)).collect(),
+        (0..fm).map(|i| format!("let a{i} = coopLoadT<coop_mat16x16<f16, A>>(&wt[(TM * (bu + u) + m0 + {}u) * KP4 + k], KP4);", 16 * i)).collect::<Vec<_>>(),
+        (0..fn_).map(|j| format!("let b{j} = coopLoad<coop_mat16x16<f16, B>>(&xt[(TN * (bu + u) + n0 + {}u) * KP4 + k], KP4);", 16 * j)).collect(),
         sums(&|i, j| format!("c{i}{j} = coopMultiplyAdd(a{i}, b{j}, c{i}{j});")),
     ]
     .concat();
@@ -957,7 +1054,7 @@ fn gemm_coop_source(suffix: &str, tile: CoopTile, units: u32, ablate: u32) -> St
         .replace("GEN_SUMS", &sums(&|i, j| format!("var c{i}{j} = coop_mat16x16<f32, C>();")).join("\n    "))
         .replace("GEN_PRODUCTS", &products.join("\n                "))
         .replace("GEN_STORES", &sums(&|i, j| format!("emit(c{i}{j}, g, lane, row0 + m0 + {}u, col0 + n0 + {}u);", 16 * i, 16 * j)).join("\n    "));
-    format!("enable f16;\nenable wgpu_cooperative_matrix;\nconst STAGE_UNITS: u32 = {units}u;\nconst SG_M: u32 = {sg_m}u;\nconst SG_N: u32 = {sg_n}u;\nconst FM: u32 = {fm}u;\nconst FN: u32 = {fn_}u;\nconst ABLATE: u32 = {ablate}u;\n{io}\n{kernel}\n{CODECS}\n{CODECS_Q8}\n{CODECS_COOP}\n{fns}fn coop_weights(levels: vec4<i32>, w: vec2<f32>) -> vec4<f32> {{ return coop_weights_{suffix}(levels, w); }}\n")
+    format!("enable f16;\nenable wgpu_cooperative_matrix;\nconst STAGE_UNITS: u32 = {units}u;\nconst BUFFERS: u32 = {buffers}u;\nconst SG_M: u32 = {sg_m}u;\nconst SG_N: u32 = {sg_n}u;\nconst FM: u32 = {fm}u;\nconst FN: u32 = {fn_}u;\nconst ABLATE: u32 = {ablate}u;\n{io}\n{kernel}\n{CODECS}\n{CODECS_Q8}\n{CODECS_COOP}\n{fns}fn coop_weights(levels: vec4<i32>, w: vec2<f32>) -> vec4<f32> {{ return coop_weights_{suffix}(levels, w); }}\n")
 }
 
 /// The matrix configuration `gemm_coop.wgsl` is written for: 16 x 16 x 16, f16 inputs, f32
@@ -1100,10 +1197,20 @@ mod tests {
         let wide = CoopTile { fn_: 4, ..CoopTile::DEFAULT };
         assert_eq!((wide.rows(), wide.cols()), (64, 128));
         // Two units of 256 tile rows and columns at 80 bytes and 16 sums of 1 KiB: 56 KiB,
-        // over 48 KiB, so one unit a stage; the default takes two.
-        assert_eq!(t.stage_units(49152), Some(1));
-        assert_eq!(CoopTile::DEFAULT.stage_units(49152), Some(2));
-        assert_eq!(t.stage_units(16384), None);
+        // over 48 KiB, so one unit a stage, in one copy; the default takes two units in two
+        // copies (44 KiB), or in one where asked.
+        assert_eq!(t.stage_layout(49152, (2, 1)), Some((1, 1)));
+        assert_eq!(CoopTile::DEFAULT.stage_layout(49152, (2, 2)), Some((2, 2)));
+        assert_eq!(CoopTile::DEFAULT.stage_layout(49152, (2, 1)), Some((2, 1)));
+        assert_eq!(CoopTile::DEFAULT.stage_layout(32768, (2, 2)), Some((1, 1)));
+        assert_eq!(t.stage_layout(16384, (1, 1)), None);
+        assert_eq!((attn_coop_subgroups(None), attn_coop_subgroups(Some("0")), attn_coop_subgroups(Some("2 "))), (Ok(4), Ok(0), Ok(2)));
+        assert!(attn_coop_subgroups(Some("3")).unwrap_err().contains("expected 0, 1, 2 or 4"));
+        assert_eq!(coop_stage(None), Ok((2, 1)));
+        assert_eq!(coop_stage(Some(" 1x2")), Ok((1, 2)));
+        for bad in ["3", "0x1", "5x1", "2x3", "2x1x1", "x"] {
+            assert!(coop_stage(Some(bad)).unwrap_err().contains("expected UxB"), "{bad}");
+        }
         assert_eq!(matrix_units_wanted(None, true, "gpu"), Ok(true));
         assert_eq!(matrix_units_wanted(Some("0"), true, "gpu"), Ok(false));
         assert_eq!(matrix_units_wanted(None, false, "gpu"), Ok(false));
@@ -1175,9 +1282,9 @@ mod tests {
             if Q8_CODECS.contains(&codec) {
                 for units in [1, 2, 4] {
                     validate(&format!("gemm int8 x {suffix}, {units} units a stage"), &gemm_q8_source(suffix, units));
-                    for (tile, ablate) in [(CoopTile::DEFAULT, 0), (CoopTile { sg_m: 2, sg_n: 4, fm: 1, fn_: 3 }, 1), (CoopTile { sg_m: 4, sg_n: 4, fm: 2, fn_: 4 }, 2)] {
-                        if units <= 2 {
-                            validate(&format!("gemm int8 x {suffix} on matrix units, {tile:?}, {units} units a stage, ablation {ablate}"), &gemm_coop_source(suffix, tile, units, ablate));
+                    for (tile, ablate) in [(CoopTile::DEFAULT, 0), (CoopTile { sg_m: 2, sg_n: 4, fm: 1, fn_: 3 }, 1), (CoopTile { sg_m: 4, sg_n: 4, fm: 2, fn_: 4 }, 2), (CoopTile::DEFAULT, 3), (CoopTile::DEFAULT, 4)] {
+                        for buffers in [1, 2] {
+                            validate(&format!("gemm int8 x {suffix} on matrix units, {tile:?}, {units} units a stage in {buffers} buffers, ablation {ablate}"), &gemm_coop_source(suffix, tile, (units, buffers), ablate));
                         }
                     }
                 }
@@ -1205,6 +1312,11 @@ mod tests {
             validate(&format!("quant subgroups={subgroups}"), &quant_source(subgroups));
             validate(&format!("attn_split subgroups={subgroups}"), &attn_split_source(subgroups));
             validate(&format!("attn_rows subgroups={subgroups}"), &attn_chunk_source(ATTN_ROWS, subgroups));
+        }
+        for head_dim in [16, 32, 48, 64, 80, 96, 112, 128] {
+            for sg in [1, 2, 4] {
+                validate(&format!("prompt attention on matrix units, head size {head_dim}, {sg} subgroups"), &attn_coop_source(head_dim, sg));
+            }
         }
         for (name, src) in [("act", ACT.to_string()), ("rope_store", format!("{STEP}{ROPE_STORE}")), ("attn_combine", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE}")), ("attn_combine_q8", format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE_Q8}{QUANT_UNIT}")), ("argmax", format!("{ARGMAX_PICK}{ARGMAX}")), ("argmax_merge", format!("{ARGMAX_PICK}{ARGMAX_MERGE}")), ("topk_groups", format!("{TOPK_KEYS}{TOPK_GROUPS}"))] {
             validate(name, &src);

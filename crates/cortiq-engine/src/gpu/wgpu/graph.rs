@@ -49,7 +49,9 @@ pub(super) struct StepBlock {
     fold: u32,
     base: f32,
     scale: f32,
-    pad2: [u32; 2],
+    /// A prompt chunk's rows (the matrix-unit prompt attention; 0 in the token graph).
+    rows: u32,
+    pad: u32,
 }
 
 /// A decode token's RoPE for `WgpuBackend::decode_attention_with_rope`: the rotary width, the
@@ -354,7 +356,7 @@ fn relabel(p: &mut [Planned], from: usize, label: &'static str) {
 /// the attention split applies the token's RoPE and appends its K/V (`WgpuBackend::rope_fold`).
 pub(super) fn step_block(m: &Llama, pos: usize, chunks: u32, fold: bool) -> StepBlock {
     let c = &m.cfg;
-    StepBlock { pos: pos as u32, n_head: c.n_head as u32, n_head_kv: c.n_head_kv as u32, head_dim: c.head_dim as u32, rot: c.rope_dims as u32, neox: u32::from(c.rope_neox), chunks, fold: u32::from(fold), base: c.rope_base, scale: c.attn_scale, pad2: [0; 2] }
+    StepBlock { pos: pos as u32, n_head: c.n_head as u32, n_head_kv: c.n_head_kv as u32, head_dim: c.head_dim as u32, rot: c.rope_dims as u32, neox: u32::from(c.rope_neox), chunks, fold: u32::from(fold), base: c.rope_base, scale: c.attn_scale, rows: 0, pad: 0 }
 }
 
 impl WgpuBackend {
@@ -705,7 +707,11 @@ impl WgpuBackend {
         // norm per workgroup.
         let head = &args[args.len() - 1];
         let io = if norm_q8 && Q8_CODECS.contains(&head.view.codec) {
-            // The last down projection wrote the output norm's input.
+            // The last down projection wrote the output norm's input, unless the stage
+            // ablation left it out (then the quantizer writes it from the residual stream).
+            if !skip.runs("down") {
+                p.push(quantize(ctx, &g.x, &g.out_norm, &g.nq, &g.nd, q_deferred.0, q_deferred.1));
+            }
             deferred_io(&g.logits)
         } else if g.int8 && Q8_CODECS.contains(&head.view.codec) {
             p.push(quant(&g.x, &g.out_norm, q_norm));
@@ -1031,7 +1037,7 @@ impl WgpuBackend {
         let pos = n - rows;
         let chunks = n.div_ceil(ATT_CHUNK) as u32;
         let r = rope.unwrap_or(RopeSpec { rot: 0, neox: false, base: 0.0, fold: false });
-        let step = StepBlock { pos: pos as u32, n_head: n_head as u32, n_head_kv: n_head_kv as u32, head_dim: head_dim as u32, rot: r.rot as u32, neox: u32::from(r.neox), chunks, fold: u32::from(r.fold), base: r.base, scale, pad2: [0; 2] };
+        let step = StepBlock { pos: pos as u32, n_head: n_head as u32, n_head_kv: n_head_kv as u32, head_dim: head_dim as u32, rot: r.rot as u32, neox: u32::from(r.neox), chunks, fold: u32::from(r.fold), base: r.base, scale, rows: rows as u32, pad: 0 };
         let dev = &self.ctx.device;
         let mut out = self.ctx.validated("wgpu attention", || {
             let init = |label, data: &[f32]| dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: bytemuck::cast_slice(data), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
@@ -1055,7 +1061,10 @@ impl WgpuBackend {
                     Planned { label: "attention split", pipe: self.ctx.attn_split.clone(), bufs: vec![&qb, &k_new, &v_new, &kc, &vc, &part], uniform: Uniform::Whole(&stepb), grid: Grid::HeadsByChunks(n_head as u32) },
                     Planned { label: "attention combine", pipe: self.ctx.attn_combine.clone(), bufs: vec![&part, &att], uniform: Uniform::Whole(&stepb), grid: Grid::Fixed(n_head as u32, 1, 1) },
                 ]),
-                _ => plan.push(Planned { label: "attention", pipe: self.ctx.attn_rows.clone(), bufs: vec![&qb, &kc, &vc, &att], uniform: Uniform::Whole(&stepb), grid: Grid::Fixed(n_head as u32, rows as u32, 1) }),
+                _ => {
+                    let (pipe, per) = self.ctx.prompt_attention(head_dim);
+                    plan.push(Planned { label: "attention", pipe, bufs: vec![&qb, &kc, &vc, &att], uniform: Uniform::Whole(&stepb), grid: Grid::Fixed(n_head as u32, (rows as u32).div_ceil(per), 1) });
+                }
             }
             let groups = plan::bind(dev, &plan, &stepb);
             let row_bytes = if rope.is_some() { (kvd * 4) as u64 } else { 0 };

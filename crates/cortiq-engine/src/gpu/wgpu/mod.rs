@@ -684,6 +684,7 @@ impl Backend for WgpuBackend {
                 true => self.ctx.prompt_gemm_line(),
                 false => "prompt GEMMs: f32 activations (no int8 dot product on this backend, or CMF_WGPU_PREFILL_INT8=0)".into(),
             },
+            self.ctx.prompt_attention_line(),
         ]
         .into_iter()
         .chain(self.skip.warning())

@@ -18,7 +18,7 @@
 use super::super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform};
 use super::super::{Resident, WgpuBackend};
 use super::super::{int8_layers, Variant, XMode};
-use super::{graph_weights, quant_slot, quantize_rows, relabel, step_block, At, ModelGraph, NormBlock, Readback, Recorded, QUANT_PLAIN, QUANT_SILU};
+use super::{graph_weights, quant_slot, quantize_rows, relabel, step_block, At, StepBlock, ModelGraph, NormBlock, Readback, Recorded, QUANT_PLAIN, QUANT_SILU};
 use crate::gpu::backend::{DeviceOutcome, GraphReadback, PrefillGraphJob, WeightArg};
 use std::collections::HashMap;
 
@@ -103,7 +103,7 @@ impl WgpuBackend {
             let mut x = vec![0f32; rows * c.n_embd];
             m.embed_rows(job.tokens, &mut x);
             self.ctx.queue.write_buffer(&pb.x, 0, bytemuck::cast_slice(&x));
-            self.ctx.queue.write_buffer(&pb.step, 0, bytemuck::bytes_of(&step_block(m, job.pos, 0, false)));
+            self.ctx.queue.write_buffer(&pb.step, 0, bytemuck::bytes_of(&StepBlock { rows: rows as u32, ..step_block(m, job.pos, 0, false) }));
             if mirror.prefill.as_ref().is_none_or(|(r, _)| *r != rows) {
                 let args: Vec<WeightArg> = graph_weights(m, g.layers).iter().map(|w| m.weight_arg(w)).collect();
                 let mut params = Params::default();
@@ -156,6 +156,7 @@ impl WgpuBackend {
         };
         let norm = |params: &mut Params, add: bool, row0: u32| params.slot(bytemuck::bytes_of(&NormBlock { n: d, add: u32::from(add), eps: c.eps, row0 }));
         let rope_threads = ((c.n_head + c.n_head_kv) * c.rope_dims / 2 + c.kv_dim()) as u32;
+        let (attention, attention_rows) = ctx.prompt_attention(c.head_dim);
         for (li, w) in args[..7 * g.layers].chunks_exact(7).enumerate() {
             let (attn_norm, ffn_norm) = &g.norms[li];
             let at = norm(params, li > 0, 0);
@@ -167,7 +168,7 @@ impl WgpuBackend {
             proj_in(res(&w[2])?, &pb.xn, &pb.v, d, params, &mut p)?;
             relabel(&mut p, at, "qkv");
             p.push(Planned { label: "rope+kv append", pipe: ctx.rope_store.clone(), bufs: vec![&pb.q, &pb.k, &pb.v, &mk[li], &mv[li]], uniform: Uniform::Whole(&pb.step), grid: Grid::Fixed(rope_threads.div_ceil(64), n, 1) });
-            p.push(Planned { label: "attention", pipe: ctx.attn_rows.clone(), bufs: vec![&pb.q, &mk[li], &mv[li], &pb.att], uniform: Uniform::Whole(&pb.step), grid: Grid::Fixed(c.n_head as u32, n, 1) });
+            p.push(Planned { label: "attention", pipe: attention.clone(), bufs: vec![&pb.q, &mk[li], &mv[li], &pb.att], uniform: Uniform::Whole(&pb.step), grid: Grid::Fixed(c.n_head as u32, n.div_ceil(attention_rows), 1) });
             let at = p.len();
             input(&pb.att, &pb.att, qd, q_qd, &mut p);
             proj_in(res(&w[3])?, &pb.att, &pb.o, qd, params, &mut p)?;

@@ -10,10 +10,13 @@
 // workgroup memory as f16 values, four to a vec4 store (weights d * level (+ m), activations
 // d * q: the values the int8 kernels' per-unit formula multiplies out, each rounded to f16
 // once), the next stage's words loaded into registers while the current one is multiplied.
+// With BUFFERS = 2 the tiles are double: the next stage's values are stored into the other
+// pair while this one's are multiplied, one barrier a stage (BUFFERS = 1: two).
 // Both sides' values must lie within f16's range (as in the CUDA path's f16 GEMMs). The host
-// prepends the `enable` directives, `STAGE_UNITS`, `SG_M`, `SG_N`, `FM`, `FN` and `ABLATE`
+// prepends the `enable` directives, `STAGE_UNITS`, `BUFFERS`, `SG_M`, `SG_N`, `FM`, `FN` and `ABLATE`
 // (profiling, outputs wrong: 1 stores the stage's words undecoded, 2 leaves out the
-// products), and appends
+// products, 3 the global loads after the first stage's, 4 the stage loop's barriers), and
+// appends
 // codecs.wgsl, codecs_q8.wgsl and codecs_coop.wgsl with `gemm_words(r, s, half)`,
 // `gemm_scale(r, s)` and `coop_weights(levels, scale)`.
 
@@ -33,8 +36,8 @@ const X_ITEMS: u32 = 2u * TN * STAGE_UNITS;
 const W_PER: u32 = (W_ITEMS + INVOCATIONS - 1u) / INVOCATIONS;
 const X_PER: u32 = (X_ITEMS + INVOCATIONS - 1u) / INVOCATIONS;
 
-var<workgroup> wt: array<vec4<f16>, TM * KP4 * STAGE_UNITS>;  // [unit][tile row][k] weights
-var<workgroup> xt: array<vec4<f16>, TN * KP4 * STAGE_UNITS>;  // [unit][batch column][k] activations
+var<workgroup> wt: array<vec4<f16>, BUFFERS * TM * KP4 * STAGE_UNITS>;  // [buffer][unit][tile row][k] weights
+var<workgroup> xt: array<vec4<f16>, BUFFERS * TN * KP4 * STAGE_UNITS>;  // [buffer][unit][batch column][k] activations
 var<workgroup> ct: array<f32, 256u * SG_M * SG_N>;             // [subgroup][batch column][row] one 16 x 16 sum
 
 // One invocation's share of a stage, as loaded: items lid + INVOCATIONS i of each side.
@@ -76,12 +79,12 @@ fn tile_at(e: u32, rows: u32) -> u32 {
     return ((e / 2u) % STAGE_UNITS * rows + e / (2u * STAGE_UNITS)) * KP4 + 4u * (e % 2u);
 }
 
-// Invocation lid's share of a stage decoded into the workgroup tiles.
-fn store_stage(st: Stage, lid: u32) {
+// Invocation lid's share of a stage decoded into the workgroup tiles of buffer `b`.
+fn store_stage(st: Stage, lid: u32, b: u32) {
     for (var i = 0u; i < W_PER; i++) {
         let e = lid + INVOCATIONS * i;
         if (e < W_ITEMS) {
-            let at = tile_at(e, TM);
+            let at = TM * KP4 * STAGE_UNITS * b + tile_at(e, TM);
             for (var j = 0u; j < 4u; j++) {
                 if (ABLATE == 1u) {
                     wt[at + j] = vec4<f16>(vec4<u32>(st.w[i][j]));
@@ -94,7 +97,7 @@ fn store_stage(st: Stage, lid: u32) {
     for (var i = 0u; i < X_PER; i++) {
         let e = lid + INVOCATIONS * i;
         if (e < X_ITEMS) {
-            let at = tile_at(e, TN);
+            let at = TN * KP4 * STAGE_UNITS * b + tile_at(e, TN);
             for (var j = 0u; j < 4u; j++) {
                 if (ABLATE == 1u) {
                     xt[at + j] = vec4<f16>(vec4<u32>(st.x[i][j]));
@@ -134,18 +137,32 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let n0 = 16u * FN * (g / SG_M);
     GEN_SUMS
     var st = load_stage(row0, col0, 0u, lid);
+    var b = 0u;
     for (var s0 = 0u; s0 < p.units; s0 += STAGE_UNITS) {
-        store_stage(st, lid);
-        workgroupBarrier();
-        if (s0 + STAGE_UNITS < p.units) {
+        let more = s0 + STAGE_UNITS < p.units;
+        if (BUFFERS == 1u || s0 == 0u) {
+            store_stage(st, lid, b);
+            if (ABLATE != 4u) {
+                workgroupBarrier();
+            }
+        }
+        if (more && ABLATE != 3u) {
             st = load_stage(row0, col0, s0 + STAGE_UNITS, lid);
         }
+        let bu = STAGE_UNITS * b;
         for (var u = 0u; u < min(STAGE_UNITS, p.units - s0) && ABLATE != 2u; u++) {
             for (var k = 0u; k < 8u; k += 4u) {
                 GEN_PRODUCTS
             }
         }
-        workgroupBarrier();
+        // The other buffer's last readers passed the previous stage's barrier.
+        if (BUFFERS == 2u && more) {
+            store_stage(st, lid, 1u - b);
+        }
+        b = (b + 1u) % BUFFERS;
+        if (ABLATE != 4u) {
+            workgroupBarrier();
+        }
     }
     GEN_STORES
 }

@@ -12,6 +12,7 @@ struct Step {
     fold: u32,
     base: f32,
     scale: f32,
-    pad2: u32,
-    pad3: u32,
+    // A prompt chunk's rows (attn_coop.wgsl; 0 in the token graph).
+    rows: u32,
+    pad: u32,
 }

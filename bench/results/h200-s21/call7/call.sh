@@ -1,0 +1,2 @@
+. bench/gpu-env.sh; export CORTIQ_REQUIRE_GPU=1; CORTIQ_BIN=/tmp/cq/cortiq BACKENDS=wgpu REPS=2 BANDWIDTH=3800 MODELS_DIR=/tmp/cortiq-models bash bench/gpu-all.sh $OUT/table-smollm2 smollm2-135m:q4_0 > /dev/null 2>&1; cat $OUT/table-smollm2/bench.md; rm -f $OUT/table-smollm2/*.log
+# Session 21 call 7 (warm after call 6): the table row of smollm2-135m q4_0 again (call 5 had one disturbed repetition).
