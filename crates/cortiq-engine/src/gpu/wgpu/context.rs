@@ -145,10 +145,10 @@ pub struct WgpuContext {
     /// whether the device was opened with them at all.
     matrix_units: bool,
     matrix_units_opened: bool,
-    /// The matrix-unit GEMM's workgroup tile (`CMF_WGPU_COOP_TILE`) and its stages' (units,
-    /// tile copies) (`CMF_WGPU_COOP_STAGE`).
+    /// The matrix-unit GEMM's workgroup tile (`CMF_WGPU_COOP_TILE`) and stage
+    /// (`CMF_WGPU_COOP_STAGE`).
     coop_tile: CoopTile,
-    coop_stage: (u32, u32),
+    coop_stage: CoopStage,
     pipeline_cache: Option<wgpu::PipelineCache>,
     pub act: wgpu::ComputePipeline,
     /// The token graph's kernels.
@@ -453,7 +453,7 @@ impl WgpuContext {
     fn coop_pipeline(&self, suffix: &str) -> Result<(wgpu::ComputePipeline, (u32, u32)), String> {
         let tile = self.coop_tile;
         let layout = tile.stage_layout(self.device.limits().max_compute_workgroup_storage_size, self.coop_stage).ok_or_else(|| format!("the matrix-unit GEMM's {tile:?} tile does not fit the adapter's workgroup memory"))?;
-        let label = format!("gemm int8 x {suffix} on matrix units, {tile:?}, (units a stage, buffers) {layout:?}");
+        let label = format!("gemm int8 x {suffix} on matrix units, {tile:?}, {layout:?}");
         let ablate = match std::env::var("CMF_WGPU_COOP_ABLATE").ok().as_deref().map(str::trim) {
             None | Some("") => 0,
             Some("decode") => 1,
@@ -962,11 +962,21 @@ impl CoopTile {
     fn bytes(self, units: u32, buffers: u32) -> u32 {
         (self.rows() + self.cols()) * 80 * units * buffers + 1024 * self.sg_m * self.sg_n
     }
-    /// (units a stage, tile copies): `wanted` where it fits `workgroup_bytes`, else one unit
-    /// in one copy (None: not even that).
-    fn stage_layout(self, workgroup_bytes: u32, wanted: (u32, u32)) -> Option<(u32, u32)> {
-        [wanted, (1, 1)].into_iter().find(|&(u, b)| self.bytes(u, b) <= workgroup_bytes)
+    /// The stage: `wanted` where its tiles fit `workgroup_bytes`, else one unit in one copy
+    /// (None: not even that).
+    fn stage_layout(self, workgroup_bytes: u32, wanted: CoopStage) -> Option<CoopStage> {
+        [wanted, CoopStage { units: 1, copies: 1, ..wanted }].into_iter().find(|st| self.bytes(st.units, st.copies) <= workgroup_bytes)
     }
+}
+
+/// The matrix-unit GEMM's K loop (`gemm_coop.wgsl`): 32-value units a stage, copies of the
+/// stage tiles (2: the next stage stored while this one is multiplied) and stages whose
+/// words are loaded into registers ahead of their store (1 or 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CoopStage {
+    pub units: u32,
+    pub copies: u32,
+    pub ahead: u32,
 }
 
 /// The matrix-unit GEMM's tile: `setting` (`CMF_WGPU_COOP_TILE=MxN` subgroups, e.g. `2x4`, or
@@ -1021,26 +1031,27 @@ fn attn_coop_source(head_dim: u32, sg: u32) -> String {
     format!("enable f16;\nenable wgpu_cooperative_matrix;\nconst HD: u32 = {head_dim}u;\nconst SG: u32 = {sg}u;\n{STEP}{kernel}")
 }
 
-/// The matrix-unit GEMM's stage: `setting` (`CMF_WGPU_COOP_STAGE=UxB`: U units of 32 values
-/// a stage, 1 to 4, in B copies of the tiles, 1 or 2; with 2 the next stage is stored while
-/// this one is multiplied) or two units in one copy, which beat 1x1, 1x2, 2x2 and 4x1 on
-/// llama-8b on the H200 (bench/NOTES.md, "wgpu prefill, twenty-first session").
-fn coop_stage(setting: Option<&str>) -> Result<(u32, u32), String> {
+/// The matrix-unit GEMM's stage: `setting` (`CMF_WGPU_COOP_STAGE=UxB[xA]`: U units of 32
+/// values a stage, 1 to 4, in B copies of the tiles, 1 or 2, A stages loaded ahead, 1 or 2)
+/// or two units in one copy, one ahead, which beat 1x1, 1x2, 2x2 and 4x1 on llama-8b on the
+/// H200 (bench/NOTES.md, "wgpu prefill, twenty-first session").
+fn coop_stage(setting: Option<&str>) -> Result<CoopStage, String> {
     let Some(v) = setting.map(str::trim).filter(|v| !v.is_empty()) else {
-        return Ok((2, 1));
+        return Ok(CoopStage { units: 2, copies: 1, ahead: 1 });
     };
     let dims: Vec<Option<u32>> = v.split('x').map(|d| d.parse().ok()).collect();
     match dims[..] {
-        [Some(u @ 1..=4), Some(b @ 1..=2)] => Ok((u, b)),
-        _ => Err(format!("CMF_WGPU_COOP_STAGE={v:?}: expected UxB, U units a stage (1 to 4) in B tile copies (1 or 2), e.g. 2x1")),
+        [Some(units @ 1..=4), Some(copies @ 1..=2)] => Ok(CoopStage { units, copies, ahead: 1 }),
+        [Some(units @ 1..=4), Some(copies @ 1..=2), Some(ahead @ 1..=2)] => Ok(CoopStage { units, copies, ahead }),
+        _ => Err(format!("CMF_WGPU_COOP_STAGE={v:?}: expected UxB[xA], U units a stage (1 to 4) in B tile copies (1 or 2), A stages loaded ahead (1 or 2), e.g. 2x1")),
     }
 }
 
-/// The matrix-unit GEMM shader for one codec of `Q8_CODECS`, tile, units a stage and tile
-/// buffers (1 or 2): x bound as int8 units; `ablate` a profiling switch
+/// The matrix-unit GEMM shader for one codec of `Q8_CODECS`, tile and stage: x bound as int8 units; `ablate` a profiling switch
 /// (`CMF_WGPU_COOP_ABLATE`, outputs wrong): 0 off, 1 no decode, 2 no products, 3 no global
 /// loads after the first stage's, 4 no barriers in the stage loop.
-fn gemm_coop_source(suffix: &str, tile: CoopTile, (units, buffers): (u32, u32), ablate: u32) -> String {
+fn gemm_coop_source(suffix: &str, tile: CoopTile, stage: CoopStage, ablate: u32) -> String {
+    let CoopStage { units, copies, ahead } = stage;
     let (io, fns) = (weights_io_int8(), gemm_codec_fns(suffix));
     let CoopTile { sg_m, sg_n, fm, fn_ } = tile;
     let sums = |f: &dyn Fn(u32, u32) -> String| (0..fm).flat_map(|i| (0..fn_).map(move |j| (i, j))).map(|(i, j)| f(i, j)).collect::<Vec<_>>();
@@ -1054,7 +1065,7 @@ fn gemm_coop_source(suffix: &str, tile: CoopTile, (units, buffers): (u32, u32), 
         .replace("GEN_SUMS", &sums(&|i, j| format!("var c{i}{j} = coop_mat16x16<f32, C>();")).join("\n    "))
         .replace("GEN_PRODUCTS", &products.join("\n                "))
         .replace("GEN_STORES", &sums(&|i, j| format!("emit(c{i}{j}, g, lane, row0 + m0 + {}u, col0 + n0 + {}u);", 16 * i, 16 * j)).join("\n    "));
-    format!("enable f16;\nenable wgpu_cooperative_matrix;\nconst STAGE_UNITS: u32 = {units}u;\nconst BUFFERS: u32 = {buffers}u;\nconst SG_M: u32 = {sg_m}u;\nconst SG_N: u32 = {sg_n}u;\nconst FM: u32 = {fm}u;\nconst FN: u32 = {fn_}u;\nconst ABLATE: u32 = {ablate}u;\n{io}\n{kernel}\n{CODECS}\n{CODECS_Q8}\n{CODECS_COOP}\n{fns}fn coop_weights(levels: vec4<i32>, w: vec2<f32>) -> vec4<f32> {{ return coop_weights_{suffix}(levels, w); }}\n")
+    format!("enable f16;\nenable wgpu_cooperative_matrix;\nconst STAGE_UNITS: u32 = {units}u;\nconst BUFFERS: u32 = {copies}u;\nconst AHEAD: u32 = {ahead}u;\nconst SG_M: u32 = {sg_m}u;\nconst SG_N: u32 = {sg_n}u;\nconst FM: u32 = {fm}u;\nconst FN: u32 = {fn_}u;\nconst ABLATE: u32 = {ablate}u;\n{io}\n{kernel}\n{CODECS}\n{CODECS_Q8}\n{CODECS_COOP}\n{fns}fn coop_weights(levels: vec4<i32>, w: vec2<f32>) -> vec4<f32> {{ return coop_weights_{suffix}(levels, w); }}\n")
 }
 
 /// The matrix configuration `gemm_coop.wgsl` is written for: 16 x 16 x 16, f16 inputs, f32
@@ -1199,17 +1210,19 @@ mod tests {
         // Two units of 256 tile rows and columns at 80 bytes and 16 sums of 1 KiB: 56 KiB,
         // over 48 KiB, so one unit a stage, in one copy; the default takes two units in two
         // copies (44 KiB), or in one where asked.
-        assert_eq!(t.stage_layout(49152, (2, 1)), Some((1, 1)));
-        assert_eq!(CoopTile::DEFAULT.stage_layout(49152, (2, 2)), Some((2, 2)));
-        assert_eq!(CoopTile::DEFAULT.stage_layout(49152, (2, 1)), Some((2, 1)));
-        assert_eq!(CoopTile::DEFAULT.stage_layout(32768, (2, 2)), Some((1, 1)));
-        assert_eq!(t.stage_layout(16384, (1, 1)), None);
+        let stage = |units, copies, ahead| CoopStage { units, copies, ahead };
+        assert_eq!(t.stage_layout(49152, stage(2, 1, 2)), Some(stage(1, 1, 2)));
+        assert_eq!(CoopTile::DEFAULT.stage_layout(49152, stage(2, 2, 1)), Some(stage(2, 2, 1)));
+        assert_eq!(CoopTile::DEFAULT.stage_layout(49152, stage(2, 1, 1)), Some(stage(2, 1, 1)));
+        assert_eq!(CoopTile::DEFAULT.stage_layout(32768, stage(2, 2, 1)), Some(stage(1, 1, 1)));
+        assert_eq!(t.stage_layout(16384, stage(1, 1, 1)), None);
         assert_eq!((attn_coop_subgroups(None), attn_coop_subgroups(Some("0")), attn_coop_subgroups(Some("2 "))), (Ok(4), Ok(0), Ok(2)));
         assert!(attn_coop_subgroups(Some("3")).unwrap_err().contains("expected 0, 1, 2 or 4"));
-        assert_eq!(coop_stage(None), Ok((2, 1)));
-        assert_eq!(coop_stage(Some(" 1x2")), Ok((1, 2)));
-        for bad in ["3", "0x1", "5x1", "2x3", "2x1x1", "x"] {
-            assert!(coop_stage(Some(bad)).unwrap_err().contains("expected UxB"), "{bad}");
+        assert_eq!(coop_stage(None), Ok(stage(2, 1, 1)));
+        assert_eq!(coop_stage(Some(" 1x2")), Ok(stage(1, 2, 1)));
+        assert_eq!(coop_stage(Some("2x1x2")), Ok(stage(2, 1, 2)));
+        for bad in ["3", "0x1", "5x1", "2x3", "2x1x3", "2x1x1x1", "x"] {
+            assert!(coop_stage(Some(bad)).unwrap_err().contains("expected UxB[xA]"), "{bad}");
         }
         assert_eq!(matrix_units_wanted(None, true, "gpu"), Ok(true));
         assert_eq!(matrix_units_wanted(Some("0"), true, "gpu"), Ok(false));
@@ -1283,8 +1296,9 @@ mod tests {
                 for units in [1, 2, 4] {
                     validate(&format!("gemm int8 x {suffix}, {units} units a stage"), &gemm_q8_source(suffix, units));
                     for (tile, ablate) in [(CoopTile::DEFAULT, 0), (CoopTile { sg_m: 2, sg_n: 4, fm: 1, fn_: 3 }, 1), (CoopTile { sg_m: 4, sg_n: 4, fm: 2, fn_: 4 }, 2), (CoopTile::DEFAULT, 3), (CoopTile::DEFAULT, 4)] {
-                        for buffers in [1, 2] {
-                            validate(&format!("gemm int8 x {suffix} on matrix units, {tile:?}, {units} units a stage in {buffers} buffers, ablation {ablate}"), &gemm_coop_source(suffix, tile, (units, buffers), ablate));
+                        for (copies, ahead) in [(1, 1), (2, 1), (1, 2), (2, 2)] {
+                            let stage = CoopStage { units, copies, ahead };
+                            validate(&format!("gemm int8 x {suffix} on matrix units, {tile:?}, {stage:?}, ablation {ablate}"), &gemm_coop_source(suffix, tile, stage, ablate));
                         }
                     }
                 }

@@ -11,9 +11,10 @@
 // d * q: the values the int8 kernels' per-unit formula multiplies out, each rounded to f16
 // once), the next stage's words loaded into registers while the current one is multiplied.
 // With BUFFERS = 2 the tiles are double: the next stage's values are stored into the other
-// pair while this one's are multiplied, one barrier a stage (BUFFERS = 1: two).
+// pair while this one's are multiplied, one barrier a stage (BUFFERS = 1: two). With
+// AHEAD = 2 the words of the stage after the next are loaded while this one is multiplied.
 // Both sides' values must lie within f16's range (as in the CUDA path's f16 GEMMs). The host
-// prepends the `enable` directives, `STAGE_UNITS`, `BUFFERS`, `SG_M`, `SG_N`, `FM`, `FN` and `ABLATE`
+// prepends the `enable` directives, `STAGE_UNITS`, `BUFFERS`, `AHEAD`, `SG_M`, `SG_N`, `FM`, `FN` and `ABLATE`
 // (profiling, outputs wrong: 1 stores the stage's words undecoded, 2 leaves out the
 // products, 3 the global loads after the first stage's, 4 the stage loop's barriers), and
 // appends
@@ -137,6 +138,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let n0 = 16u * FN * (g / SG_M);
     GEN_SUMS
     var st = load_stage(row0, col0, 0u, lid);
+    // With AHEAD = 2 the stage after `st` (units past the end repeat the last one).
+    var ahead = st;
+    if (AHEAD == 2u) {
+        ahead = load_stage(row0, col0, STAGE_UNITS, lid);
+    }
     var b = 0u;
     for (var s0 = 0u; s0 < p.units; s0 += STAGE_UNITS) {
         let more = s0 + STAGE_UNITS < p.units;
@@ -146,7 +152,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                 workgroupBarrier();
             }
         }
-        if (more && ABLATE != 3u) {
+        if (more && ABLATE != 3u && AHEAD == 2u) {
+            st = ahead;
+            ahead = load_stage(row0, col0, s0 + 2u * STAGE_UNITS, lid);
+        } else if (more && ABLATE != 3u) {
             st = load_stage(row0, col0, s0 + STAGE_UNITS, lid);
         }
         let bu = STAGE_UNITS * b;
