@@ -1008,20 +1008,16 @@ fn attn_coop_subgroups(setting: Option<&str>) -> Result<u32, String> {
 fn attn_coop_source(head_dim: u32, sg: u32) -> String {
     let tiles = head_dim / 16;
     let each = |f: &dyn Fn(u32) -> String| (0..tiles).map(f).collect::<Vec<_>>().join("\n    ");
-    let scores = (0..2)
-        .map(|j| {
-            let products = (0..tiles).map(|i| format!("s{j} = coopMultiplyAdd(q{i}, coopLoad<coop_mat16x16<f16, B>>(&kv[{}u * HP4 + {}u], HP4), s{j});", 16 * j, 4 * i)).collect::<Vec<_>>().join(" ");
-            format!("var s{j} = coop_mat16x16<f32, C>(); {products} coopStore(s{j}, &sm[16u * T * g + {}u], 16u);", 256 * j)
-        })
-        .collect::<Vec<_>>()
-        .join("\n        ");
-    let pv = (0..2)
-        .map(|j| {
-            let products = (0..tiles).map(|i| format!("o{i} = coopMultiplyAdd(p{j}, coopLoadT<coop_mat16x16<f16, B>>(&kv[(T + {}u) * HP4 + {}u], HP4), o{i});", 16 * j, 4 * i)).collect::<Vec<_>>().join(" ");
-            format!("let p{j} = coopLoadT<coop_mat16x16<f16, A>>(&pm[16u * PP * g + {}u], PP); {products}", 16 * j)
-        })
-        .collect::<Vec<_>>()
-        .join("\n        ");
+    // A line per 16-position tile of a chunk, each with its products over the head's tiles.
+    let per_position_tile = |f: &dyn Fn(u32, String) -> String, product: &dyn Fn(u32, u32) -> String| (0..2).map(|j| f(j, (0..tiles).map(|i| product(i, j)).collect::<Vec<_>>().join(" "))).collect::<Vec<_>>().join("\n        ");
+    let scores = per_position_tile(
+        &|j, products| format!("var s{j} = coop_mat16x16<f32, C>(); {products} coopStore(s{j}, &sm[16u * T * g + {}u], 16u);", 256 * j),
+        &|i, j| format!("s{j} = coopMultiplyAdd(q{i}, coopLoad<coop_mat16x16<f16, B>>(&kv[{}u * HP4 + {}u], HP4), s{j});", 16 * j, 4 * i),
+    );
+    let pv = per_position_tile(
+        &|j, products| format!("let p{j} = coopLoadT<coop_mat16x16<f16, A>>(&pm[16u * PP * g + {}u], PP); {products}", 16 * j),
+        &|i, j| format!("o{i} = coopMultiplyAdd(p{j}, coopLoadT<coop_mat16x16<f16, B>>(&kv[(T + {}u) * HP4 + {}u], HP4), o{i});", 16 * j, 4 * i),
+    );
     let kernel = ATTN_COOP
         .replace("GEN_Q", &each(&|i| format!("let q{i} = coopLoadT<coop_mat16x16<f16, A>>(&kv[16u * g * HP4 + {}u], HP4);", 4 * i)))
         .replace("GEN_SCORES", &scores)
@@ -1193,8 +1189,9 @@ mod tests {
         }
     }
 
-    /// The matrix-unit GEMM's tile setting, what fits an adapter's workgroup memory, and the
-    /// setting that turns the matrix units on or off.
+    /// The matrix-unit GEMM's tile and stage settings, what fits an adapter's workgroup
+    /// memory, the prompt attention's subgroup setting, and the setting that turns the
+    /// matrix units on or off.
     #[test]
     fn the_matrix_unit_gemm_takes_its_tile_and_setting() {
         assert_eq!(coop_tile(None), Ok(CoopTile::DEFAULT));

@@ -63,10 +63,10 @@ fn store_rows(r: array<vec4<f16>, KV_PER>, row0: u32, lid: u32) {
     }
 }
 
-// The 16 x 16 sum `c` of subgroup g, rows row0 .. of the chunk's rows (those below
-// `rows_here`), output dimensions 16 i .., divided by each row's sum of p `l`, into att
-// through the subgroup's slot of `sm`; lane l writes row l % 16, dimensions 8 (l / 16) ...
-// Call from uniform control flow.
+// The 16 x 16 sum `c` of subgroup g (the workgroup's rows 16 g .., those below `rows_here`;
+// output dimensions 16 i ..), divided by each row's sum of p (`l`, the lane's row's), into
+// att through the subgroup's slot of `sm`: lane l writes row `row` = l % 16, dimensions
+// 16 i + 8 (l / 16) .. Call from uniform control flow.
 fn emit(c: coop_mat16x16<f32, C>, i: u32, g: u32, lane: u32, row: u32, l: f32, h: u32, r0: u32, rows_here: u32) {
     coopStoreT(c, &sm[16u * T * g], 16u);
     workgroupBarrier();
