@@ -470,7 +470,7 @@ impl WgpuContext {
     /// device has them and the head size is a multiple of 16 up to 128, else `attn_rows`.
     pub fn prompt_attention(&self, head_dim: usize) -> (wgpu::ComputePipeline, u32) {
         let sg = self.attn_coop_subgroups;
-        if !self.matrix_units || sg == 0 || !head_dim.is_multiple_of(16) || head_dim > 128 {
+        if !(self.matrix_units && sg > 0 && attn_coop_head(head_dim)) {
             return (self.attn_rows.clone(), 1);
         }
         let mut map = self.attn_coop.lock().unwrap_or_else(|e| e.into_inner());
@@ -1002,6 +1002,12 @@ fn attn_coop_subgroups(setting: Option<&str>) -> Result<u32, String> {
     }
 }
 
+/// Whether attn_coop.wgsl takes heads of `head_dim`: a whole number of 16-wide matrices, as
+/// many as its named query matrices and sums allow (8).
+fn attn_coop_head(head_dim: usize) -> bool {
+    head_dim.is_multiple_of(16) && (16..=128).contains(&head_dim)
+}
+
 /// The matrix-unit prompt attention's shader (attn_coop.wgsl) for heads of `head_dim` (a
 /// multiple of 16, at most 128) and `sg` subgroups a workgroup (1, 2 or 4): each query
 /// matrix, score tile and sum its own named variable.
@@ -1215,6 +1221,8 @@ mod tests {
         assert_eq!(t.stage_layout(16384, stage(1, 1, 1)), None);
         assert_eq!((attn_coop_subgroups(None), attn_coop_subgroups(Some("0")), attn_coop_subgroups(Some("2 "))), (Ok(4), Ok(0), Ok(2)));
         assert!(attn_coop_subgroups(Some("3")).unwrap_err().contains("expected 0, 1, 2 or 4"));
+        let heads: Vec<usize> = (0..=300).filter(|&d| attn_coop_head(d)).collect();
+        assert_eq!(heads, [16, 32, 48, 64, 80, 96, 112, 128]);
         assert_eq!(coop_stage(None), Ok(stage(2, 1, 1)));
         assert_eq!(coop_stage(Some(" 1x2")), Ok(stage(1, 2, 1)));
         assert_eq!(coop_stage(Some("2x1x2")), Ok(stage(2, 1, 2)));
