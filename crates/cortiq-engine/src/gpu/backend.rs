@@ -19,8 +19,8 @@ pub struct DeviceInfo {
     pub memory_bytes: u64,
     pub f16: bool,
     pub subgroups: bool,
-    /// Prompt GEMMs run on matrix-multiply units (tensor cores): wgpu's cooperative
-    /// matrices (`gemm_coop.wgsl`), CUDA's mma kernels.
+    /// Prompt GEMMs and prompt attention run on matrix-multiply units (tensor cores):
+    /// wgpu's cooperative matrices (`gemm_coop.wgsl`, `attn_coop.wgsl`), CUDA's mma kernels.
     pub matrix_units: bool,
     pub max_binding_bytes: u64,
     /// Quantized weights (Q4_0, Q4_1, Q8_0) are dotted with activations quantized to int8

@@ -141,8 +141,8 @@ pub struct WgpuContext {
     /// Embedding-row decoders by codec, built on first use (same bindings as the matvec).
     embed: std::sync::Mutex<HashMap<Codec, wgpu::ComputePipeline>>,
     subgroups: bool,
-    /// The int8-activation GEMMs run on the adapter's matrix units (`gemm_coop.wgsl`), and
-    /// whether the device was opened with them at all.
+    /// The int8-activation GEMMs and the prompt attention run on the adapter's matrix units
+    /// (`gemm_coop.wgsl`, `attn_coop.wgsl`), and whether the device was opened with them.
     matrix_units: bool,
     matrix_units_opened: bool,
     /// The matrix-unit GEMM's workgroup tile (`CMF_WGPU_COOP_TILE`) and stage
@@ -257,9 +257,9 @@ impl WgpuContext {
         let limits = adapter.limits();
         let experimental = if matrix_units {
             // SAFETY: the one experimental feature asked for is cooperative matrices, used only
-            // by gemm_coop.wgsl in the configuration the adapter reported (16 x 16 x 16, f16
-            // inputs, f32 sums, subgroups of 32), whose results the parity tests check
-            // against the CPU path on the device.
+            // by gemm_coop.wgsl and attn_coop.wgsl in the configuration the adapter reported
+            // (16 x 16 x 16, f16 inputs, f32 sums, subgroups of 32), whose results the parity
+            // tests check against the CPU path and an exact softmax on the device.
             unsafe { wgpu::ExperimentalFeatures::enabled() }
         } else {
             wgpu::ExperimentalFeatures::disabled()
@@ -502,8 +502,8 @@ impl WgpuContext {
         }
     }
 
-    /// Run the int8 GEMMs on the matrix units (where the device has them) or not; returns
-    /// whether they now do.
+    /// Run the int8 GEMMs and the prompt attention on the matrix units (where the device has
+    /// them) or not; returns whether they now do.
     pub fn set_matrix_units(&mut self, on: bool) -> bool {
         self.matrix_units = on && self.matrix_units_opened;
         self.info.matrix_units = self.matrix_units;
@@ -1049,9 +1049,10 @@ fn coop_stage(setting: Option<&str>) -> Result<CoopStage, String> {
     }
 }
 
-/// The matrix-unit GEMM shader for one codec of `Q8_CODECS`, tile and stage: x bound as int8 units; `ablate` a profiling switch
-/// (`CMF_WGPU_COOP_ABLATE`, outputs wrong): 0 off, 1 no decode, 2 no products, 3 no global
-/// loads after the first stage's, 4 no barriers in the stage loop.
+/// The matrix-unit GEMM shader for one codec of `Q8_CODECS`, tile and stage: x bound as int8
+/// units; `ablate` a profiling switch (`CMF_WGPU_COOP_ABLATE`, outputs wrong): 0 off, 1 no
+/// decode, 2 no products, 3 no global loads after the first stage's, 4 no barriers in the
+/// stage loop.
 fn gemm_coop_source(suffix: &str, tile: CoopTile, stage: CoopStage, ablate: u32) -> String {
     let CoopStage { units, copies, ahead } = stage;
     let (io, fns) = (weights_io_int8(), gemm_codec_fns(suffix));

@@ -218,8 +218,9 @@ impl WgpuBackend {
         self
     }
 
-    /// The same backend with the int8 GEMMs on the adapter's matrix units or not
-    /// (`CMF_WGPU_MATRIX_UNITS`; only where it has them), for tests and measurements.
+    /// The same backend with the int8 GEMMs and the prompt attention on the adapter's matrix
+    /// units or not (`CMF_WGPU_MATRIX_UNITS`; only where it has them), for tests and
+    /// measurements.
     pub fn with_matrix_units(mut self, on: bool) -> WgpuBackend {
         self.info.matrix_units = self.ctx.set_matrix_units(on);
         self
