@@ -957,6 +957,54 @@ fn cuda_attention_matches_an_exact_softmax() {
     }
 }
 
+/// The CUDA token graph's int8 chain (`CMF_CUDA_INT8_CHAIN`: attention and gate/up write
+/// their consumers' int8 input) quantizes the values the consumers would have quantized by
+/// the same rule, so every link setting gives the same logits, bit for bit, as the graph
+/// without it: a 100-token prompt (two attention chunks), then 24 greedy steps, on the
+/// synthesized tiny llama and smollm2 in each quantized codec (Q4_0, Q4_1, Q8_0).
+#[test]
+#[cfg_attr(not(feature = "cuda"), ignore = "SKIP gpu parity: no CUDA backend compiled in (build with --features cuda)")]
+fn cuda_int8_chain_gives_the_logits_of_the_graph_without_it() {
+    #[cfg(feature = "cuda")]
+    {
+        use cortiq_engine::gpu::{Gpu, GpuConfig};
+        use cortiq_engine::pipeline::Session;
+        use std::sync::Arc;
+        let test = "cuda_int8_chain_gives_the_logits_of_the_graph_without_it";
+        if let Err(e) = cortiq_engine::gpu::cuda::CudaBackend::new(0) {
+            return missing(test, "no CUDA device", e);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        for (shape, codec) in [("tiny", "q4_0"), ("smollm2-135m", "q4_1"), ("smollm2-135m", "q8_0")] {
+            let path = dir.path().join(format!("{shape}-{codec}.gguf"));
+            cortiq_engine::synth::synth(shape, codec, &path, 7).unwrap();
+            let engine = cortiq_engine::generate::Engine::load(&path).unwrap();
+            let prompt = engine.tokenize(&"one two 3 4 ".repeat(25)).unwrap();
+            assert!(prompt.len() > 64, "{}", prompt.len());
+            let run = |chain: &str| -> Vec<Vec<f32>> {
+                let be = cortiq_engine::gpu::cuda::CudaBackend::new(0).unwrap().with_int8_chain(chain).unwrap();
+                let gpu = Arc::new(Gpu::new(Some(Box::new(be)), GpuConfig { min_rows: Some(usize::MAX), ..GpuConfig::for_tests() }));
+                let mut s = Session::with_gpu(Arc::clone(&engine.model), prompt.len() + 32, Arc::clone(&gpu));
+                let mut logits = vec![s.prefill(&prompt).unwrap()];
+                s.begin_generation();
+                for _ in 0..24 {
+                    let t = cortiq_engine::sample::argmax(logits.last().unwrap());
+                    logits.push(s.step(t).unwrap());
+                }
+                assert!(gpu.explain_table().contains("token graph"), "{shape} {codec} chain {chain}: no token graph ran");
+                logits
+            };
+            let plain = run("0");
+            for chain in ["attn", "glu", "attn,glu"] {
+                let got = run(chain);
+                let differ = got.iter().zip(&plain).position(|(a, b)| a.iter().zip(b).any(|(x, y)| x.to_bits() != y.to_bits()));
+                eprintln!("cuda {shape} {codec}: int8 chain {chain}: {} steps, first differing step {differ:?}", got.len());
+                assert_eq!(differ, None, "{shape} {codec}: the int8 chain {chain} changed the logits");
+            }
+        }
+    }
+}
+
 /// The stage ablation knob (`CMF_GRAPH_SKIP`) on the wgpu token graph: with every stage of
 /// every layer left out, a token is its embedding row through the final norm and the head,
 /// which the CPU computes directly (its int8 head against the graph's f32 one: 5e-2).

@@ -7,7 +7,8 @@
 //! sequence). Five launches per layer: QKV with the RMSNorm (computed while the kernel stages
 //! its input), RoPE and the KV-mirror append fused; attention with its split merge fused; the
 //! output projection adding into the residual stream; gate/up with the norm and SiLU fused;
-//! the down projection adding into the stream.
+//! the down projection adding into the stream. Attention and gate/up also write the output
+//! and down projections' input already quantized to int8 (`chain.rs`).
 //!
 //! The batched prefill graph (SPEC section 9) is the same layer for a chunk of prompt rows:
 //! the projections and the FFN run as cuBLAS f16 GEMMs over weights decoded to f16 per chunk
@@ -16,6 +17,7 @@
 //! takes 64 query rows per block over the mirror on the tensor cores (flash.cu; 32 rows in
 //! FP32 for other head sizes), and only the last row goes through the head.
 
+use super::chain::image_bytes;
 use super::launch::{launch, KernelArgs};
 use super::top_k::{read_candidates, NextPick, PickTo, TopKBuffers, TOPK_MAX};
 use super::{err, kind, row_smem, CudaBackend, MatvecHow, Resident, Unfit};
@@ -72,6 +74,10 @@ pub(super) struct ModelGraph {
     q: CudaSlice<f32>,      // (n_head * head_dim), after RoPE
     att: CudaSlice<f32>,    // (n_head * head_dim)
     h: CudaSlice<f32>,      // (n_ff) silu(gate) * up
+    /// The int8 chain's images (`chain.rs`, `image_bytes` of each width): attention's output
+    /// (n_head * head_dim), the hidden row (n_ff).
+    img_att: CudaSlice<u8>,
+    img_h: CudaSlice<u8>,
     logits: CudaSlice<f32>, // (vocab)
     /// The logits' argmax as matvec.cu's `argmax_key` (zeroed by embed_row, set by the head).
     best: CudaSlice<u64>,
@@ -286,6 +292,8 @@ struct Attention<'a> {
     part: &'a CudaSlice<f32>,
     done: &'a CudaSlice<i32>,
     out: &'a CudaSlice<f32>,
+    /// Also the output's int8 image (one row, the token graph's int8 chain).
+    out_img: Option<&'a CudaSlice<u8>>,
     pos: &'a CudaView<'a, i32>,
     rows: usize,
     splits: usize,
@@ -314,6 +322,8 @@ impl CudaBackend {
             q: zeros(c.q_dim())?,
             att: zeros(c.q_dim())?,
             h: zeros(c.n_ff)?,
+            img_att: s.alloc_zeros::<u8>(image_bytes(c.q_dim())).map_err(err)?,
+            img_h: s.alloc_zeros::<u8>(image_bytes(c.n_ff)).map_err(err)?,
             logits: zeros(c.vocab)?,
             best: s.alloc_zeros::<u64>(1).map_err(err)?,
             top: TopKBuffers::new(self, c.vocab)?,
@@ -405,6 +415,11 @@ impl CudaBackend {
             (&self.funcs[&format!("attention_rows_d{}", c.head_dim / 32)], LaunchConfig { grid_dim: (c.n_head as u32, a.rows.div_ceil(32) as u32, 1), block_dim: (128, 1, 1), shared_mem_bytes: attention_rows_smem(c.head_dim) as u32 })
         } else {
             args.buf(a.q, s).buf(a.k, s).buf(a.v, s).buf(a.part, s).buf(a.done, s).buf(a.out, s);
+            match a.out_img {
+                Some(img) if a.rows == 1 && hd % 32 == 0 => args.buf(img, s),
+                Some(_) => return Err("an attention image is of one row of whole 32-value groups".into()),
+                None => args.null(),
+            };
             args.int(nh).int(nkv).int(hd).buf(a.pos, s).float(scale).int(a.part_splits as i32);
             (&self.funcs[attention_split_kernel(c.head_dim)], LaunchConfig { grid_dim: (c.n_head as u32, a.splits as u32, a.rows as u32), block_dim: (256, 1, 1), shared_mem_bytes: 0 })
         };
@@ -434,7 +449,7 @@ impl CudaBackend {
         let done = s.alloc_zeros::<i32>(rows * n_head).map_err(err)?;
         let pos = s.clone_htod(&[(n - rows) as i32]).map_err(err)?;
         let pos_ptr = pos.slice(0..1);
-        let att = Attention { heads: Heads { n_head, n_head_kv, head_dim }, q: &qd, k: &kd, v: &vd, part: &part, done: &done, out: &out, pos: &pos_ptr, rows, splits, part_splits: splits };
+        let att = Attention { heads: Heads { n_head, n_head_kv, head_dim }, q: &qd, k: &kd, v: &vd, part: &part, done: &done, out: &out, out_img: None, pos: &pos_ptr, rows, splits, part_splits: splits };
         self.launch_attention(&att, false)?;
         s.clone_dtoh(&out).map_err(err)
     }
@@ -738,21 +753,28 @@ impl CudaBackend {
         let grid_splits = capacity.div_ceil(ATT_CHUNK);
         // Kinds are uniform within q/k/v and within gate/up (checked by unsupported()).
         let (qkind, gkind) = (kd(&args[0]), kd(&args[4]));
+        let chain = self.int8_chain.for_model(args[..c.n_layer * 7].iter().all(|w| kd(w) <= 2), c.head_dim);
         // Gate/up rows come in (gate, up) pairs, so 2 or 4 rows per warp group, whichever
-        // balances the warps of the grid (as wide for both).
-        let glu_warps = self.row_launch(&super::row_kernel("gate_up_silu", gkind, 4), 2 * c.n_ff, 4, row_smem(gkind, c.n_embd), 1)?.1.grid_dim.0 as usize * (super::ROW_THREADS as usize / 32);
-        let glu_r = super::balanced_rows_per_group(2 * c.n_ff, &[4, 2], glu_warps);
+        // balances the warps of the grid (as wide for both); writing the hidden row's int8
+        // image, 4 (its blocks take whole units of 32 pairs).
         let (qkv_f, qkv_cfg) = self.row_launch(&super::row_kernel("qkv_rope", qkind, 2), c.q_dim() + 2 * c.kv_dim(), 2, row_smem(qkind, c.n_embd), 1)?;
-        let (glu_f, glu_cfg) = self.row_launch(&super::row_kernel("gate_up_silu", gkind, glu_r), 2 * c.n_ff, glu_r, row_smem(gkind, c.n_embd), 1)?;
+        let (glu_f, glu_cfg) = if chain.glu {
+            self.unit_launch(&super::row_kernel("gate_up_q8", gkind, 4), c.n_ff / 32, row_smem(gkind, c.n_embd))?
+        } else {
+            let glu_warps = self.row_launch(&super::row_kernel("gate_up_silu", gkind, 4), 2 * c.n_ff, 4, row_smem(gkind, c.n_embd), 1)?.1.grid_dim.0 as usize * (super::ROW_THREADS as usize / 32);
+            let glu_r = super::balanced_rows_per_group(2 * c.n_ff, &[4, 2], glu_warps);
+            self.row_launch(&super::row_kernel("gate_up_silu", gkind, glu_r), 2 * c.n_ff, glu_r, row_smem(gkind, c.n_embd), 1)?
+        };
         // Every launch but the first may overlap the one before it (`launch::launch`).
         let ov = self.overlap;
         let mut a = KernelArgs::default();
         a.buf(&e.data, s).int(ekind).int(e.a_off).buf(&tok_ptr, s).buf(&g.x, s).int(d).buf(&g.best, s);
         // SAFETY (every launch below): buffer sizes are the model's geometry, allocated in
-        // build_graph / mirror_at for exactly these shapes; positions are bounded by the
-        // mirror capacity (the session checks it before the call); staged rows fit the
-        // shared memory granted (checked by unsupported()); the arguments follow the kernels'
-        // parameter lists in graph.cu.
+        // build_graph / mirror_at for exactly these shapes (images: `image_bytes` of each
+        // width); positions are bounded by the mirror capacity (the session checks it
+        // before the call); staged rows fit the shared memory granted (checked by
+        // unsupported()); the arguments follow the kernels' parameter lists in graph.cu
+        // and matvec.cu.
         unsafe { launch(s, &self.funcs["embed_row"], grid(c.n_embd, 256), &a, false) }.map_err(err)?;
         for li in 0..c.n_layer {
             let w = &args[li * 7..li * 7 + 7];
@@ -764,25 +786,57 @@ impl CudaBackend {
             if self.skip.runs("qkv") {
                 unsafe { launch(s, qkv_f, qkv_cfg, &a, ov) }.map_err(err)?;
             }
-            let att = Attention { heads: Heads::of(c), q: &g.q, k: &mirror.k[li], v: &mirror.v[li], part: &g.part, done: &g.done, out: &g.att, pos: &pos_ptr, rows: 1, splits: grid_splits, part_splits: g.splits };
+            let out_img = chain.attn.then_some(&g.img_att);
+            let att = Attention { heads: Heads::of(c), q: &g.q, k: &mirror.k[li], v: &mirror.v[li], part: &g.part, done: &g.done, out: &g.att, out_img, pos: &pos_ptr, rows: 1, splits: grid_splits, part_splits: g.splits };
             if self.skip.runs("attn") {
                 self.launch_attention(&att, ov)?;
             }
             if self.skip.runs("o") {
-                self.launch_matvec(&w[3], map, &g.att, &mut g.x, 1, MatvecHow { add: true, overlap: true, ..Default::default() })?;
+                if chain.attn {
+                    self.launch_image_matvec(&w[3], map, &g.img_att, &g.x)?;
+                } else {
+                    self.launch_matvec(&w[3], map, &g.att, &mut g.x, 1, MatvecHow { add: true, overlap: true, ..Default::default() })?;
+                }
             }
             let mut a = KernelArgs::default();
             a.buf(&wg.data, s).buf(&wu.data, s).int(wg.a_off).int(wu.a_off);
-            a.buf(&g.x, s).buf(&g.norms[li].1, s).float(eps).buf(&g.h, s).int(ff).int(d);
+            a.buf(&g.x, s).buf(&g.norms[li].1, s).float(eps);
+            if chain.glu {
+                a.buf(&g.img_h, s);
+            } else {
+                a.buf(&g.h, s);
+            }
+            a.int(ff).int(d);
             if self.skip.runs("glu") {
                 unsafe { launch(s, glu_f, glu_cfg, &a, ov) }.map_err(err)?;
             }
             if self.skip.runs("down") {
-                self.launch_matvec(&w[6], map, &g.h, &mut g.x, 1, MatvecHow { add: true, overlap: true, ..Default::default() })?;
+                if chain.glu {
+                    self.launch_image_matvec(&w[6], map, &g.img_h, &g.x)?;
+                } else {
+                    self.launch_matvec(&w[6], map, &g.h, &mut g.x, 1, MatvecHow { add: true, overlap: true, ..Default::default() })?;
+                }
             }
         }
         let head = MatvecHow { norm: Some((&g.out_norm, eps)), argmax: Some(&g.best), overlap: true, ..Default::default() };
         self.launch_matvec(&args[args.len() - 2], map, &g.x, &mut g.logits, 1, head)
+    }
+
+    /// Queue y += x . W^T for weight `w` (a quantized codec), x given by its int8 image
+    /// `img` (the token graph's int8 chain; matvec.cu's `matvec_img`).
+    fn launch_image_matvec(&self, w: &WeightArg, map: &HashMap<u64, Resident>, img: &CudaSlice<u8>, y: &CudaSlice<f32>) -> Result<(), String> {
+        let k = kind(w.view.codec).filter(|&k| k <= 2).ok_or("the int8 chain takes quantized codecs only")?;
+        let res = map.get(&w.key).ok_or("weight not resident")?;
+        let (rows, cols) = (w.view.rows, w.view.cols);
+        let r = super::matvec_rows_per_group(rows);
+        let (f, cfg) = self.row_launch(&super::row_kernel("matvec_img", k, r), rows, r, row_smem(k, cols), 1)?;
+        let s = &self.stream;
+        let mut a = KernelArgs::default();
+        a.buf(&res.data, s).int(res.a_off).buf(img, s).buf(y, s).int(rows as i32).int(cols as i32).int(1);
+        // SAFETY: the kernel reads the resident planar weight (rows x cols of its codec) and
+        // the image of a cols-value row (`image_bytes(cols)`), and adds into rows floats of
+        // y: the graph's buffers are allocated for exactly the model's widths.
+        unsafe { launch(s, f, cfg, &a, self.overlap) }.map_err(err)
     }
 
     /// Queue the prefill graph for `rows` prompt rows (tokens in the prefill buffers, the first
@@ -890,7 +944,7 @@ impl CudaBackend {
                 }
             }
             if self.skip.runs("attn") {
-                let att = Attention { heads: Heads::of(c), q: &pb.q, k: &mirror.k[li], v: &mirror.v[li], part: &pb.part, done: &pb.done, out: &pb.att, pos: &pos_ptr, rows, splits: capacity.div_ceil(ATT_CHUNK), part_splits: g.splits };
+                let att = Attention { heads: Heads::of(c), q: &pb.q, k: &mirror.k[li], v: &mirror.v[li], part: &pb.part, done: &pb.done, out: &pb.att, out_img: None, pos: &pos_ptr, rows, splits: capacity.div_ceil(ATT_CHUNK), part_splits: g.splits };
                 self.launch_attention(&att, ov)?;
             }
             // O, added into the residual stream.

@@ -17,6 +17,7 @@
 
 mod anatomy;
 mod blas;
+mod chain;
 mod graph;
 mod launch;
 mod probe;
@@ -46,6 +47,9 @@ const FIXED_KERNELS: [&str; 12] = ["silu_mul", "embed_row", "dequant_f16", "to_f
 /// Kernels instantiated per codec kind (0..=4) and rows per warp group, which stage their
 /// activation row in dynamic shared memory: (name prefix, row counts).
 const ROW_KERNELS: [(&str, &[usize]); 6] = [("matvec", &[1, 2, 4]), ("qkv_rope", &[2]), ("gate_up_silu", &[2, 4]), ("matmul", &[2]), ("qkv_rope_tile", &[2]), ("gate_up_silu_tile", &[2])];
+/// Row kernels of the token graph's int8 chain (`chain.rs`), instantiated per quantized
+/// codec kind (0..=2) and rows per warp group: (name prefix, row counts).
+const CHAIN_KERNELS: [(&str, &[usize]); 2] = [("matvec_img", &[1, 2, 4]), ("gate_up_q8", &[4])];
 /// Tensor-core GEMMs (mma.cu) for a prompt's rows, per codec kind they take (Q4_0, Q4_1, Q8_0):
 /// name prefixes; `quantize_rows` prepares their int8 input.
 const MMA_KERNELS: [&str; 3] = ["mma_matmul", "mma_qkv_rope", "mma_gate_up_silu"];
@@ -258,6 +262,8 @@ pub struct CudaBackend {
     readback: Arc<CudaStream>,
     /// Whether `CMF_GRAPH_HOSTPROF` times each token alone (no token queued ahead).
     hostprof: bool,
+    /// Which links of the token graph carry int8 images (`CMF_CUDA_INT8_CHAIN`).
+    int8_chain: chain::Int8Chain,
     info: DeviceInfo,
 }
 
@@ -300,6 +306,7 @@ impl CudaBackend {
         }
         let (skip, switches) = (StageSkip::from_env()?, KernelSwitches::from_env()?);
         let long_prefill_rows = graph::long_prefill_rows(std::env::var("CMF_CUDA_PREFILL_ROWS").ok().as_deref())?;
+        let int8_chain = chain::Int8Chain::parse(std::env::var("CMF_CUDA_INT8_CHAIN").ok().as_deref())?;
         for w in skip.warning().iter().chain(&switches.warning()) {
             eprintln!("cortiq: CUDA: {w}");
         }
@@ -325,8 +332,9 @@ impl CudaBackend {
         for name in FIXED_KERNELS.into_iter().chain(top_k::KERNELS) {
             funcs.insert(name.to_string(), module.load_function(name).map_err(err)?);
         }
-        for (prefix, rs) in ROW_KERNELS {
-            for kind in 0..=4 {
+        let row_kernels = ROW_KERNELS.iter().map(|&(p, rs)| (p, rs, 4)).chain(CHAIN_KERNELS.iter().map(|&(p, rs)| (p, rs, 2)));
+        for (prefix, rs, last_kind) in row_kernels {
+            for kind in 0..=last_kind {
                 for &r in rs {
                     let name = row_kernel(prefix, kind, r);
                     let f = module.load_function(&name).map_err(err)?;
@@ -349,7 +357,14 @@ impl CudaBackend {
         let readback = stream.fork().map_err(err)?;
         let hostprof = super::hostprof_level() > 0;
         let info = DeviceInfo { backend: "cuda", name: ctx.name().map_err(err)?, discrete: true, memory_bytes: total, f16: true, subgroups: true, matrix_units: true, max_binding_bytes: total, q8_activations: true, q8_matvec: true };
-        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, kernel_cache, skip, switches, blas, flash: !crate::gpu::selection::switched_off("CMF_CUDA_FLASH"), long_prefill_rows, readback, hostprof, info })
+        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, kernel_cache, skip, switches, blas, flash: !crate::gpu::selection::switched_off("CMF_CUDA_FLASH"), long_prefill_rows, readback, hostprof, int8_chain, info })
+    }
+
+    /// This backend with the token graph's int8 chain set to `chain` (`CMF_CUDA_INT8_CHAIN`;
+    /// the parity tests run every setting).
+    pub fn with_int8_chain(mut self, chain: &str) -> Result<CudaBackend, String> {
+        self.int8_chain = chain::Int8Chain::parse(Some(chain))?;
+        Ok(self)
     }
 
     /// This backend with the prefill graph on the int8 tensor-core GEMMs, cuBLAS left out
@@ -390,6 +405,22 @@ impl CudaBackend {
     /// staging `smem` bytes, for `batch` activation rows (or prefill tiles, `blockIdx.y`): a
     /// persistent grid of at most as many blocks as fit on the chip at once per row.
     pub(super) fn row_launch(&self, name: &str, rows: usize, r: usize, smem: usize, batch: usize) -> Result<(&CudaFunction, LaunchConfig), String> {
+        let (f, cap) = self.row_blocks(name, smem)?;
+        let needed = rows.div_ceil(r * (ROW_THREADS as usize / 32)) as u32;
+        Ok((f, LaunchConfig { grid_dim: (needed.min(cap).max(1), batch as u32, 1), block_dim: (ROW_THREADS, 1, 1), shared_mem_bytes: smem as u32 }))
+    }
+
+    /// The launch of row kernel `name` whose blocks take whole output units (`run_rows`'
+    /// UNIT maps; the int8 chain's producers), `units` of them, staging `smem` bytes.
+    pub(super) fn unit_launch(&self, name: &str, units: usize, smem: usize) -> Result<(&CudaFunction, LaunchConfig), String> {
+        let (f, cap) = self.row_blocks(name, smem)?;
+        let blocks = chain::unit_blocks(units, cap as usize) as u32;
+        Ok((f, LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (ROW_THREADS, 1, 1), shared_mem_bytes: smem as u32 }))
+    }
+
+    /// Row kernel `name` and the most of its blocks (staging `smem` bytes) resident on the
+    /// chip at once.
+    fn row_blocks(&self, name: &str, smem: usize) -> Result<(&CudaFunction, u32), String> {
         let f = self.funcs.get(name).ok_or_else(|| format!("no kernel {name}"))?;
         let mut occ = self.occupancy.lock().unwrap_or_else(|e| e.into_inner());
         let per_sm = match occ.get(&(name.to_string(), smem as u32)) {
@@ -400,8 +431,7 @@ impl CudaBackend {
                 n
             }
         };
-        let needed = rows.div_ceil(r * (ROW_THREADS as usize / 32)) as u32;
-        Ok((f, LaunchConfig { grid_dim: (needed.min(per_sm * self.sms).max(1), batch as u32, 1), block_dim: (ROW_THREADS, 1, 1), shared_mem_bytes: smem as u32 }))
+        Ok((f, per_sm * self.sms))
     }
 
     /// Queue y (batch, rows) = x (batch, cols) . W^T on the stream, treated as `how` says
@@ -627,7 +657,8 @@ impl Backend for CudaBackend {
             Ok(_) => "cuBLAS f16 GEMMs behind a dequant step".to_string(),
             Err(why) => format!("int8 tensor-core GEMMs (cuBLAS: {why})"),
         };
-        let mut lines = vec![format!("kernels: {}", self.kernel_cache), format!("prompt chunks: {prompt}")];
+        let chain = self.int8_chain.describe();
+        let mut lines = vec![format!("kernels: {}", self.kernel_cache), format!("prompt chunks: {prompt}"), format!("token graph int8 chain: {chain} (CMF_CUDA_INT8_CHAIN)")];
         lines.extend(self.skip.warning());
         lines.extend(self.switches.warning());
         lines

@@ -47,7 +47,7 @@ extern "C" __global__ void embed_row(const unsigned char* w, int kind, int a_off
 // once. 256 threads (4 per position of a chunk); head_dim <= HD, a multiple of 16.
 #define ATT_CHUNK 64
 template <int HD>
-__device__ __forceinline__ void attention_split(const float* q, const float* kc, const float* vc, float* part, int* done, float* out, int n_head, int n_head_kv, int head_dim, const int* pos, float scale, int splits) {
+__device__ __forceinline__ void attention_split(const float* q, const float* kc, const float* vc, float* part, int* done, float* out, unsigned char* oimg, int n_head, int n_head_kv, int head_dim, const int* pos, float scale, int splits) {
     constexpr int NV = HD / 16;
     __shared__ __align__(16) float qs[HD];
     __shared__ float sc[ATT_CHUNK];
@@ -68,6 +68,12 @@ __device__ __forceinline__ void attention_split(const float* q, const float* kc,
     const float* kb = kc + (long)t0 * kvd + h / (n_head / n_head_kv) * head_dim;
     const float* vb = vc + (kb - kc);
     const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+    // Output dimension tid (< head_dim): to out, and with oimg (one query row, head_dim a
+    // multiple of 32, so whole warps call) into the int8 image of the attention row.
+    auto emit = [&](float o) {
+        out[tid] = o;
+        if (oimg) store_unit(o, (h * head_dim + tid) >> 5, n_head * head_dim, oimg);
+    };
     // K: position j, dimensions [quarter * span, quarter * span + span); V: float4 column c4
     // of positions g, g + groups, ...
     int j = tid >> 2, quarter = tid & 3, span4 = head_dim >> 4;
@@ -132,7 +138,7 @@ __device__ __forceinline__ void attention_split(const float* q, const float* kc,
         for (int k = 0; k < groups; k++) vsum += acc[k * head_dim + tid];
     int used = (n + ATT_CHUNK - 1) / ATT_CHUNK;
     if (used == 1) {
-        if (tid < head_dim) out[tid] = vsum / sum;
+        if (tid < head_dim) emit(vsum / sum);
         return;
     }
     float* pp = part + ((long)h * splits + c) * (head_dim + 2);
@@ -173,16 +179,17 @@ __device__ __forceinline__ void attention_split(const float* q, const float* kc,
         __syncthreads();
     }
     total = block_sum(total);
-    if (tid < head_dim) out[tid] = o / total;
+    if (tid < head_dim) emit(o / total);
     if (tid == 0) done[h] = 0;
 }
 
-// q, out (rows, n_head * head_dim); head_dim <= HD. Grid (n_head, splits, rows), 256 threads.
+// q, out (rows, n_head * head_dim); head_dim <= HD; oimg: null, or (one row) the output's
+// int8 image. Grid (n_head, splits, rows), 256 threads.
 #define ATTENTION(HD)                                                                                                 \
     extern "C" __global__ void __launch_bounds__(256) attention_h##HD(const float* q, const float* kc, const float* vc,  \
-            float* part, int* done, float* out, int n_head, int n_head_kv, int head_dim, const int* pos, float scale,   \
-            int splits) {                                                                                               \
-        attention_split<HD>(q, kc, vc, part, done, out, n_head, n_head_kv, head_dim, pos, scale, splits);              \
+            float* part, int* done, float* out, unsigned char* oimg, int n_head, int n_head_kv, int head_dim, const int* pos, \
+            float scale, int splits) {                                                                                  \
+        attention_split<HD>(q, kc, vc, part, done, out, oimg, n_head, n_head_kv, head_dim, pos, scale, splits);        \
     }
 ATTENTION(64) ATTENTION(128) ATTENTION(256)
 
@@ -297,6 +304,7 @@ ATTENTION_ROWS(2) ATTENTION_ROWS(4) ATTENTION_ROWS(8)
 // finish rotates q and k pairs by pos * base^(-2j/rot) (rope_store's formula before) and
 // writes q, and k and v straight into the KV mirror row pos.
 struct RopeQkvMap {
+    static constexpr int UNIT = 0;
     const unsigned char *wq, *wk, *wv;
     int aq, ak, av;
     float *q, *kc, *vc;
@@ -376,6 +384,7 @@ QKV_ROPE_TILE(0) QKV_ROPE_TILE(1) QKV_ROPE_TILE(2) QKV_ROPE_TILE(3) QKV_ROPE_TIL
 // Gate and up rows interleaved (2i: gate row i, 2i + 1: up row i); R even, so a warp group
 // holds whole pairs and writes h[i] = silu(gate_i . xn) * (up_i . xn).
 template <int R> struct GluMap {
+    static constexpr int UNIT = 0;
     const unsigned char *wg, *wu;
     int ag, au;
     float* h;  // (activation rows, total / 2)
@@ -401,6 +410,41 @@ template <int R> struct GluMap {
     }
 #define GATE_UP_R(K) GATE_UP(K, 2) GATE_UP(K, 4)
 GATE_UP_R(0) GATE_UP_R(1) GATE_UP_R(2) GATE_UP_R(3) GATE_UP_R(4)
+
+// GluMap's rows whose hidden values are written, a unit of 32 at a time, as the int8
+// image of h (the down projection's input in the token graph's int8 chain) instead.
+template <int R> struct GluUnitMap {
+    static constexpr int UNIT = 64;  // 32 (gate, up) row pairs
+    const unsigned char *wg, *wu;
+    int ag, au;
+    unsigned char* img;  // image_bytes(total / 2)
+    __device__ Row row(int i) const { return (i & 1) ? Row{wu, au, i >> 1} : Row{wg, ag, i >> 1}; }
+    __device__ void finish(int, int i0, int, const float* s) const {
+        float* v = unit_values(i0 >> 6);
+        #pragma unroll
+        for (int p = 0; p < R / 2; p++) v[((i0 >> 1) + p) & 31] = silu_times(s[2 * p], s[2 * p + 1]);
+    }
+    __device__ void unit_done(int u, int total) const {
+        __syncthreads();
+        if (threadIdx.x < 32) {
+            float h = unit_values(u)[threadIdx.x];
+            store_unit(h, u, total >> 1, img);
+        }
+    }
+    __device__ void flush() const {}
+};
+
+// h_img = the int8 image of silu(gate . xn) * (up . xn) (rows values, a multiple of 32),
+// xn = x RMS-normed with nw (the token graph's int8 chain; quantized codec kinds only).
+#define GATE_UP_Q8(K, R)                                                                                             \
+    extern "C" __global__ void __launch_bounds__(ROW_THREADS) gate_up_q8_k##K##_r##R(const unsigned char* wg,                \
+            const unsigned char* wu, int ag, int au, const float* x, const float* nw, float eps, unsigned char* h_img, int rows, \
+            int cols) {                                                                                              \
+        extern __shared__ int sm[];                                                                                  \
+        GluUnitMap<R> m{wg, wu, ag, au, h_img};                                                                      \
+        run_rows<K, R, 1>(m, 2 * rows, cols, x, 1, 1, nw, eps, sm);                                                  \
+    }
+GATE_UP_Q8(0, 4) GATE_UP_Q8(1, 4) GATE_UP_Q8(2, 4)
 
 // The same for `batch` prompt rows in tiles of nb <= MATMUL_TILE (blockIdx.y: tile):
 // h (batch, rows). Dynamic shared memory: nb staged rows, then the weight ring.

@@ -5,7 +5,8 @@
 // shared memory: for the quantized codecs as int8 in 32-value groups (ggml's q8 rule, the
 // CPU path's: d = max|x| / 127 rounded to f16, q = round-half-even(x * 127 / max)) dotted with
 // __dp4a; for F16/F32 as floats. The staging can apply an RMSNorm first (x / rms(x) * nw), so
-// a token graph needs no separate norm kernel.
+// a token graph needs no separate norm kernel. Where the kernel before wrote the row as an
+// int8 image (`store_unit`, the token graph's int8 chain), the block copies that instead.
 
 __device__ __forceinline__ float h2f(unsigned short h) {
     float f;
@@ -173,6 +174,46 @@ __device__ void stage_x(int kind, const float* x, const float* nw, float eps, in
     __syncthreads();
 }
 
+// Shared bytes one staged activation row takes, rounded up to 16 (host: `staged_bytes`
+// rounded): int8 values plus per group d, s and sum, or the floats.
+template <int K> __device__ __forceinline__ int staged_stride(int cols) {
+    int staged = K <= 2 ? cols + 12 * (cols >> 5) : 4 * cols;
+    return (staged + 15) & ~15;
+}
+
+// An activation row's int8 image in global memory, written by the kernel that produces
+// the row for the row kernel after it in the token graph (host: `chain.rs`): stage_x's
+// shared layout of the row (int8 values, then per group d, s and sum; staged_stride<0>(cols)
+// bytes), so the consumer copies it instead of staging the floats.
+
+// Lane l holds value l of group g: the warp writes the group into the image of a
+// `cols`-value row by stage_x's rule (a NaN or infinity makes the group's d NaN). Every
+// lane of the warp calls.
+__device__ void store_unit(float v, int g, int cols, unsigned char* img) {
+    int groups = cols >> 5, lane = threadIdx.x & 31;
+    float amax = warp_max(fabsf(v));
+    bool finite = __all_sync(0xffffffffu, fabsf(v) <= 3.402823466e38f);
+    float id = amax != 0.f ? 127.f / amax : 0.f;
+    int q = __float2int_rn(v * id);
+    int sum = __reduce_add_sync(0xffffffffu, q);
+    img[32 * g + lane] = (unsigned char)(q & 0xff);
+    if (lane == 0) {
+        float* gd = (float*)(img + cols);
+        float d = amax / 127.f;
+        gd[g] = finite ? round_f16(d) : __int_as_float(0x7fc00000);
+        gd[groups + g] = round_f16((float)sum * d);
+        ((int*)gd)[2 * groups + g] = sum;
+    }
+}
+
+// Stage a row from its int8 image (written by the kernel before) in shared memory `sm`
+// as stage_x would have. Ends with a barrier.
+__device__ void stage_image(const unsigned char* img, int cols, int* sm) {
+    int stride = staged_stride<0>(cols);
+    for (int i = threadIdx.x; i < (stride >> 4); i += blockDim.x) ((int4*)sm)[i] = __ldcg((const int4*)img + i);
+    __syncthreads();
+}
+
 // Unsigned bytes of a . signed bytes of b, plus c.
 __device__ __forceinline__ int dp4a_us(unsigned int a, int b, int c) {
     int d;
@@ -260,13 +301,6 @@ __device__ __forceinline__ void cp_async4(void* dst, const void* src) {
 __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
-// Shared bytes one staged activation row takes, rounded up to 16 (host: `staged_bytes`
-// rounded): int8 values plus per group d, s and sum, or the floats.
-template <int K> __device__ __forceinline__ int staged_stride(int cols) {
-    int staged = K <= 2 ? cols + 12 * (cols >> 5) : 4 * cols;
-    return (staged + 15) & ~15;
-}
-
 // Where one weight row's units start: its payload words, its scale words (Q4_1: one per
 // unit; Q4_0 / Q8_0: two f16 per word, from the word holding the row's first unit) and
 // whether the row's first unit sits in a word's high half. Found once per warp group.
@@ -335,29 +369,53 @@ template <int K> struct Ring {
     }
 };
 
+// Where a row kernel's activation row comes from: floats (staged by stage_x, normed when
+// nw is given), or an int8 image (stage_image).
+#define X_FLOATS 0
+#define X_IMAGE 1
+
 // The rows of one launch, R consecutive rows per warp group (a Map gives row(i) and
 // finish(activation row, first row, sums)); total < 2^31. Every warp walks its groups (warp,
 // warp + warps, ...) unit by unit, lanes side by side: work item t is group warp + (t /
-// iters) * warps, unit lane + 32 (t % iters). The weights of the next P items stream into
-// the thread's shared-memory ring by cp.async (no registers held), the first ones before x
-// is staged (and before waiting for the kernel that wrote x). x holds n activation rows
-// (n <= NB, the tile the shared memory was laid out for: NB_alloc rows of staged x, then
-// the ring); every weight unit is dotted with all of them. A norm (nw) is for one row only.
-// Row addresses are looked up once per group, not per unit.
-template <int K, int R, int NB, class Map>
+// iters) * warps, unit lane + 32 (t % iters). A Map with UNIT > 0 rows (total a multiple
+// of it) takes whole units a block instead: block b walks units b * per .. (per = units /
+// blocks, rounded up), each in passes of its warps over R x warps-a-block consecutive rows,
+// and after a unit's last pass every thread of the block calls map.unit_done(unit, total).
+// The weights of the next P items stream into the thread's shared-memory ring by cp.async
+// (no registers held), the first ones before x is staged (and before waiting for the
+// kernel that wrote x). x holds n activation rows (n <= NB, the tile the shared memory was
+// laid out for: NB_alloc rows of staged x, then the ring); every weight unit is dotted with
+// all of them. A norm (nw) is for one row only. XS (X_*) says what x is: floats, or (one
+// row, never normed) an int8 image. Row addresses are looked up once per group, not per
+// unit.
+template <int K, int R, int NB, int XS = X_FLOATS, class Map>
 __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const float* x, int n, int nb_alloc, const float* nw, float eps, int* sm) {
     constexpr int P = Ring<K>::UNITS / R;
     static_assert(P * R == Ring<K>::UNITS && (P & (P - 1)) == 0, "ring slots: a power of two of items");
+    static_assert(XS == X_FLOATS || (NB == 1 && K <= 2), "an int8 image: one row, a quantized codec");
+    constexpr int PASS = R * (ROW_THREADS / 32);  // rows a block's pass (UNIT maps)
+    static_assert(Map::UNIT % PASS == 0, "a unit: whole passes");
     int stride = staged_stride<K>(cols);
     Ring<K> ring(sm, nb_alloc * stride);
     int lane = threadIdx.x & 31;
     int warp = (blockIdx.x * ROW_THREADS + threadIdx.x) >> 5, warps = (gridDim.x * ROW_THREADS) >> 5;
     int units = units_per_row<K>(cols), iters = (units + 31) >> 5;
     int groups = (total + R - 1) / R;
+    // The first row group, the step to the next and the items of this warp; UNIT maps: the
+    // block's first unit, and passes left in the current unit.
+    int row_first = warp * R, row_step = warps * R, items, unit = 0, pass_left = 0;
+    if constexpr (Map::UNIT > 0) {
+        int all = total / Map::UNIT, per = (all + gridDim.x - 1) / gridDim.x;
+        unit = blockIdx.x * per;
+        row_first = unit * Map::UNIT + (threadIdx.x >> 5) * R;
+        row_step = PASS;
+        pass_left = Map::UNIT / PASS;
+        items = max(0, min(per, all - unit)) * (Map::UNIT / PASS) * iters;
+    } else {
+        items = warp < groups ? ((groups - 1 - warp) / warps + 1) * iters : 0;
+    }
 #ifdef CORTIQ_NO_STREAM
-    int items = 0;  // profiling (anatomy.rs): no weight stream, no dot products
-#else
-    int items = warp < groups ? ((groups - 1 - warp) / warps + 1) * iters : 0;
+    items = 0;  // profiling (anatomy.rs): no weight stream, no dot products
 #endif
     // Where an item is: its unit iteration within the group and the group's first row;
     // stepped item by item (no divisions in the loop).
@@ -371,7 +429,7 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
         #pragma unroll
         for (int r = 0; r < R; r++) src[r].set(map.row(min(row0 + r, total - 1)), units);
     };
-    Cursor ahead{0, warp * R}, now{0, warp * R};
+    Cursor ahead{0, row_first}, now{0, row_first};
     if (items) find_rows(ahead.row0);
     auto issue = [&](int t) {
         if (t < items) {
@@ -380,7 +438,7 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
             for (int r = 0; r < R; r++) ring.issue(src[r], 32 * ahead.it, units, slot + r);
             if (++ahead.it == iters) {
                 ahead.it = 0;
-                ahead.row0 += warps * R;
+                ahead.row0 += row_step;
                 if (t + 1 < items) find_rows(ahead.row0);
             }
         }
@@ -402,7 +460,11 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
 #ifdef CORTIQ_NO_STAGING
     __syncthreads();  // profiling (anatomy.rs): the staging's closing barrier only
 #else
-    for (int b = 0; b < n; b++) stage_x(K, x + (long)b * cols, nw, eps, cols, sm + b * (stride >> 2));
+    if (XS == X_FLOATS) {
+        for (int b = 0; b < n; b++) stage_x(K, x + (long)b * cols, nw, eps, cols, sm + b * (stride >> 2));
+    } else {
+        stage_image((const unsigned char*)x, cols, sm);
+    }
 #endif
     if (items && (K == 0 || K == 2)) find_shifts(now.row0);
     float acc[R][NB];
@@ -444,7 +506,13 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
                 for (int b = 0; b < NB; b++) acc[r][b] = 0.f;
             }
             now.it = 0;
-            now.row0 += warps * R;
+            now.row0 += row_step;
+            if constexpr (Map::UNIT > 0) {
+                if (--pass_left == 0) {
+                    map.unit_done(unit++, total);
+                    pass_left = Map::UNIT / PASS;
+                }
+            }
             if ((K == 0 || K == 2) && t + 1 < items) find_shifts(now.row0);
         }
     }
@@ -465,6 +533,7 @@ __device__ __forceinline__ unsigned long long argmax_key(float v, int i) {
 // `best` (one activation row), the block's largest argmax_key of its outputs is folded into
 // *best (atomicMax; the caller zeroes it first).
 template <int R> struct PlainMap {
+    static constexpr int UNIT = 0;
     const unsigned char* w;
     int a_off;
     float* y;
@@ -497,6 +566,15 @@ template <int R> struct PlainMap {
     }
 };
 
+// The values of a block's output units (UNIT maps) as their rows finish: two units' worth,
+// by the unit's parity, so one unit is quantized while the next one's rows are summed (one
+// barrier a unit: a unit's buffer is written again only after the barrier of the unit in
+// between, which its quantizing warp has passed).
+__device__ __forceinline__ float* unit_values(int unit) {
+    __shared__ float v[2][32];
+    return v[unit & 1];
+}
+
 // y (batch, rows) = x (batch, cols) . W^T (added into y when add != 0), x RMS-normed with
 // nw first when nw is not null; codec kind K, R rows per warp group, batch row blockIdx.y.
 // With best (batch 1 only): the argmax of y as an argmax_key, folded into *best.
@@ -512,6 +590,18 @@ template <int R> struct PlainMap {
     }
 #define MATVEC_R(K) MATVEC(K, 1) MATVEC(K, 2) MATVEC(K, 4)
 MATVEC_R(0) MATVEC_R(1) MATVEC_R(2) MATVEC_R(3) MATVEC_R(4)
+
+// The token graph's int8 chain (host: `chain.rs`): y (rows) = a . W^T (added into y when
+// add != 0), a given by its int8 image img (one row; quantized codec kinds only).
+#define MATVEC_IMG(K, R)                                                                                  \
+    extern "C" __global__ void __launch_bounds__(ROW_THREADS) matvec_img_k##K##_r##R(const unsigned char* w, int a_off, \
+            const unsigned char* img, float* y, int rows, int cols, int add) {                            \
+        extern __shared__ int sm[];                                                                       \
+        PlainMap<R> m{w, a_off, y, add, nullptr, 0ull};                                                   \
+        run_rows<K, R, 1, X_IMAGE>(m, rows, cols, (const float*)img, 1, 1, nullptr, 0.f, sm);             \
+    }
+#define MATVEC_IMG_R(K) MATVEC_IMG(K, 1) MATVEC_IMG(K, 2) MATVEC_IMG(K, 4)
+MATVEC_IMG_R(0) MATVEC_IMG_R(1) MATVEC_IMG_R(2)
 
 // Prefill: y (batch, rows) = x (batch, cols) . W^T (added into y when add != 0) in tiles of
 // nb <= MATMUL_TILE activation rows (blockIdx.y: tile), each weight unit read once per tile
