@@ -152,7 +152,7 @@ enum Command {
         #[arg(long)]
         bandwidth: Option<f64>,
     },
-    /// Write a random-weight llama GGUF of a named shape (tiny, smollm2-135m, smollm2-360m, llama-1b, llama-8b).
+    /// Write a random-weight llama GGUF of a named shape (tiny, tiny-wide, smollm2-135m, smollm2-360m, llama-1b, llama-8b).
     Synth {
         shape: String,
         #[arg(long, default_value = "q4_0")]

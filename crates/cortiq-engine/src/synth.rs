@@ -29,6 +29,9 @@ pub struct Shape {
 
 pub const SHAPES: &[Shape] = &[
     Shape { name: "tiny", hidden: 256, ffn: 512, layers: 2, heads: 4, kv_heads: 2, vocab: 2048, tied: true, ctx: 2048, rope_base: 10000.0 },
+    // An embedding wider than a CUDA row kernel stages in one round of loads (4096 values),
+    // for the parity tests.
+    Shape { name: "tiny-wide", hidden: 5120, ffn: 1024, layers: 2, heads: 40, kv_heads: 8, vocab: 2048, tied: true, ctx: 2048, rope_base: 10000.0 },
     Shape { name: "smollm2-135m", hidden: 576, ffn: 1536, layers: 30, heads: 9, kv_heads: 3, vocab: 49152, tied: true, ctx: 8192, rope_base: 100000.0 },
     Shape { name: "smollm2-360m", hidden: 960, ffn: 2560, layers: 32, heads: 15, kv_heads: 5, vocab: 49152, tied: true, ctx: 8192, rope_base: 100000.0 },
     Shape { name: "llama-1b", hidden: 2048, ffn: 8192, layers: 16, heads: 32, kv_heads: 8, vocab: 128256, tied: true, ctx: 8192, rope_base: 500000.0 },

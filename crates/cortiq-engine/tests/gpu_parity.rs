@@ -1008,6 +1008,55 @@ fn cuda_int8_chain_gives_the_logits_of_the_graph_without_it() {
     }
 }
 
+/// The CUDA graphs on an embedding wider than a row kernel stages in one round of loads
+/// (5120 values against 8 x 256 x STAGE_PASSES = 4096: the RMSNorm's scale then comes from a
+/// first read of the row, matvec.cu's `rms_scale`): `tiny-wide` (40 heads of 128, 2 layers)
+/// in Q8_0, a 60-token prompt through the prefill graph with cuBLAS and with the int8
+/// tensor-core GEMMs (whose input quantizer norms the row the same way), then 8 greedy steps
+/// of the token graph, every logit row within 5 % relative L2 of the CPU path's.
+#[test]
+#[cfg_attr(not(feature = "cuda"), ignore = "SKIP gpu parity: no CUDA backend compiled in (build with --features cuda)")]
+fn cuda_graphs_norm_rows_wider_than_one_staging_round() {
+    #[cfg(feature = "cuda")]
+    {
+        use cortiq_engine::gpu::{Gpu, GpuConfig};
+        use cortiq_engine::pipeline::Session;
+        use std::sync::Arc;
+        let test = "cuda_graphs_norm_rows_wider_than_one_staging_round";
+        if let Err(e) = cortiq_engine::gpu::cuda::CudaBackend::new(0) {
+            return missing(test, "no CUDA device", e);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tiny-wide-q8_0.gguf");
+        cortiq_engine::synth::synth("tiny-wide", "q8_0", &path, 3).unwrap();
+        let engine = cortiq_engine::generate::Engine::load(&path).unwrap();
+        assert_eq!(engine.model.cfg.n_embd, 5120);
+        let prompt = engine.tokenize(&"wide rows 5 6 ".repeat(15)).unwrap();
+        let ctx = prompt.len() + 16;
+        for cublas in [true, false] {
+            let be = cortiq_engine::gpu::cuda::CudaBackend::new(0).unwrap();
+            let be = if cublas { be } else { be.without_cublas() };
+            let gpu = Arc::new(Gpu::new(Some(Box::new(be)), GpuConfig { min_rows: Some(usize::MAX), ..GpuConfig::for_tests() }));
+            let mut cpu = Session::with_gpu(Arc::clone(&engine.model), ctx, Arc::new(Gpu::new(None, GpuConfig::for_tests())));
+            let mut dev = Session::with_gpu(Arc::clone(&engine.model), ctx, Arc::clone(&gpu));
+            let (mut a, mut b) = (cpu.prefill(&prompt).unwrap(), dev.prefill(&prompt).unwrap());
+            let mut worst = rel_l2(&a, &b);
+            eprintln!("cuda tiny-wide q8_0 (cuBLAS {cublas}): prefill ({} rows) vs CPU logits, relative L2 {worst:.2e}", prompt.len());
+            dev.begin_generation();
+            for _ in 0..8 {
+                let t = cortiq_engine::sample::argmax(&a);
+                a = cpu.step(t).unwrap();
+                b = dev.step(t).unwrap();
+                worst = worst.max(rel_l2(&a, &b));
+            }
+            let table = gpu.explain_table();
+            eprintln!("cuda tiny-wide q8_0 (cuBLAS {cublas}): worst relative L2 over the prompt and 8 steps {worst:.2e}\n{table}");
+            assert!(table.contains("| prefill graph |") && table.contains("token graph"), "{table}");
+            assert!(b.iter().all(|v| v.is_finite()) && worst < 5e-2, "tiny-wide (cuBLAS {cublas}): relative L2 {worst}");
+        }
+    }
+}
+
 /// The stage ablation knob (`CMF_GRAPH_SKIP`) on the wgpu token graph: with every stage of
 /// every layer left out, a token is its embedding row through the final norm and the head,
 /// which the CPU computes directly (its int8 head against the graph's f32 one: 5e-2).

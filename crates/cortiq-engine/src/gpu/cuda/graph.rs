@@ -240,9 +240,6 @@ pub(super) fn unsupported(m: &Llama, capacity: usize, smem_limit: usize) -> Opti
     if m.cfg.family != crate::model::Family::Llama {
         return Some("cannot build a graph: only the llama block has CUDA graph kernels");
     }
-    if m.cfg.n_embd > super::NORMED_MAX_COLS {
-        return Some("cannot build a graph: embedding width beyond the fused-norm kernels");
-    }
     if m.cfg.head_dim > MAX_HEAD_DIM || capacity >= i32::MAX as usize / m.cfg.kv_dim().max(1) {
         return Some("cannot build a graph: head size or context beyond the attention kernels");
     }

@@ -130,10 +130,6 @@ fn ring_bytes(kind: i32) -> usize {
     ROW_THREADS as usize * units * (16 * words + scale)
 }
 
-/// Widest activation row a row kernel can RMS-norm while staging it (`STAGE_PASSES` pieces
-/// of 8 values per thread in matvec.cu).
-pub(super) const NORMED_MAX_COLS: usize = 8 * ROW_THREADS as usize * 4;
-
 /// Dynamic shared memory of a row kernel over `cols` columns: the staged activation row
 /// (rounded up to 16 bytes), then the weight ring.
 pub(super) fn row_smem(kind: i32, cols: usize) -> usize {

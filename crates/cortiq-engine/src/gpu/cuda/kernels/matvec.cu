@@ -83,24 +83,42 @@ __device__ __forceinline__ void load8(const float* p, float* v) {
 // cols + 12 * (cols / 32), or 4 * cols.
 __device__ __forceinline__ bool quantized(int kind) { return kind <= 2; }
 
-// Passes of stage_x whose loads are issued together; a normed row must fit one such
-// chunk (cols <= 8 * blockDim * STAGE_PASSES; host: `NORMED_MAX_COLS`).
-#define STAGE_PASSES 4
+// Passes of stage_x whose loads are issued together. Each pass holds 8 values a thread
+// (and a normed row as many weights) in registers, and a row kernel's registers are set by
+// this peak: at 4 the normed row kernels took 107-124 registers (2 blocks of 256 threads
+// an SM), at 2 62-80, and the token decoded up to 6 % faster (NOTES.md, session 22).
+#define STAGE_PASSES 2
+
+// 1 / rms of x (cols floats, eps added to the mean square), for every thread of the block.
+// Not inlined: stage_x calls it for rows too wide to scale in registers only, and inlined
+// it raised the registers of kernels that never take it.
+__device__ __noinline__ float rms_scale(const float* x, int cols, float eps) {
+    float ss = 0.f;
+    for (int j = threadIdx.x; j < (cols >> 3); j += blockDim.x) {
+        float v[8];
+        load8(x + 8 * j, v);
+        #pragma unroll
+        for (int k = 0; k < 8; k++) ss += v[k] * v[k];
+    }
+    return rsqrtf(block_sum(ss) / cols + eps);
+}
 
 // Stage x (cols floats) in shared memory `sm`, RMS-normed with nw when nw is not null.
 // Quantized kinds: int8 values (cols bytes), then per group d (f32), s = d * sum rounded
 // to f16 (f32), sum (i32). Float kinds: the floats. Each thread takes 8-value pieces
 // (4 neighbouring lanes make a 32-value group, reduced by shuffles), loading up to
-// STAGE_PASSES pieces at once so their latencies overlap. A NaN or infinity in a group
-// makes its d NaN, so it reaches the output. Ends with a barrier.
+// STAGE_PASSES pieces at once so their latencies overlap. A normed row that one round of
+// loads holds (cols <= 8 * blockDim * STAGE_PASSES) is scaled in registers; a wider one is
+// read twice, its squares summed first (measured slower where both work: NOTES.md). A NaN
+// or infinity in a group makes its d NaN, so it reaches the output. Ends with a barrier.
 __device__ void stage_x(int kind, const float* x, const float* nw, float eps, int cols, int* sm) {
     int pieces = cols >> 3, passes = (pieces + blockDim.x - 1) / blockDim.x;
     int groups = cols >> 5;
     float* gd = (float*)(sm + (cols >> 2));
     float* gs = gd + groups;
     int* gsum = (int*)(gs + groups);
-    for (int p0 = 0; p0 < passes; p0 += STAGE_PASSES) {
-        float v[STAGE_PASSES][8];
+    // STAGE_PASSES pieces of this thread from pass p0 into v (zeros past the row).
+    auto load_passes = [&](int p0, float (&v)[STAGE_PASSES][8]) {
         #pragma unroll
         for (int p = 0; p < STAGE_PASSES; p++) {
             int j = (p0 + p) * blockDim.x + threadIdx.x;
@@ -111,6 +129,12 @@ __device__ void stage_x(int kind, const float* x, const float* nw, float eps, in
                 for (int k = 0; k < 8; k++) v[p][k] = 0.f;
             }
         }
+    };
+    bool one_round = passes <= STAGE_PASSES;
+    float scale = nw && !one_round ? rms_scale(x, cols, eps) : 1.f;
+    for (int p0 = 0; p0 < passes; p0 += STAGE_PASSES) {
+        float v[STAGE_PASSES][8];
+        load_passes(p0, v);
         if (nw) {
             float w[STAGE_PASSES][8];
             float ss = 0.f;
@@ -121,7 +145,7 @@ __device__ void stage_x(int kind, const float* x, const float* nw, float eps, in
                 #pragma unroll
                 for (int k = 0; k < 8; k++) ss += v[p][k] * v[p][k];
             }
-            float scale = rsqrtf(block_sum(ss) / cols + eps);
+            if (one_round) scale = rsqrtf(block_sum(ss) / cols + eps);
             #pragma unroll
             for (int p = 0; p < STAGE_PASSES; p++) {
                 #pragma unroll
