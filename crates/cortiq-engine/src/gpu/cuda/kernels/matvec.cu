@@ -117,8 +117,10 @@ __device__ void stage_x(int kind, const float* x, const float* nw, float eps, in
     float* gd = (float*)(sm + (cols >> 2));
     float* gs = gd + groups;
     int* gsum = (int*)(gs + groups);
-    // STAGE_PASSES pieces of this thread from pass p0 into v (zeros past the row).
-    auto load_passes = [&](int p0, float (&v)[STAGE_PASSES][8]) {
+    bool one_round = passes <= STAGE_PASSES;
+    float scale = nw && !one_round ? rms_scale(x, cols, eps) : 1.f;
+    for (int p0 = 0; p0 < passes; p0 += STAGE_PASSES) {
+        float v[STAGE_PASSES][8];
         #pragma unroll
         for (int p = 0; p < STAGE_PASSES; p++) {
             int j = (p0 + p) * blockDim.x + threadIdx.x;
@@ -129,12 +131,6 @@ __device__ void stage_x(int kind, const float* x, const float* nw, float eps, in
                 for (int k = 0; k < 8; k++) v[p][k] = 0.f;
             }
         }
-    };
-    bool one_round = passes <= STAGE_PASSES;
-    float scale = nw && !one_round ? rms_scale(x, cols, eps) : 1.f;
-    for (int p0 = 0; p0 < passes; p0 += STAGE_PASSES) {
-        float v[STAGE_PASSES][8];
-        load_passes(p0, v);
         if (nw) {
             float w[STAGE_PASSES][8];
             float ss = 0.f;
@@ -209,7 +205,7 @@ template <int K> __device__ __forceinline__ int staged_stride(int cols) {
 // the row for the row kernel after it in the token graph (host: `chain.rs`): stage_x's
 // shared layout of the row (int8 values, then per group d, s and sum; staged_stride<0>(cols)
 // bytes), so the consumer copies it instead of staging the floats.
-
+//
 // Lane l holds value l of group g: the warp writes the group into the image of a
 // `cols`-value row by stage_x's rule (a NaN or infinity makes the group's d NaN). Every
 // lane of the warp calls.
