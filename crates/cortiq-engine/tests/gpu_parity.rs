@@ -957,6 +957,12 @@ fn cuda_attention_matches_an_exact_softmax() {
     }
 }
 
+/// Whether a CUDA device comes up (else `missing`: SKIP, or a failure where one is required).
+#[cfg(feature = "cuda")]
+fn cuda_device_or_skip(test: &str) -> bool {
+    cortiq_engine::gpu::cuda::CudaBackend::new(0).map_err(|e| missing(test, "no CUDA device", e)).is_ok()
+}
+
 /// The CUDA token graph's int8 chain (`CMF_CUDA_INT8_CHAIN`: attention and gate/up write
 /// their consumers' int8 input) quantizes the values the consumers would have quantized by
 /// the same rule, so every link setting gives the same logits, bit for bit, as the graph
@@ -972,9 +978,8 @@ fn cuda_int8_chain_gives_the_logits_of_the_graph_without_it() {
         use cortiq_engine::gpu::{Gpu, GpuConfig};
         use cortiq_engine::pipeline::Session;
         use std::sync::Arc;
-        let test = "cuda_int8_chain_gives_the_logits_of_the_graph_without_it";
-        if let Err(e) = cortiq_engine::gpu::cuda::CudaBackend::new(0) {
-            return missing(test, "no CUDA device", e);
+        if !cuda_device_or_skip("cuda_int8_chain_gives_the_logits_of_the_graph_without_it") {
+            return;
         }
         let dir = tempfile::tempdir().unwrap();
         let every: &[&str] = &["attn", "glu", "attn,glu"];
@@ -1011,7 +1016,7 @@ fn cuda_int8_chain_gives_the_logits_of_the_graph_without_it() {
 /// The CUDA graphs on an embedding wider than a row kernel stages in one round of loads
 /// (5120 values against 8 x 256 x STAGE_PASSES = 4096: the RMSNorm's scale then comes from a
 /// first read of the row, matvec.cu's `rms_scale`): `tiny-wide` (40 heads of 128, 2 layers)
-/// in Q8_0, a 60-token prompt through the prefill graph with cuBLAS and with the int8
+/// in Q8_0, a prompt of over 160 tokens through the prefill graph with cuBLAS and with the int8
 /// tensor-core GEMMs (whose input quantizer norms the row the same way), then 8 greedy steps
 /// of the token graph, every logit row within 5 % relative L2 of the CPU path's.
 #[test]
@@ -1022,9 +1027,8 @@ fn cuda_graphs_norm_rows_wider_than_one_staging_round() {
         use cortiq_engine::gpu::{Gpu, GpuConfig};
         use cortiq_engine::pipeline::Session;
         use std::sync::Arc;
-        let test = "cuda_graphs_norm_rows_wider_than_one_staging_round";
-        if let Err(e) = cortiq_engine::gpu::cuda::CudaBackend::new(0) {
-            return missing(test, "no CUDA device", e);
+        if !cuda_device_or_skip("cuda_graphs_norm_rows_wider_than_one_staging_round") {
+            return;
         }
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("tiny-wide-q8_0.gguf");
