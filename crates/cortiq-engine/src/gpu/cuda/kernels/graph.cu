@@ -381,14 +381,18 @@ QKV_ROPE(0) QKV_ROPE(1) QKV_ROPE(2) QKV_ROPE(3) QKV_ROPE(4)
     }
 QKV_ROPE_TILE(0) QKV_ROPE_TILE(1) QKV_ROPE_TILE(2) QKV_ROPE_TILE(3) QKV_ROPE_TILE(4)
 
-// Gate and up rows interleaved (2i: gate row i, 2i + 1: up row i); R even, so a warp group
-// holds whole pairs and writes h[i] = silu(gate_i . xn) * (up_i . xn).
-template <int R> struct GluMap {
-    static constexpr int UNIT = 0;
+// Gate and up rows interleaved (2i: gate row i, 2i + 1: up row i).
+struct GluRows {
     const unsigned char *wg, *wu;
     int ag, au;
-    float* h;  // (activation rows, total / 2)
     __device__ Row row(int i) const { return (i & 1) ? Row{wu, au, i >> 1} : Row{wg, ag, i >> 1}; }
+};
+
+// GluRows with R even, so a warp group holds whole pairs and writes h[i] = silu(gate_i . xn)
+// * (up_i . xn).
+template <int R> struct GluMap : GluRows {
+    static constexpr int UNIT = 0;
+    float* h;  // (activation rows, total / 2)
     __device__ void finish(int r, int i0, int total, const float* s) const {
         float* hr = h + (long)r * (total >> 1);
         #pragma unroll
@@ -405,20 +409,17 @@ template <int R> struct GluMap {
             const unsigned char* wu, int ag, int au, const float* x, const float* nw, float eps, float* h, int rows,  \
             int cols) {                                                                                              \
         extern __shared__ int sm[];                                                                                  \
-        GluMap<R> m{wg, wu, ag, au, h};                                                                              \
+        GluMap<R> m{{wg, wu, ag, au}, h};                                                                              \
         run_rows<K, R, 1>(m, 2 * rows, cols, x, 1, 1, nw, eps, sm);                                                          \
     }
 #define GATE_UP_R(K) GATE_UP(K, 2) GATE_UP(K, 4)
 GATE_UP_R(0) GATE_UP_R(1) GATE_UP_R(2) GATE_UP_R(3) GATE_UP_R(4)
 
-// GluMap's rows whose hidden values are written, a unit of 32 at a time, as the int8
+// GluRows whose hidden values are written, a unit of 32 at a time, as the int8
 // image of h (the down projection's input in the token graph's int8 chain) instead.
-template <int R> struct GluUnitMap {
+template <int R> struct GluUnitMap : GluRows {
     static constexpr int UNIT = 64;  // 32 (gate, up) row pairs
-    const unsigned char *wg, *wu;
-    int ag, au;
     unsigned char* img;  // image_bytes(total / 2)
-    __device__ Row row(int i) const { return (i & 1) ? Row{wu, au, i >> 1} : Row{wg, ag, i >> 1}; }
     __device__ void finish(int, int i0, int, const float* s) const {
         float* v = unit_values(i0 >> 6);
         #pragma unroll
@@ -441,7 +442,7 @@ template <int R> struct GluUnitMap {
             const unsigned char* wu, int ag, int au, const float* x, const float* nw, float eps, unsigned char* h_img, int rows, \
             int cols) {                                                                                              \
         extern __shared__ int sm[];                                                                                  \
-        GluUnitMap<R> m{wg, wu, ag, au, h_img};                                                                      \
+        GluUnitMap<R> m{{wg, wu, ag, au}, h_img};                                                                      \
         run_rows<K, R, 1>(m, 2 * rows, cols, x, 1, 1, nw, eps, sm);                                                  \
     }
 GATE_UP_Q8(0, 4) GATE_UP_Q8(1, 4) GATE_UP_Q8(2, 4)
@@ -454,7 +455,7 @@ GATE_UP_Q8(0, 4) GATE_UP_Q8(1, 4) GATE_UP_Q8(2, 4)
             int cols, int batch, int nb) {                                                                           \
         extern __shared__ int sm[];                                                                                  \
         int b0 = blockIdx.y * nb;                                                                                    \
-        GluMap<2> m{wg, wu, ag, au, h + (long)b0 * rows};                                                            \
+        GluMap<2> m{{wg, wu, ag, au}, h + (long)b0 * rows};                                                            \
         run_rows<K, 2, MATMUL_TILE>(m, 2 * rows, cols, x + (long)b0 * cols, min(nb, batch - b0), nb, nw, eps, sm);   \
     }
 GATE_UP_TILE(0) GATE_UP_TILE(1) GATE_UP_TILE(2) GATE_UP_TILE(3) GATE_UP_TILE(4)

@@ -89,6 +89,19 @@ __device__ __forceinline__ bool quantized(int kind) { return kind <= 2; }
 // an SM), at 2 62-80, and the token decoded up to 6 % faster (NOTES.md, session 22).
 #define STAGE_PASSES 2
 
+// The q8 rule's parts, shared by every writer of a staged int8 row (stage_x, store_unit):
+// the factor that takes a group's values to int8 (q = round-half-even(v * factor)) from its
+// largest magnitude, and the group's scales from that magnitude, whether all its values are
+// finite and the sum of its int8 values, stored as group g of `groups` (layout: stage_x's):
+// d rounded to f16 (NaN for a group with a NaN or infinity), s = d * sum rounded to f16, sum.
+__device__ __forceinline__ float q8_factor(float amax) { return amax != 0.f ? 127.f / amax : 0.f; }
+__device__ __forceinline__ void store_group_scales(float* gd, int groups, int g, float amax, bool finite, int sum) {
+    float d = amax / 127.f;
+    gd[g] = finite ? round_f16(d) : __int_as_float(0x7fc00000);
+    gd[groups + g] = round_f16((float)sum * d);
+    ((int*)gd)[2 * groups + g] = sum;
+}
+
 // 1 / rms of x (cols floats, eps added to the mean square), for every thread of the block.
 // Not inlined: stage_x calls it for rows too wide to scale in registers only, and inlined
 // it raised the registers of kernels that never take it.
@@ -115,8 +128,6 @@ __device__ void stage_x(int kind, const float* x, const float* nw, float eps, in
     int pieces = cols >> 3, passes = (pieces + blockDim.x - 1) / blockDim.x;
     int groups = cols >> 5;
     float* gd = (float*)(sm + (cols >> 2));
-    float* gs = gd + groups;
-    int* gsum = (int*)(gs + groups);
     bool one_round = passes <= STAGE_PASSES;
     float scale = nw && !one_round ? rms_scale(x, cols, eps) : 1.f;
     for (int p0 = 0; p0 < passes; p0 += STAGE_PASSES) {
@@ -170,7 +181,7 @@ __device__ void stage_x(int kind, const float* x, const float* nw, float eps, in
             amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
             finite &= __shfl_xor_sync(0xffffffffu, finite, 1);
             finite &= __shfl_xor_sync(0xffffffffu, finite, 2);
-            float id = amax != 0.f ? 127.f / amax : 0.f;
+            float id = q8_factor(amax);
             int q[8], sum = 0;
             #pragma unroll
             for (int k = 0; k < 8; k++) {
@@ -182,12 +193,7 @@ __device__ void stage_x(int kind, const float* x, const float* nw, float eps, in
             if (j < pieces) {
                 sm[2 * j] = (q[0] & 0xff) | ((q[1] & 0xff) << 8) | ((q[2] & 0xff) << 16) | ((unsigned)(q[3] & 0xff) << 24);
                 sm[2 * j + 1] = (q[4] & 0xff) | ((q[5] & 0xff) << 8) | ((q[6] & 0xff) << 16) | ((unsigned)(q[7] & 0xff) << 24);
-                if ((j & 3) == 0) {
-                    float d = amax / 127.f;
-                    gd[j >> 2] = finite ? round_f16(d) : __int_as_float(0x7fc00000);
-                    gs[j >> 2] = round_f16((float)sum * d);
-                    gsum[j >> 2] = sum;
-                }
+                if ((j & 3) == 0) store_group_scales(gd, groups, j >> 2, amax, finite, sum);
             }
         }
     }
@@ -213,17 +219,10 @@ __device__ void store_unit(float v, int g, int cols, unsigned char* img) {
     int groups = cols >> 5, lane = threadIdx.x & 31;
     float amax = warp_max(fabsf(v));
     bool finite = __all_sync(0xffffffffu, fabsf(v) <= 3.402823466e38f);
-    float id = amax != 0.f ? 127.f / amax : 0.f;
-    int q = __float2int_rn(v * id);
+    int q = __float2int_rn(v * q8_factor(amax));
     int sum = __reduce_add_sync(0xffffffffu, q);
     img[32 * g + lane] = (unsigned char)(q & 0xff);
-    if (lane == 0) {
-        float* gd = (float*)(img + cols);
-        float d = amax / 127.f;
-        gd[g] = finite ? round_f16(d) : __int_as_float(0x7fc00000);
-        gd[groups + g] = round_f16((float)sum * d);
-        ((int*)gd)[2 * groups + g] = sum;
-    }
+    if (lane == 0) store_group_scales((float*)(img + cols), groups, g, amax, finite, sum);
 }
 
 // Stage a row from its int8 image (written by the kernel before) in shared memory `sm`
