@@ -1,8 +1,8 @@
 //! The CUDA kernels' profiling switches: `CMF_CUDA_DEFINES=CORTIQ_NO_STAGING,CORTIQ_NO_STREAM`
 //! compiles every row kernel (`run_rows` in matvec.cu) without its activation staging (a
 //! barrier stays) or without its weight stream and dot products, and `CORTIQ_ATT_NO_MERGE`
-//! the split attention (graph.cu) without its merge step (every block writes its partial and
-//! ends: no fence, counter or last-block merge), so the GPU time per token
+//! the split attention (graph.cu) without its merge step (the partials are written and
+//! `attention_merge` ends at once: its launch and wait stay), so the GPU time per token
 //! (`CMF_GRAPH_HOSTPROF=1`) shows what those parts cost in the captured chain. Outputs are
 //! wrong while it is set; `bench/anatomy.sh` runs it with the stage ablation
 //! (`gpu/stage_skip.rs`) and tabulates both.

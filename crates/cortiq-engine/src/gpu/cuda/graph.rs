@@ -85,8 +85,6 @@ pub(super) struct ModelGraph {
     top: TopKBuffers,
     /// Split-attention partials (n_head, splits, head_dim + 2), sized for `splits`.
     part: CudaSlice<f32>,
-    /// Per head: split blocks finished this layer (the last one merges and resets it).
-    done: CudaSlice<i32>,
     splits: usize,
     /// The prefill graph's buffers, made on its first chunk.
     prefill: Option<PrefillBuffers>,
@@ -144,8 +142,6 @@ pub(super) struct PrefillBuffers {
     /// Split-attention partials (rows, n_head, splits, head_dim + 2); one row's where a
     /// prompt chunk's attention runs tiled (no partials).
     part: CudaSlice<f32>,
-    /// Per (row, head): split blocks finished this layer.
-    done: CudaSlice<i32>,
     /// The cuBLAS path's scratch, where cuBLAS loaded and the model's layers are all Q4_0,
     /// Q4_1 or Q8_0 (and the scratch could be allocated).
     f16: Option<F16Scratch>,
@@ -279,15 +275,13 @@ impl Heads {
 /// positions *pos.., each over the mirror's K / V rows (capacity, kv_dim) up to its own, into
 /// out (rows, n_head * head_dim). The split kernel's grid has `splits` position blocks per
 /// (head, row), sized for the context so a captured graph serves every position; its
-/// partials `part` (rows, n_head, part_splits, head_dim + 2) and counters `done` (rows,
-/// n_head) are scratch.
+/// partials `part` (rows, n_head, part_splits, head_dim + 2) are scratch.
 struct Attention<'a> {
     heads: Heads,
     q: &'a CudaSlice<f32>,
     k: &'a CudaSlice<f32>,
     v: &'a CudaSlice<f32>,
     part: &'a CudaSlice<f32>,
-    done: &'a CudaSlice<i32>,
     out: &'a CudaSlice<f32>,
     /// Also the output's int8 image (one row, the token graph's int8 chain).
     out_img: Option<&'a CudaSlice<u8>>,
@@ -295,6 +289,13 @@ struct Attention<'a> {
     rows: usize,
     splits: usize,
     part_splits: usize,
+}
+
+/// Threads of an `attention_merge` block for heads of `head_dim` values: as many groups of
+/// head_dim rounded up to a warp as fit 256 threads (at least one).
+fn merge_threads(head_dim: usize) -> u32 {
+    let dims = head_dim.next_multiple_of(32);
+    (dims * (256 / dims).max(1)) as u32
 }
 
 fn grid(n: usize, threads: u32) -> LaunchConfig {
@@ -325,7 +326,6 @@ impl CudaBackend {
             best: s.alloc_zeros::<u64>(1).map_err(err)?,
             top: TopKBuffers::new(self, c.vocab)?,
             part: zeros(c.n_head * splits * (c.head_dim + 2))?,
-            done: s.alloc_zeros::<i32>(c.n_head).map_err(err)?,
             splits,
             prefill: None,
         })
@@ -370,7 +370,6 @@ impl CudaBackend {
             xq: s.alloc_zeros::<u8>(n * widest).map_err(err)?,
             xd: zeros(n * widest / 16)?,
             part: zeros(part_rows * c.n_head * splits * (c.head_dim + 2))?,
-            done: s.alloc_zeros::<i32>(part_rows * c.n_head).map_err(err)?,
             f16: self.f16_scratch(m, n),
         })
     }
@@ -396,7 +395,8 @@ impl CudaBackend {
     /// Queue one attention launch: a prompt chunk's rows 64 to a block on the tensor cores
     /// where the head size has a kernel for it (`FLASH_ROWS`), else 32 to a block where it has
     /// the tiled kernel (`attention_rows_d*`), otherwise (a decode token, or other head sizes)
-    /// the split kernel with one grid layer per row (`part` and `done` sized for them).
+    /// the split kernel with one grid layer per row (`part` sized for them), then the merge
+    /// of its partials (`attention_merge`).
     fn launch_attention(&self, a: &Attention, overlap: bool) -> Result<(), String> {
         let s = &self.stream;
         let c = a.heads;
@@ -411,14 +411,24 @@ impl CudaBackend {
             args.buf(a.q, s).buf(a.k, s).buf(a.v, s).buf(a.out, s).int(nh).int(nkv).buf(a.pos, s).float(scale).int(a.rows as i32);
             (&self.funcs[&format!("attention_rows_d{}", c.head_dim / 32)], LaunchConfig { grid_dim: (c.n_head as u32, a.rows.div_ceil(32) as u32, 1), block_dim: (128, 1, 1), shared_mem_bytes: attention_rows_smem(c.head_dim) as u32 })
         } else {
-            args.buf(a.q, s).buf(a.k, s).buf(a.v, s).buf(a.part, s).buf(a.done, s).buf(a.out, s);
+            args.buf(a.q, s).buf(a.k, s).buf(a.v, s).buf(a.part, s).buf(a.out, s);
             match a.out_img {
                 Some(img) if a.rows == 1 && hd % 32 == 0 => args.buf(img, s),
                 Some(_) => return Err("an attention image is of one row of whole 32-value groups".into()),
                 None => args.null(),
             };
             args.int(nh).int(nkv).int(hd).buf(a.pos, s).float(scale).int(a.part_splits as i32);
-            (&self.funcs[attention_split_kernel(c.head_dim)], LaunchConfig { grid_dim: (c.n_head as u32, a.splits as u32, a.rows as u32), block_dim: (256, 1, 1), shared_mem_bytes: 0 })
+            let split_cfg = LaunchConfig { grid_dim: (c.n_head as u32, a.splits as u32, a.rows as u32), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+            // SAFETY: as the launch below.
+            unsafe { launch(s, &self.funcs[attention_split_kernel(c.head_dim)], split_cfg, &args, overlap) }.map_err(err)?;
+            args = KernelArgs::default();
+            args.buf(a.part, s).buf(a.out, s);
+            match a.out_img {
+                Some(img) => args.buf(img, s),
+                None => args.null(),
+            };
+            args.int(nh).int(hd).buf(a.pos, s).int(a.part_splits as i32);
+            (&self.funcs["attention_merge"], LaunchConfig { grid_dim: (c.n_head as u32, a.rows as u32, 1), block_dim: (merge_threads(c.head_dim), 1, 1), shared_mem_bytes: 0 })
         };
         // SAFETY: the buffers hold the shapes the struct's doc gives (the callers allocate
         // them for the model's geometry and the mirror's capacity); the arguments follow the
@@ -443,10 +453,9 @@ impl CudaBackend {
         let (qd, kd, vd) = (s.clone_htod(q).map_err(err)?, s.clone_htod(k).map_err(err)?, s.clone_htod(v).map_err(err)?);
         let out = s.clone_htod(&vec![f32::NAN; q.len()]).map_err(err)?;
         let part = s.alloc_zeros::<f32>(rows * n_head * splits * (head_dim + 2)).map_err(err)?;
-        let done = s.alloc_zeros::<i32>(rows * n_head).map_err(err)?;
         let pos = s.clone_htod(&[(n - rows) as i32]).map_err(err)?;
         let pos_ptr = pos.slice(0..1);
-        let att = Attention { heads: Heads { n_head, n_head_kv, head_dim }, q: &qd, k: &kd, v: &vd, part: &part, done: &done, out: &out, out_img: None, pos: &pos_ptr, rows, splits, part_splits: splits };
+        let att = Attention { heads: Heads { n_head, n_head_kv, head_dim }, q: &qd, k: &kd, v: &vd, part: &part, out: &out, out_img: None, pos: &pos_ptr, rows, splits, part_splits: splits };
         self.launch_attention(&att, false)?;
         s.clone_dtoh(&out).map_err(err)
     }
@@ -784,7 +793,7 @@ impl CudaBackend {
                 unsafe { launch(s, qkv_f, qkv_cfg, &a, ov) }.map_err(err)?;
             }
             let out_img = chain.attn.then_some(&g.img_att);
-            let att = Attention { heads: Heads::of(c), q: &g.q, k: &mirror.k[li], v: &mirror.v[li], part: &g.part, done: &g.done, out: &g.att, out_img, pos: &pos_ptr, rows: 1, splits: grid_splits, part_splits: g.splits };
+            let att = Attention { heads: Heads::of(c), q: &g.q, k: &mirror.k[li], v: &mirror.v[li], part: &g.part, out: &g.att, out_img, pos: &pos_ptr, rows: 1, splits: grid_splits, part_splits: g.splits };
             if self.skip.runs("attn") {
                 self.launch_attention(&att, ov)?;
             }
@@ -941,7 +950,7 @@ impl CudaBackend {
                 }
             }
             if self.skip.runs("attn") {
-                let att = Attention { heads: Heads::of(c), q: &pb.q, k: &mirror.k[li], v: &mirror.v[li], part: &pb.part, done: &pb.done, out: &pb.att, out_img: None, pos: &pos_ptr, rows, splits: capacity.div_ceil(ATT_CHUNK), part_splits: g.splits };
+                let att = Attention { heads: Heads::of(c), q: &pb.q, k: &mirror.k[li], v: &mirror.v[li], part: &pb.part, out: &pb.att, out_img: None, pos: &pos_ptr, rows, splits: capacity.div_ceil(ATT_CHUNK), part_splits: g.splits };
                 self.launch_attention(&att, ov)?;
             }
             // O, added into the residual stream.
@@ -1021,7 +1030,7 @@ impl CudaBackend {
 
 #[cfg(test)]
 mod tests {
-    use super::{attention_split_kernel, unsupported, GraphReadback, ATTENTION_SPLIT, MAX_HEAD_DIM};
+    use super::{attention_split_kernel, merge_threads, unsupported, GraphReadback, ATTENTION_SPLIT, MAX_HEAD_DIM};
     use crate::gpu::cuda::row_smem;
     use crate::model::llama::Llama;
     use std::sync::Arc;
@@ -1103,6 +1112,17 @@ mod tests {
         assert_eq!(matmul_tile(4, 12288, h200), 4);
         // Nothing but one row fits: one row per tile (the caller checked that one fits).
         assert_eq!(matmul_tile(0, 4096, row_smem(0, 4096)), 1);
+    }
+
+    /// A merge block holds whole groups of head_dim rounded up to a warp, as many as fit 256
+    /// threads, at most 8 (the kernel's shared arrays) and at least one.
+    #[test]
+    fn merge_blocks_hold_whole_groups_of_a_head() {
+        for hd in (16..=MAX_HEAD_DIM).step_by(16) {
+            let (t, dims) = (merge_threads(hd) as usize, hd.next_multiple_of(32));
+            assert!(t.is_multiple_of(dims) && t <= 256 && (1..=8).contains(&(t / dims)) && t + dims > 256, "head {hd}: {t} threads");
+        }
+        assert_eq!((merge_threads(64), merge_threads(128), merge_threads(80), merge_threads(256)), (256, 256, 192, 256));
     }
 
     #[test]

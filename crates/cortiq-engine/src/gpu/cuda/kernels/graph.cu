@@ -32,28 +32,26 @@ extern "C" __global__ void embed_row(const unsigned char* w, int kind, int a_off
 }
 
 // Causal attention of queries at positions *pos + z (z = blockIdx.z, one per prompt row; 1
-// for a decode token) over the KV mirror, split by positions (flash-decoding) with the
-// merge fused: block (h, c, z) takes positions [64 c, 64 c + 64) of head h. Its K and V
-// loads are all issued first (each thread holds HD / 16 float4s of each: a quarter of one
-// position's K row, one float4 column of V over every `groups`-th position), so the chunk
-// costs one memory round trip; the chunk's max and sum of exps are warp reductions. A
-// context of one chunk writes out directly; otherwise each block writes its partial
-// (exp-weighted V sum, max, sum of exps) to `part` (rows, n_head, splits, head_dim + 2) and
-// the last block of a (row, head) to finish (counted in `done` (rows, n_head), reset after)
-// merges the partials into out (rows, n_head * head_dim), all partials' loads in flight at
-// once. The loads of mirror rows older than this launch's go out before the wait for the
-// kernel before (programmatic dependent launch), so they overlap its tail. Blocks past the
+// for a decode token) over the KV mirror, split by positions (flash-decoding): block (h, c,
+// z) takes positions [64 c, 64 c + 64) of head h. Its K and V loads are all issued first
+// (each thread holds HD / 16 float4s of each: a quarter of one position's K row, one float4
+// column of V over every `groups`-th position), so the chunk costs one memory round trip;
+// the chunk's max and sum of exps are warp reductions. A context of one chunk writes out
+// directly; otherwise each block writes its partial (exp-weighted V sum, max, sum of exps)
+// to `part` (rows, n_head, splits, head_dim + 2), and `attention_merge`, the next kernel,
+// merges them into out (rows, n_head * head_dim): a kernel boundary costs less than the last
+// block of a head merging after a fence and a counter did (NOTES.md, session 23). The loads
+// of mirror rows older than this launch's go out before the wait for the kernel before
+// (programmatic dependent launch), so they overlap its tail. Blocks past the
 // row's position exit at once, so the grid is sized for the whole context and captured
 // once. 256 threads (4 per position of a chunk); head_dim <= HD, a multiple of 16.
 #define ATT_CHUNK 64
 template <int HD>
-__device__ __forceinline__ void attention_split(const float* q, const float* kc, const float* vc, float* part, int* done, float* out, unsigned char* oimg, int n_head, int n_head_kv, int head_dim, const int* pos, float scale, int splits) {
+__device__ __forceinline__ void attention_split(const float* q, const float* kc, const float* vc, float* part, float* out, unsigned char* oimg, int n_head, int n_head_kv, int head_dim, const int* pos, float scale, int splits) {
     constexpr int NV = HD / 16;
     __shared__ __align__(16) float qs[HD];
     __shared__ float sc[ATT_CHUNK];
     __shared__ __align__(16) float acc[1024];  // (groups, head_dim) V sums of each position group
-    __shared__ float wts[256];
-    __shared__ int last;
     // *pos was written before the token's first kernel; the mirror rows before it by earlier
     // tokens or chunks: both may be read before waiting for the kernel before this one.
     int h = blockIdx.x, c = blockIdx.y, z = blockIdx.z, tid = threadIdx.x, lane = tid & 31;
@@ -62,7 +60,6 @@ __device__ __forceinline__ void attention_split(const float* q, const float* kc,
     q += (long)z * n_head * head_dim;
     out += (long)z * n_head * head_dim + h * head_dim;
     part += (long)z * n_head * splits * (head_dim + 2);
-    done += z * n_head;
     int cnt = min(ATT_CHUNK, n - t0);
     int kvd = n_head_kv * head_dim;
     const float* kb = kc + (long)t0 * kvd + h / (n_head / n_head_kv) * head_dim;
@@ -147,51 +144,96 @@ __device__ __forceinline__ void attention_split(const float* q, const float* kc,
         pp[head_dim] = m;
         pp[head_dim + 1] = sum;
     }
-#ifdef CORTIQ_ATT_NO_MERGE
-    return;  // profiling (anatomy.rs): the partials written, never merged
-#endif
-    // Publish the partial; the head's last block merges (reading past L1).
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) last = atomicAdd(done + h, 1) == used - 1;
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-    const float* p = part + (long)h * splits * (head_dim + 2);
-    float mm = -__int_as_float(0x7f800000);
-    for (int cc = tid; cc < used; cc += blockDim.x) mm = fmaxf(mm, __ldcg(p + cc * (head_dim + 2) + head_dim));
-    mm = block_max(mm);
-    float total = 0.f, o = 0.f;
-    for (int b0 = 0; b0 < used; b0 += blockDim.x) {
-        int cc = b0 + tid;
-        float w = 0.f;
-        if (cc < used) {
-            w = expf(__ldcg(p + cc * (head_dim + 2) + head_dim) - mm);
-            total += w * __ldcg(p + cc * (head_dim + 2) + head_dim + 1);
-        }
-        wts[tid] = w;
-        __syncthreads();
-        int k_end = min((int)blockDim.x, used - b0);
-        if (tid < head_dim) {
-            #pragma unroll 8
-            for (int k = 0; k < k_end; k++) o += wts[k] * __ldcg(p + (b0 + k) * (head_dim + 2) + tid);
-        }
-        __syncthreads();
-    }
-    total = block_sum(total);
-    if (tid < head_dim) emit(o / total);
-    if (tid == 0) done[h] = 0;
 }
 
 // q, out (rows, n_head * head_dim); head_dim <= HD; oimg: null, or (one row) the output's
-// int8 image. Grid (n_head, splits, rows), 256 threads.
+// int8 image (written here where the context is one chunk, else by attention_merge). Grid
+// (n_head, splits, rows), 256 threads.
 #define ATTENTION(HD)                                                                                                 \
     extern "C" __global__ void __launch_bounds__(256) attention_h##HD(const float* q, const float* kc, const float* vc,  \
-            float* part, int* done, float* out, unsigned char* oimg, int n_head, int n_head_kv, int head_dim, const int* pos, \
+            float* part, float* out, unsigned char* oimg, int n_head, int n_head_kv, int head_dim, const int* pos,           \
             float scale, int splits) {                                                                                  \
-        attention_split<HD>(q, kc, vc, part, done, out, oimg, n_head, n_head_kv, head_dim, pos, scale, splits);        \
+        attention_split<HD>(q, kc, vc, part, out, oimg, n_head, n_head_kv, head_dim, pos, scale, splits);              \
     }
 ATTENTION(64) ATTENTION(128) ATTENTION(256)
+
+// The split attention's partials merged: block (h, z) takes (row z, head h) in groups of
+// `dims` threads (head_dim rounded up to a warp; blockDim.x / dims groups, host:
+// `merge_threads`). Group g takes the batches of MERGE_BATCH chunks g, g + groups, ...: its
+// thread d loads each chunk's (max, sum of exps, V sum of dimension d), all of a batch's
+// loads in flight at once, and rescales its running sums by each batch's max; then group 0
+// combines the groups' sums (where more than one had chunks). So a context of up to groups x
+// MERGE_BATCH chunks is one round of loads. Where the row's context is one chunk the split
+// kernel wrote out itself and this does nothing. part (rows, n_head, splits, head_dim + 2);
+// out and oimg as the split kernel's. It lets the next kernel start its blocks before
+// waiting for the split kernel, so their weight loads overlap this one.
+#define MERGE_BATCH 16
+extern "C" __global__ void __launch_bounds__(256) attention_merge(const float* part, float* out, unsigned char* oimg, int n_head, int head_dim, const int* pos, int splits) {
+    __shared__ float gm[8], gt[8], go[256];
+    int h = blockIdx.x, z = blockIdx.y, dims = (head_dim + 31) & ~31, groups = blockDim.x / dims;
+    int d = threadIdx.x % dims, g = threadIdx.x / dims, dl = min(d, head_dim - 1);
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+    int n = *pos + z + 1, used = (n + ATT_CHUNK - 1) / ATT_CHUNK;
+#ifdef CORTIQ_ATT_NO_MERGE
+    used = 1;  // profiling (anatomy.rs): the partials written, never merged
+#endif
+    if (used == 1) return;
+    const float* p = part + ((long)z * n_head + h) * splits * (head_dim + 2);
+    const float ninf = -__int_as_float(0x7f800000);
+    float mm = ninf, total = 0.f, o = 0.f;
+    for (int c0 = g * MERGE_BATCH; c0 < used; c0 += groups * MERGE_BATCH) {
+        float m[MERGE_BATCH], sm[MERGE_BATCH], v[MERGE_BATCH];
+        #pragma unroll
+        for (int i = 0; i < MERGE_BATCH; i++) {
+            const float* pc = p + (long)min(c0 + i, used - 1) * (head_dim + 2);
+            m[i] = c0 + i < used ? __ldcg(pc + head_dim) : ninf;
+            sm[i] = __ldcg(pc + head_dim + 1);
+            v[i] = __ldcg(pc + dl);
+        }
+        float bm = mm;
+        #pragma unroll
+        for (int i = 0; i < MERGE_BATCH; i++) bm = fmaxf(bm, m[i]);
+        float r = bm == mm ? 1.f : expf(mm - bm);
+        total *= r;
+        o *= r;
+        #pragma unroll
+        for (int i = 0; i < MERGE_BATCH; i++) {
+            float w = c0 + i < used ? expf(m[i] - bm) : 0.f;
+            total += w * sm[i];
+            o += w * v[i];
+        }
+        mm = bm;
+    }
+    // Every thread of a group holds the same max and total. Where more than one group had
+    // chunks, group 0 rescales each group's sums by the overall max (a group without chunks
+    // holds max -inf and zero sums); else its own sums are the result, with no barrier.
+    if (used > MERGE_BATCH) {
+        if (d == 0) {
+            gm[g] = mm;
+            gt[g] = total;
+        }
+        go[threadIdx.x] = o;
+        __syncthreads();
+        if (g == 0) {
+            float top = gm[0];
+            for (int k = 1; k < groups; k++) top = fmaxf(top, gm[k]);
+            total = 0.f;
+            o = 0.f;
+            for (int k = 0; k < groups; k++) {
+                float w = gm[k] == top ? 1.f : expf(gm[k] - top);
+                total += w * gt[k];
+                o += w * go[k * dims + d];
+            }
+        }
+    }
+    if (g > 0 || d >= head_dim) return;
+    float res = o / total;
+    out[((long)z * n_head + h) * head_dim + d] = res;
+    if (oimg) store_unit(res, (h * head_dim + d) >> 5, n_head * head_dim, oimg);
+}
 
 // Causal attention of a prompt chunk's rows (queries at positions *pos + r, r < rows) over
 // the KV mirror, FlashAttention-style: block (h, tile) takes query rows [32 tile, 32 tile +

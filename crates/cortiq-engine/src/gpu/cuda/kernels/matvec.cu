@@ -57,7 +57,6 @@ template <class Op> __device__ float block_reduce(float v) {
 __device__ __forceinline__ float warp_sum(float v) { return warp_reduce<SumOp>(v); }
 __device__ __forceinline__ float warp_max(float v) { return warp_reduce<MaxOp>(v); }
 __device__ float block_sum(float v) { return block_reduce<SumOp>(v); }
-__device__ float block_max(float v) { return block_reduce<MaxOp>(v); }
 
 // Programmatic dependent launch (compute capability 9.0+, host: `gpu/cuda/launch.rs`): wait
 // until the kernel before this one on the stream has finished and its writes are visible,
