@@ -3,8 +3,8 @@
 //! scales as the consumer stages them), so the consumer copies it into shared memory
 //! instead of loading floats and quantizing them itself (the staging costs 1.2-1.6 us of
 //! every row kernel by the eleventh session's measurement, NOTES.md). A producer quantizes
-//! a 32-value group where one block holds it whole: the attention block of a head (the
-//! output projection's input), and gate/up whose blocks take whole units of 32 hidden
+//! a 32-value group where one block holds it whole: the attention merge's block of a head
+//! (the output projection's input), and gate/up whose blocks take whole units of 32 hidden
 //! values (`run_rows`' UNIT maps; the down projection's input). The values are those the
 //! consumer would have quantized, so the results are bit for bit the same. The residual
 //! stream's normed inputs stay f32: blocks that each take whole 32-row units of a

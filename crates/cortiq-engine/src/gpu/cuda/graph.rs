@@ -4,11 +4,12 @@
 //! trip; one readback of the logits, their argmax, or the sampler's top-k candidates
 //! (`top_k.rs`). Token and position travel through
 //! device memory, so the launch sequence is the same for every token (captured once per
-//! sequence). Five launches per layer: QKV with the RMSNorm (computed while the kernel stages
-//! its input), RoPE and the KV-mirror append fused; attention with its split merge fused; the
-//! output projection adding into the residual stream; gate/up with the norm and SiLU fused;
-//! the down projection adding into the stream. Attention and gate/up also write the output
-//! and down projections' input already quantized to int8 (`chain.rs`).
+//! sequence). Six launches per layer: QKV with the RMSNorm (computed while the kernel stages
+//! its input), RoPE and the KV-mirror append fused; attention split by positions; the merge
+//! of its partials; the output projection adding into the residual stream; gate/up with the
+//! norm and SiLU fused; the down projection adding into the stream. Attention's output (by
+//! the merge, or by the split where the context is one chunk) and gate/up's are also written
+//! as the output and down projections' input already quantized to int8 (`chain.rs`).
 //!
 //! The batched prefill graph (SPEC section 9) is the same layer for a chunk of prompt rows:
 //! the projections and the FFN run as cuBLAS f16 GEMMs over weights decoded to f16 per chunk
@@ -741,7 +742,8 @@ impl CudaBackend {
 
     /// Queue every kernel of one token (token and position are read from the mirror's params):
     /// per layer qkv_rope (attention norm, RoPE and the mirror append fused), attention
-    /// (split merge fused), o-proj (+residual), gate_up_silu (FFN norm fused), down
+    /// (split, then the merge of its partials), o-proj (+residual), gate_up_silu (FFN norm
+    /// fused), down
     /// (+residual); then the head with the final norm fused. `args` is `all_weights` order;
     /// `capacity` sizes the split-attention grid.
     fn queue_token(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &mut ModelGraph, mirror: &mut Mirror, capacity: usize) -> Result<(), String> {
