@@ -743,8 +743,7 @@ impl CudaBackend {
     /// Queue every kernel of one token (token and position are read from the mirror's params):
     /// per layer qkv_rope (attention norm, RoPE and the mirror append fused), attention
     /// (split, then the merge of its partials), o-proj (+residual), gate_up_silu (FFN norm
-    /// fused), down
-    /// (+residual); then the head with the final norm fused. `args` is `all_weights` order;
+    /// fused), down (+residual); then the head with the final norm fused. `args` is `all_weights` order;
     /// `capacity` sizes the split-attention grid.
     fn queue_token(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &mut ModelGraph, mirror: &mut Mirror, capacity: usize) -> Result<(), String> {
         let c = &m.cfg;

@@ -42,9 +42,9 @@ extern "C" __global__ void embed_row(const unsigned char* w, int kind, int a_off
 // merges them into out (rows, n_head * head_dim): a kernel boundary costs less than the last
 // block of a head merging after a fence and a counter did (NOTES.md, session 23). The loads
 // of mirror rows older than this launch's go out before the wait for the kernel before
-// (programmatic dependent launch), so they overlap its tail. Blocks past the
-// row's position exit at once, so the grid is sized for the whole context and captured
-// once. 256 threads (4 per position of a chunk); head_dim <= HD, a multiple of 16.
+// (programmatic dependent launch), so they overlap its tail. Blocks past the row's position
+// exit at once, so the grid is sized for the whole context and captured once. 256 threads (4
+// per position of a chunk); head_dim <= HD, a multiple of 16.
 #define ATT_CHUNK 64
 template <int HD>
 __device__ __forceinline__ void attention_split(const float* q, const float* kc, const float* vc, float* part, float* out, unsigned char* oimg, int n_head, int n_head_kv, int head_dim, const int* pos, float scale, int splits) {
