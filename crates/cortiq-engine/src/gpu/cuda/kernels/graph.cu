@@ -46,6 +46,15 @@ extern "C" __global__ void embed_row(const unsigned char* w, int kind, int a_off
 // exit at once, so the grid is sized for the whole context and captured once. 256 threads (4
 // per position of a chunk); head_dim <= HD, a multiple of 16.
 #define ATT_CHUNK 64
+
+// Chunks of the split attention for a query at context length n (its position + 1): the split
+// writes out directly where this is 1, and attention_merge merges where it is more.
+__device__ __forceinline__ int att_chunks(int n) { return (n + ATT_CHUNK - 1) / ATT_CHUNK; }
+
+// The weight that rescales sums kept under max m to a larger max top (1 where they are equal,
+// so two maxima of -inf give 1 rather than NaN).
+__device__ __forceinline__ float rescale_weight(float m, float top) { return m == top ? 1.f : expf(m - top); }
+
 template <int HD>
 __device__ __forceinline__ void attention_split(const float* q, const float* kc, const float* vc, float* part, float* out, unsigned char* oimg, int n_head, int n_head_kv, int head_dim, const int* pos, float scale, int splits) {
     constexpr int NV = HD / 16;
@@ -133,7 +142,7 @@ __device__ __forceinline__ void attention_split(const float* q, const float* kc,
     float vsum = 0.f;
     if (tid < head_dim)
         for (int k = 0; k < groups; k++) vsum += acc[k * head_dim + tid];
-    int used = (n + ATT_CHUNK - 1) / ATT_CHUNK;
+    int used = att_chunks(n);
     if (used == 1) {
         if (tid < head_dim) emit(vsum / sum);
         return;
@@ -176,7 +185,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_merge(const float* p
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
-    int n = *pos + z + 1, used = (n + ATT_CHUNK - 1) / ATT_CHUNK;
+    int used = att_chunks(*pos + z + 1);
 #ifdef CORTIQ_ATT_NO_MERGE
     used = 1;  // profiling (anatomy.rs): the partials written, never merged
 #endif
@@ -196,7 +205,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_merge(const float* p
         float bm = mm;
         #pragma unroll
         for (int i = 0; i < MERGE_BATCH; i++) bm = fmaxf(bm, m[i]);
-        float r = bm == mm ? 1.f : expf(mm - bm);
+        float r = rescale_weight(mm, bm);
         total *= r;
         o *= r;
         #pragma unroll
@@ -223,7 +232,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_merge(const float* p
             total = 0.f;
             o = 0.f;
             for (int k = 0; k < groups; k++) {
-                float w = gm[k] == top ? 1.f : expf(gm[k] - top);
+                float w = rescale_weight(gm[k], top);
                 total += w * gt[k];
                 o += w * go[k * dims + d];
             }

@@ -304,7 +304,7 @@ MMA_QKV(0) MMA_QKV(1) MMA_QKV(2)
             const unsigned char* wu, int ag, int au, const signed char* xq, const float* xd, float* h, int rows,     \
             int cols, int n) {                                                                                       \
         extern __shared__ int sm[];                                                                                  \
-        GluMap<2> m{{wg, wu, ag, au}, h};                                                                              \
+        GluMap<2> m{{wg, wu, ag, au}, h};                                                                            \
         mma_rows<K>(m, 2 * rows, cols, xq, xd, n, sm);                                                               \
     }
 MMA_GATE_UP(0) MMA_GATE_UP(1) MMA_GATE_UP(2)
