@@ -256,6 +256,9 @@ pub struct GraphProfile {
     /// Prefill-chunk GPU time by kind of dispatch, summed over the chunks
     /// (`CMF_GRAPH_HOSTPROF=2`, where measured).
     pub prefill_kernels: std::collections::BTreeMap<&'static str, std::time::Duration>,
+    /// Prefill chunks run a second time without f16 operands: a value past f16's range
+    /// reached one (SPEC section 6's guard).
+    pub prefill_f16_reruns: u64,
 }
 
 impl GraphProfile {
@@ -266,6 +269,9 @@ impl GraphProfile {
         }
         let per = |d: std::time::Duration| d.as_secs_f64() * 1e3 / self.prefill_chunks as f64;
         let mut out = format!("prefill graph, per chunk over {} chunks ({} rows): device state {:.2} ms, launches queued {:.2} ms, then GPU tail {:.2} ms (to the readback)\n", self.prefill_chunks, self.prefill_rows, per(self.prefill_setup), per(self.prefill_host), per(self.prefill_tail));
+        if self.prefill_f16_reruns > 0 {
+            out.push_str(&format!("  {} chunks rerun without f16 operands: a value past f16's range (the f16 operand guard)\n", self.prefill_f16_reruns));
+        }
         for (kind, d) in &self.prefill_kernels {
             out.push_str(&format!("  GPU time per prefill chunk, {kind}: {:.2} ms\n", per(*d)));
         }

@@ -71,29 +71,31 @@ impl Blas {
 
 impl CudaBackend {
     /// Queue resident weight `w` (Q4_0, Q4_1 or Q8_0; rows x cols) decoded to f16 into the
-    /// rows * cols halves at `into`.
-    pub(super) fn queue_dequant(&self, w: &WeightArg, res: &Resident, into: &impl DevicePtr<u16>) -> Result<(), String> {
+    /// rows * cols halves at `into`, setting the word `bad` where a value is past f16's range.
+    pub(super) fn queue_dequant(&self, w: &WeightArg, res: &Resident, into: &impl DevicePtr<u16>, bad: &impl DevicePtr<u32>) -> Result<(), String> {
         let k = kind(w.view.codec).filter(|&k| k <= 2).ok_or_else(|| format!("{}: no f16 decoder", w.view.codec))?;
         let units = w.view.rows * w.view.cols / 32;
         let threads = u32::try_from(4 * units).map_err(|_| "weight too large for one dequant launch".to_string())?;
         let s = &self.stream;
         let mut a = KernelArgs::default();
-        a.buf(&res.data, s).int(k).int(res.a_off).buf(into, s).int(w.view.rows as i32).int(w.view.cols as i32);
+        a.buf(&res.data, s).int(k).int(res.a_off).buf(into, s).int(w.view.rows as i32).int(w.view.cols as i32).buf(bad, s);
         let cfg = LaunchConfig { grid_dim: (threads.div_ceil(256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         // SAFETY: the kernel reads the resident planar weight (rows x cols of kind k) and
-        // writes rows * cols halves at `into`, which the caller sized for them.
+        // writes rows * cols halves at `into`, which the caller sized for them, and at most
+        // the one word at `bad`.
         unsafe { launch(s, &self.funcs["dequant_f16"], cfg, &a, false) }.map_err(err)
     }
 
-    /// Queue the first `n` floats of `x` rounded to f16 into `out` (the f16 GEMMs' input).
-    pub(super) fn queue_to_f16(&self, x: &impl DevicePtr<f32>, out: &impl DevicePtr<u16>, n: usize) -> Result<(), String> {
+    /// Queue the first `n` floats of `x` rounded to f16 into `out` (the f16 GEMMs' input),
+    /// setting the word `bad` where a value is past f16's range.
+    pub(super) fn queue_to_f16(&self, x: &impl DevicePtr<f32>, out: &impl DevicePtr<u16>, n: usize, bad: &impl DevicePtr<u32>) -> Result<(), String> {
         let blocks = u32::try_from(n.div_ceil(256)).map_err(|_| "too many values for one f16 rounding launch".to_string())?;
         let s = &self.stream;
         let mut a = KernelArgs::default();
-        a.buf(x, s).buf(out, s).long(n as i64);
+        a.buf(x, s).buf(out, s).long(n as i64).buf(bad, s);
         let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        // SAFETY: the kernel reads n floats at x and writes n halves at out; the caller sized
-        // both for them.
+        // SAFETY: the kernel reads n floats at x and writes n halves at out (the caller sized
+        // both for them) and at most the one word at `bad`.
         unsafe { launch(s, &self.funcs["to_f16"], cfg, &a, false) }.map_err(err)
     }
 }

@@ -146,6 +146,10 @@ pub(super) struct PrefillBuffers {
     /// The cuBLAS path's scratch, where cuBLAS loaded and the model's layers are all Q4_0,
     /// Q4_1 or Q8_0 (and the scratch could be allocated).
     f16: Option<F16Scratch>,
+    /// (1) Set by any kernel that rounds an f16 operand (the cuBLAS path's glue, the
+    /// tensor-core attention) where a value is past f16's range or not a number: SPEC section
+    /// 6's guard, read after the chunk (`run_prefill` then reruns it without f16 operands).
+    f16_bad: CudaSlice<u32>,
 }
 
 /// Scratch of the cuBLAS prompt GEMMs (`blas.rs`).
@@ -286,6 +290,9 @@ struct Attention<'a> {
     out: &'a CudaSlice<f32>,
     /// Also the output's int8 image (one row, the token graph's int8 chain).
     out_img: Option<&'a CudaSlice<u8>>,
+    /// Where prompt rows may take the tensor-core kernel (f16 operands): the guard's word it
+    /// sets (`PrefillBuffers::f16_bad`). None keeps the attention in f32.
+    f16_guard: Option<&'a CudaSlice<u32>>,
     pos: &'a CudaView<'a, i32>,
     rows: usize,
     splits: usize,
@@ -342,15 +349,20 @@ impl CudaBackend {
         }
     }
 
-    /// Whether a prompt chunk's attention for `head_dim` runs as row tiles (the tensor-core
-    /// kernel, or the FP32 tiled one where its shared memory fits) rather than the split kernel.
+    /// Whether a prompt chunk's attention for `head_dim` runs as row tiles rather than the
+    /// split kernel: where the FP32 tiled kernel takes the head size and its shared memory
+    /// fits. The tensor-core kernel (`prompt_flash`) takes the chunk instead where its f16
+    /// operands are allowed; the FP32 kernel is its fallback (the f16 guard), so tiling rests
+    /// on it.
     fn prompt_attention_tiled(&self, head_dim: usize) -> bool {
-        self.prompt_flash(head_dim).is_some() || (ATTENTION_ROWS_DIMS.contains(&head_dim) && attention_rows_smem(head_dim) <= self.smem_limit)
+        ATTENTION_ROWS_DIMS.contains(&head_dim) && attention_rows_smem(head_dim) <= self.smem_limit
     }
 
-    /// The tensor-core prompt attention kernel for `head_dim`, where there is one and it is on.
-    fn prompt_flash(&self, head_dim: usize) -> Option<&'static str> {
-        FLASH_ROWS.iter().find(|(hd, _)| *hd == head_dim && self.flash).map(|(_, name)| *name)
+    /// The tensor-core prompt attention kernel for a chunk of `rows` rows of heads of
+    /// `head_dim`, where there is one, it is on and the chunk's attention runs tiled.
+    fn prompt_flash(&self, head_dim: usize, rows: usize) -> Option<&'static str> {
+        let tiled = rows > 1 && self.flash && self.prompt_attention_tiled(head_dim);
+        FLASH_ROWS.iter().find(|(hd, _)| *hd == head_dim && tiled).map(|(_, name)| *name)
     }
 
     /// The prefill graph's buffers for `m`, its partials sized for `splits` per row and head.
@@ -372,6 +384,7 @@ impl CudaBackend {
             xd: zeros(n * widest / 16)?,
             part: zeros(part_rows * c.n_head * splits * (c.head_dim + 2))?,
             f16: self.f16_scratch(m, n),
+            f16_bad: s.alloc_zeros::<u32>(1).map_err(err)?,
         })
     }
 
@@ -394,7 +407,8 @@ impl CudaBackend {
     }
 
     /// Queue one attention launch: a prompt chunk's rows 64 to a block on the tensor cores
-    /// where the head size has a kernel for it (`FLASH_ROWS`), else 32 to a block where it has
+    /// where the head size has a kernel for it (`FLASH_ROWS`) and the call allows f16
+    /// operands (`Attention::f16_guard`), else 32 to a block where it has
     /// the tiled kernel (`attention_rows_d*`), otherwise (a decode token, or other head sizes)
     /// the split kernel with one grid layer per row (`part` sized for them), then the merge
     /// of its partials (`attention_merge`).
@@ -405,8 +419,9 @@ impl CudaBackend {
         let (nh, nkv, hd) = (c.n_head as i32, c.n_head_kv as i32, c.head_dim as i32);
         let mut args = KernelArgs::default();
         let prompt = a.rows > 1 && self.prompt_attention_tiled(c.head_dim);
-        let (f, cfg) = if let Some(name) = self.prompt_flash(c.head_dim).filter(|_| prompt) {
-            args.buf(a.q, s).buf(a.k, s).buf(a.v, s).buf(a.out, s).int(nh).int(nkv).buf(a.pos, s).float(scale).int(a.rows as i32);
+        let flash = self.prompt_flash(c.head_dim, a.rows).zip(a.f16_guard);
+        let (f, cfg) = if let Some((name, bad)) = flash {
+            args.buf(a.q, s).buf(a.k, s).buf(a.v, s).buf(a.out, s).int(nh).int(nkv).buf(a.pos, s).float(scale).int(a.rows as i32).buf(bad, s);
             (&self.funcs[name], LaunchConfig { grid_dim: (c.n_head as u32, a.rows.div_ceil(64) as u32, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 })
         } else if prompt {
             args.buf(a.q, s).buf(a.k, s).buf(a.v, s).buf(a.out, s).int(nh).int(nkv).buf(a.pos, s).float(scale).int(a.rows as i32);
@@ -440,8 +455,9 @@ impl CudaBackend {
     /// Test hook: attention of `rows` query rows q (rows, n_head * head_dim, after RoPE) at
     /// positions `k.len() / kv_dim - rows ..`, each over the `k` / `v` rows (positions,
     /// n_head_kv * head_dim) up to its own, through the launch the graphs make (one row: a
-    /// decode token's split kernel; more: a prompt chunk's). The output (rows, n_head *
-    /// head_dim) is poisoned with NaN before the kernel runs.
+    /// decode token's split kernel; more: a prompt chunk's, rerun in f32 where the f16 guard
+    /// trips, as the prefill graph does). The output (rows, n_head * head_dim) is poisoned
+    /// with NaN before the kernel runs.
     #[allow(clippy::too_many_arguments)]
     pub fn attention(&self, q: &[f32], k: &[f32], v: &[f32], rows: usize, n_head: usize, n_head_kv: usize, head_dim: usize) -> Result<Vec<f32>, String> {
         let kvd = n_head_kv * head_dim;
@@ -456,8 +472,12 @@ impl CudaBackend {
         let part = s.alloc_zeros::<f32>(rows * n_head * splits * (head_dim + 2)).map_err(err)?;
         let pos = s.clone_htod(&[(n - rows) as i32]).map_err(err)?;
         let pos_ptr = pos.slice(0..1);
-        let att = Attention { heads: Heads { n_head, n_head_kv, head_dim }, q: &qd, k: &kd, v: &vd, part: &part, out: &out, out_img: None, pos: &pos_ptr, rows, splits, part_splits: splits };
+        let bad = s.alloc_zeros::<u32>(1).map_err(err)?;
+        let att = Attention { heads: Heads { n_head, n_head_kv, head_dim }, q: &qd, k: &kd, v: &vd, part: &part, out: &out, out_img: None, f16_guard: Some(&bad), pos: &pos_ptr, rows, splits, part_splits: splits };
         self.launch_attention(&att, false)?;
+        if s.clone_dtoh(&bad).map_err(err)?[0] != 0 {
+            self.launch_attention(&Attention { f16_guard: None, ..att }, false)?;
+        }
         s.clone_dtoh(&out).map_err(err)
     }
 
@@ -613,7 +633,9 @@ impl CudaBackend {
     }
 
     /// Run a prompt chunk through the batched prefill graph; `out` (the last position's) is
-    /// written only on success.
+    /// written only on success. Where a value past f16's range reached an f16 operand (SPEC
+    /// section 6's guard, `PrefillBuffers::f16_bad`), the chunk runs again on the int8 and
+    /// f32 kernels, rewriting the same mirror rows.
     pub(super) fn run_prefill(&self, job: &PrefillGraphJob, out: GraphReadback) -> DeviceOutcome {
         let m = job.model;
         let rows = job.tokens.len();
@@ -634,9 +656,22 @@ impl CudaBackend {
             self.stream.memcpy_htod(&tokens, &mut pb.tokens.slice_mut(0..rows)).map_err(err)?;
             self.stream.memcpy_htod(&[0, job.pos as i32], &mut mirror.params).map_err(err)?;
             let args: Vec<WeightArg> = all_weights(m).iter().map(|w| m.weight_arg(w)).collect();
-            self.queue_prefill(m, &args, map, g, mirror, rows)?;
+            let f16_ran = self.queue_prefill(m, &args, map, g, mirror, rows, true)?;
             let queued = std::time::Instant::now();
-            Ok((self.read_now(g, read)?, queued))
+            let mut back = self.read_now(g, read)?;
+            if f16_ran && self.stream.clone_dtoh(&g.prefill.as_ref().expect("made above").f16_bad).map_err(err)?[0] != 0 {
+                let first = {
+                    let mut p = self.profile.lock().unwrap_or_else(|e| e.into_inner());
+                    p.prefill_f16_reruns += 1;
+                    p.prefill_f16_reruns == 1
+                };
+                if first {
+                    eprintln!("cortiq: CUDA: a prompt chunk's values exceed f16's range; such chunks run again on the int8 and f32 kernels (slower)");
+                }
+                self.queue_prefill(m, &args, map, g, mirror, rows, false)?;
+                back = self.read_now(g, read)?;
+            }
+            Ok((back, queued))
         })
     }
 
@@ -794,7 +829,7 @@ impl CudaBackend {
                 unsafe { launch(s, qkv_f, qkv_cfg, &a, ov) }.map_err(err)?;
             }
             let out_img = chain.attn.then_some(&g.img_att);
-            let att = Attention { heads: Heads::of(c), q: &g.q, k: &mirror.k[li], v: &mirror.v[li], part: &g.part, out: &g.att, out_img, pos: &pos_ptr, rows: 1, splits: grid_splits, part_splits: g.splits };
+            let att = Attention { heads: Heads::of(c), q: &g.q, k: &mirror.k[li], v: &mirror.v[li], part: &g.part, out: &g.att, out_img, f16_guard: None, pos: &pos_ptr, rows: 1, splits: grid_splits, part_splits: g.splits };
             if self.skip.runs("attn") {
                 self.launch_attention(&att, ov)?;
             }
@@ -851,7 +886,11 @@ impl CudaBackend {
     /// mirror append, causal attention of every row over the mirror, O + residual, gate/up +
     /// norm + SiLU, down + residual, each over tiles of prompt rows (each weight unit read once
     /// per tile); then the head (final norm fused, argmax folded) for the last row only.
-    fn queue_prefill(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &mut ModelGraph, mirror: &mut Mirror, rows: usize) -> Result<(), String> {
+    /// `f16_paths`: whether the chunk may take the paths with f16 operands (cuBLAS, the
+    /// tensor-core attention), which set `PrefillBuffers::f16_bad` (zeroed here) where a value
+    /// is past f16's range; returns whether it took any.
+    #[allow(clippy::too_many_arguments)]
+    fn queue_prefill(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &mut ModelGraph, mirror: &mut Mirror, rows: usize, f16_paths: bool) -> Result<bool, String> {
         let c = &m.cfg;
         let s = &self.stream;
         let dev = |w: &WeightArg| map.get(&w.key).ok_or_else(|| "weight not resident".to_string());
@@ -898,8 +937,13 @@ impl CudaBackend {
         // graph.cu, matvec.cu and mma.cu.
         unsafe { launch(s, &self.funcs["embed_row"], embed_cfg, &a, false) }.map_err(err)?;
         let quant = Some((&pb.xq, &pb.xd));
+        if f16_paths {
+            s.memset_zeros(&mut pb.f16_bad).map_err(err)?;
+        }
+        let bad = &pb.f16_bad;
         // cuBLAS where it loaded and the chunk would take the tensor-core GEMMs.
-        let mut f16 = if rows >= super::MMA_MIN_ROWS { self.blas.as_ref().ok().zip(pb.f16.as_mut()) } else { None };
+        let mut f16 = if f16_paths && rows >= super::MMA_MIN_ROWS { self.blas.as_ref().ok().zip(pb.f16.as_mut()) } else { None };
+        let f16_ran = f16.is_some() || (f16_paths && self.prompt_flash(c.head_dim, rows).is_some());
         // The cuBLAS path's glue launches, 256 threads a block. SAFETY (these and every
         // launch below): x, q and att hold `rows` rows of the model's widths, the f16 scratch
         // the sizes `f16_scratch` names for pb.rows >= rows; the arguments follow the
@@ -907,7 +951,7 @@ impl CudaBackend {
         let grid = |threads: usize, rows: usize| LaunchConfig { grid_dim: (threads.div_ceil(256) as u32, rows as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         let norm_f16 = |x: &CudaSlice<f32>, nw: &CudaSlice<f32>, out: &CudaSlice<u16>| {
             let mut a = KernelArgs::default();
-            a.buf(x, s).buf(nw, s).float(eps).int(d).buf(out, s);
+            a.buf(x, s).buf(nw, s).float(eps).int(d).buf(out, s).buf(bad, s);
             unsafe { launch(s, &self.funcs["rms_norm_f16"], LaunchConfig { grid_dim: (rows as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }, &a, false) }.map_err(err)
         };
         for li in 0..c.n_layer {
@@ -920,7 +964,7 @@ impl CudaBackend {
                         norm_f16(&pb.x, &g.norms[li].0, &f.x)?;
                         let mut at = 0;
                         for wi in &w[..3] {
-                            self.queue_dequant(wi, dev(wi)?, &f.w.slice(at..))?;
+                            self.queue_dequant(wi, dev(wi)?, &f.w.slice(at..), bad)?;
                             at += wi.view.rows * wi.view.cols;
                         }
                         blas.gemm(s, &f.x, &f.w, &mut f.y, (rows, qkv_rows, c.n_embd), false)?;
@@ -951,15 +995,15 @@ impl CudaBackend {
                 }
             }
             if self.skip.runs("attn") {
-                let att = Attention { heads: Heads::of(c), q: &pb.q, k: &mirror.k[li], v: &mirror.v[li], part: &pb.part, out: &pb.att, out_img: None, pos: &pos_ptr, rows, splits: capacity.div_ceil(ATT_CHUNK), part_splits: g.splits };
+                let att = Attention { heads: Heads::of(c), q: &pb.q, k: &mirror.k[li], v: &mirror.v[li], part: &pb.part, out: &pb.att, out_img: None, f16_guard: f16_paths.then_some(bad), pos: &pos_ptr, rows, splits: capacity.div_ceil(ATT_CHUNK), part_splits: g.splits };
                 self.launch_attention(&att, ov)?;
             }
             // O, added into the residual stream.
             if self.skip.runs("o") {
                 match f16.as_mut() {
                     Some((blas, f)) => {
-                        self.queue_to_f16(&pb.att, &f.x, rows * c.q_dim())?;
-                        self.queue_dequant(&w[3], dev(&w[3])?, &f.w)?;
+                        self.queue_to_f16(&pb.att, &f.x, rows * c.q_dim(), bad)?;
+                        self.queue_dequant(&w[3], dev(&w[3])?, &f.w, bad)?;
                         blas.gemm(s, &f.x, &f.w, &mut pb.x, (rows, c.n_embd, c.q_dim()), true)?;
                     }
                     None => self.launch_matvec(&w[3], map, &pb.att, &mut pb.x, rows, MatvecHow { add: true, overlap: true, quant, ..Default::default() })?,
@@ -970,8 +1014,8 @@ impl CudaBackend {
                 match f16.as_mut() {
                     Some((blas, f)) => {
                         norm_f16(&pb.x, &g.norms[li].1, &f.x)?;
-                        self.queue_dequant(&w[4], dev(&w[4])?, &f.w)?;
-                        self.queue_dequant(&w[5], dev(&w[5])?, &f.w.slice(c.n_ff * c.n_embd..))?;
+                        self.queue_dequant(&w[4], dev(&w[4])?, &f.w, bad)?;
+                        self.queue_dequant(&w[5], dev(&w[5])?, &f.w.slice(c.n_ff * c.n_embd..), bad)?;
                         blas.gemm(s, &f.x, &f.w, &mut f.y, (rows, 2 * c.n_ff, c.n_embd), false)?;
                     }
                     None => {
@@ -997,9 +1041,9 @@ impl CudaBackend {
                 match f16.as_mut() {
                     Some((blas, f)) => {
                         let mut a = KernelArgs::default();
-                        a.buf(&f.y, s).int(c.n_ff as i32).buf(&f.x, s);
+                        a.buf(&f.y, s).int(c.n_ff as i32).buf(&f.x, s).buf(bad, s);
                         unsafe { launch(s, &self.funcs["silu_mul_f16"], grid(c.n_ff, rows), &a, false) }.map_err(err)?;
-                        self.queue_dequant(&w[6], dev(&w[6])?, &f.w)?;
+                        self.queue_dequant(&w[6], dev(&w[6])?, &f.w, bad)?;
                         blas.gemm(s, &f.x, &f.w, &mut pb.x, (rows, c.n_embd, c.n_ff), true)?;
                     }
                     None => self.launch_matvec(&w[6], map, &pb.h, &mut pb.x, rows, MatvecHow { add: true, overlap: true, quant, ..Default::default() })?,
@@ -1008,7 +1052,8 @@ impl CudaBackend {
         }
         let last = pb.x.slice((rows - 1) * c.n_embd..rows * c.n_embd);
         let head = MatvecHow { norm: Some((&g.out_norm, eps)), argmax: Some(&g.best), overlap: true, ..Default::default() };
-        self.launch_matvec(&args[args.len() - 2], map, &last, &mut g.logits, 1, head)
+        self.launch_matvec(&args[args.len() - 2], map, &last, &mut g.logits, 1, head)?;
+        Ok(f16_ran)
     }
 
     /// Mirror rows from..to of `seq` into the host cache layout.

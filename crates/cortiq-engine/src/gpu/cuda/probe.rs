@@ -22,8 +22,8 @@ pub struct GemmProbe {
 
 impl CudaBackend {
     /// Test hook: `w` (Q4_0, Q4_1 or Q8_0) times `x` both ways, each step run `reps` times
-    /// between two events after one untimed run. Err where cuBLAS is not installed or the
-    /// codec has no tensor-core path.
+    /// between two events after one untimed run. Err where cuBLAS is not installed, the
+    /// codec has no tensor-core path, or an f16 operand would be past f16's range.
     pub fn prefill_gemm_probe(&self, w: &WeightArg, x: &[f32], batch: usize, reps: usize) -> Result<GemmProbe, String> {
         super::kind(w.view.codec).filter(|&k| k <= 2).ok_or("the probe takes Q4_0, Q4_1 or Q8_0")?;
         let (rows, cols) = (w.view.rows, w.view.cols);
@@ -43,19 +43,22 @@ impl CudaBackend {
         let mut yh = s.alloc_zeros::<f32>(batch * rows).map_err(err)?;
         let wh = s.alloc_zeros::<u16>(rows * cols).map_err(err)?;
         let xh = s.alloc_zeros::<u16>(batch * cols).map_err(err)?;
+        let bad = s.alloc_zeros::<u32>(1).map_err(err)?;
         let blas = super::blas::Blas::new(s)?;
         let ev = || self._ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(err);
         let (e0, e1, e2, e3) = (ev()?, ev()?, ev()?, ev()?);
-        let dequant = || self.queue_dequant(w, res, &wh);
+        let dequant = || self.queue_dequant(w, res, &wh, &bad);
         let f16_gemm = |y: &mut cudarc::driver::CudaSlice<f32>| -> Result<(), String> {
-            self.queue_to_f16(&xd, &xh, batch * cols)?;
+            self.queue_to_f16(&xd, &xh, batch * cols, &bad)?;
             blas.gemm(s, &xh, &wh, y, (batch, rows, cols), false)
         };
         // One untimed run of each (the results kept), then the timed repetitions.
         self.launch_matvec(w, &map, &xd, &mut y8, batch, MatvecHow::default())?;
         dequant()?;
         f16_gemm(&mut yh)?;
-        s.synchronize().map_err(err)?;
+        if s.clone_dtoh(&bad).map_err(err)?[0] != 0 {
+            return Err("the weight or the input has values past f16's range (the f16 operand guard)".into());
+        }
         let mut scratch = s.alloc_zeros::<f32>(batch * rows).map_err(err)?;
         e0.record(s).map_err(err)?;
         for _ in 0..reps {

@@ -6,7 +6,9 @@
 // S = q . K^T and O += P . V run as mma.sync with f32 accumulation, the online softmax per
 // row in f32 between them (P rounded to f16, as the CPU path's and llama.cpp's flash
 // attention do). Rows past `rows` compute on zeros and are not written; a NaN in a score
-// reaches the row's output.
+// reaches the row's output. q scaled, K and V are guarded as they are rounded (`bad`, SPEC
+// section 6; P is in [0, 1]): each thread notes whether its values fit and sets the word
+// once at its end.
 
 // c (16 x 8, f32) += a (16 x 16, f16, row) . b (16 x 8, f16, col).
 __device__ __forceinline__ void mma_f16(float* c, const unsigned* a, unsigned b0, unsigned b1) {
@@ -18,8 +20,9 @@ __device__ __forceinline__ void mma_f16(float* c, const unsigned* a, unsigned b0
 // Two floats as f16x2 (lo in the low half, the lower index).
 __device__ __forceinline__ unsigned pack_h2(float lo, float hi) { return (unsigned)f2h(lo) | ((unsigned)f2h(hi) << 16); }
 
+
 template <int HD>
-__device__ __forceinline__ void flash_rows(const float* q, const float* kc, const float* vc, float* out, int n_head, int n_head_kv, const int* pos, float scale, int rows) {
+__device__ __forceinline__ void flash_rows(const float* q, const float* kc, const float* vc, float* out, int n_head, int n_head_kv, const int* pos, float scale, int rows, unsigned int* bad) {
     constexpr int KS = HD + 8;  // K row stride in halves (8 rows of a fragment load hit distinct banks)
     constexpr int VS = 32 + 8;  // V^T row stride in halves
     constexpr int KT = HD / 16; // 16-dimension steps of S = q . K^T
@@ -32,6 +35,7 @@ __device__ __forceinline__ void flash_rows(const float* q, const float* kc, cons
     int p0 = *pos, kvh = h / (n_head / n_head_kv), kvd = n_head_kv * HD, qd = n_head * HD;
     int ra = r0 + (tid >> 5) * 16 + g, rb = ra + 8;
     unsigned qf[KT][4];
+    bool fits = true;  // whether this thread's operands passed the f16 guard
     #pragma unroll
     for (int kt = 0; kt < KT; kt++) {
         #pragma unroll
@@ -39,8 +43,11 @@ __device__ __forceinline__ void flash_rows(const float* q, const float* kc, cons
             int col = h * HD + kt * 16 + half * 8 + t4 * 2;
             float2 va = ra < rows ? *(const float2*)(q + (long)ra * qd + col) : make_float2(0.f, 0.f);
             float2 vb = rb < rows ? *(const float2*)(q + (long)rb * qd + col) : make_float2(0.f, 0.f);
-            qf[kt][2 * half] = pack_h2(va.x * scale, va.y * scale);
-            qf[kt][2 * half + 1] = pack_h2(vb.x * scale, vb.y * scale);
+            va = make_float2(va.x * scale, va.y * scale);
+            vb = make_float2(vb.x * scale, vb.y * scale);
+            fits &= in_f16(va.x) & in_f16(va.y) & in_f16(vb.x) & in_f16(vb.y);
+            qf[kt][2 * half] = pack_h2(va.x, va.y);
+            qf[kt][2 * half + 1] = pack_h2(vb.x, vb.y);
         }
     }
     float o[DT][4];
@@ -57,6 +64,7 @@ __device__ __forceinline__ void flash_rows(const float* q, const float* kc, cons
             long off = (long)(t0 + j) * kvd + kvh * HD + c;
             float4 kv = ok ? *(const float4*)(kc + off) : make_float4(0.f, 0.f, 0.f, 0.f);
             float4 vv = ok ? *(const float4*)(vc + off) : make_float4(0.f, 0.f, 0.f, 0.f);
+            fits &= in_f16(kv.x) & in_f16(kv.y) & in_f16(kv.z) & in_f16(kv.w) & in_f16(vv.x) & in_f16(vv.y) & in_f16(vv.z) & in_f16(vv.w);
             *(uint2*)(ks + j * KS + c) = make_uint2(pack_h2(kv.x, kv.y), pack_h2(kv.z, kv.w));
             vt[(c + 0) * VS + j] = f2h(vv.x);
             vt[(c + 1) * VS + j] = f2h(vv.y);
@@ -124,6 +132,7 @@ __device__ __forceinline__ void flash_rows(const float* q, const float* kc, cons
         l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
         l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
     }
+    if (!fits) *bad = 1u;
     #pragma unroll
     for (int dt = 0; dt < DT; dt++) {
         int col = h * HD + dt * 8 + t4 * 2;
@@ -132,10 +141,10 @@ __device__ __forceinline__ void flash_rows(const float* q, const float* kc, cons
     }
 }
 
-// q, out (rows, n_head * HD). Grid (n_head, rows / 64 rounded up), 128 threads.
+// q, out (rows, n_head * HD); bad (1). Grid (n_head, rows / 64 rounded up), 128 threads.
 #define FLASH_ROWS(HD)                                                                                                \
     extern "C" __global__ void __launch_bounds__(128) flash_rows_h##HD(const float* q, const float* kc, const float* vc, \
-            float* out, int n_head, int n_head_kv, const int* pos, float scale, int rows) {                          \
-        flash_rows<HD>(q, kc, vc, out, n_head, n_head_kv, pos, scale, rows);                                           \
+            float* out, int n_head, int n_head_kv, const int* pos, float scale, int rows, unsigned int* bad) {        \
+        flash_rows<HD>(q, kc, vc, out, n_head, n_head_kv, pos, scale, rows, bad);                                     \
     }
 FLASH_ROWS(64) FLASH_ROWS(128)

@@ -518,10 +518,22 @@ __device__ __forceinline__ unsigned short f2h(float v) {
     return h;
 }
 
+// Whether v may be an f16 matrix-unit operand: |v| <= 65504 and a number (SPEC section 6's
+// f16 operand guard; where a kernel finds one that is not, it sets its `bad` word and the
+// host reruns the prompt chunk on the int8 / f32 kernels).
+__device__ __forceinline__ bool in_f16(float v) { return fabsf(v) <= 65504.f; }
+
+// f2h for an f16 matrix-unit operand, setting *bad where v fails the guard.
+__device__ __forceinline__ unsigned short f2h_guarded(float v, unsigned int* bad) {
+    if (!in_f16(v)) *bad = 1u;
+    return f2h(v);
+}
+
 // out (rows, cols) f16 = a planar Q4_0 / Q4_1 / Q8_0 matrix (kind 0 / 1 / 2) decoded, each
-// value rounded to f16: the weight of a prompt chunk's cuBLAS GEMM (host: `gpu/cuda/blas.rs`). Thread t decodes
-// values 8 (t % 4) .. + 8 of unit t / 4 (unit u = row * cols / 32 + column / 32).
-extern "C" __global__ void dequant_f16(const unsigned char* w, int kind, int a_off, unsigned short* out, int rows, int cols) {
+// value rounded to f16 (guarded: `bad`): the weight of a prompt chunk's cuBLAS GEMM (host:
+// `gpu/cuda/blas.rs`). Thread t decodes values 8 (t % 4) .. + 8 of unit t / 4 (unit u =
+// row * cols / 32 + column / 32).
+extern "C" __global__ void dequant_f16(const unsigned char* w, int kind, int a_off, unsigned short* out, int rows, int cols, unsigned int* bad) {
     long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
     long iu = t >> 2;
     int g = (int)(t & 3);
@@ -552,28 +564,33 @@ extern "C" __global__ void dequant_f16(const unsigned char* w, int kind, int a_o
         }
     }
     unsigned int p[4];
+    bool ok = true;
     #pragma unroll
-    for (int k = 0; k < 4; k++) p[k] = f2h(v[2 * k]) | ((unsigned int)f2h(v[2 * k + 1]) << 16);
+    for (int k = 0; k < 4; k++) {
+        ok &= in_f16(v[2 * k]) & in_f16(v[2 * k + 1]);
+        p[k] = f2h(v[2 * k]) | ((unsigned int)f2h(v[2 * k + 1]) << 16);
+    }
+    if (!ok) *bad = 1u;
     *(uint4*)(out + iu * 32 + 8 * g) = make_uint4(p[0], p[1], p[2], p[3]);
 }
 
-// out (n) f16 = x (n) f32, rounded to nearest even.
-extern "C" __global__ void to_f16(const float* x, unsigned short* out, long n) {
+// out (n) f16 = x (n) f32, rounded to nearest even (guarded: `bad`).
+extern "C" __global__ void to_f16(const float* x, unsigned short* out, long n, unsigned int* bad) {
     long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = f2h(x[i]);
+    if (i < n) out[i] = f2h_guarded(x[i], bad);
 }
 
 // The cuBLAS prompt path's glue (host: `queue_prefill` in graph.rs, `gpu/cuda/blas.rs`).
 
 // out (rows, cols) f16 = row blockIdx.x of x RMS-normed with nw (the rule of stage_x: the
-// mean square over cols, plus eps). 256 threads.
-extern "C" __global__ void __launch_bounds__(256) rms_norm_f16(const float* x, const float* nw, float eps, int cols, unsigned short* out) {
+// mean square over cols, plus eps; guarded: `bad`). 256 threads.
+extern "C" __global__ void __launch_bounds__(256) rms_norm_f16(const float* x, const float* nw, float eps, int cols, unsigned short* out, unsigned int* bad) {
     long b = blockIdx.x;
     const float* xr = x + b * cols;
     float ss = 0.f;
     for (int i = threadIdx.x; i < cols; i += blockDim.x) ss += xr[i] * xr[i];
     float scale = rsqrtf(block_sum(ss) / cols + eps);
-    for (int i = threadIdx.x; i < cols; i += blockDim.x) out[b * cols + i] = f2h(xr[i] * scale * nw[i]);
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) out[b * cols + i] = f2h_guarded(xr[i] * scale * nw[i], bad);
 }
 
 // y (n, (n_head + 2 n_head_kv) head_dim): Q, K and V of n prompt rows at positions *pos..,
@@ -591,10 +608,11 @@ extern "C" __global__ void __launch_bounds__(256) rope_append_rows(const float* 
     m.finish(r, 2 * pair, width, s);
 }
 
-// h (n, ff) f16 = silu(gate) * up, gate and up side by side in gu (n, 2 ff). Grid (ff / 256, n).
-extern "C" __global__ void __launch_bounds__(256) silu_mul_f16(const float* gu, int ff, unsigned short* h) {
+// h (n, ff) f16 = silu(gate) * up, gate and up side by side in gu (n, 2 ff); guarded: `bad`.
+// Grid (ff / 256, n).
+extern "C" __global__ void __launch_bounds__(256) silu_mul_f16(const float* gu, int ff, unsigned short* h, unsigned int* bad) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     long r = blockIdx.y;
     if (i >= ff) return;
-    h[r * ff + i] = f2h(silu_times(gu[r * 2 * ff + i], gu[r * 2 * ff + ff + i]));
+    h[r * ff + i] = f2h_guarded(silu_times(gu[r * 2 * ff + i], gu[r * 2 * ff + ff + i]), bad);
 }
