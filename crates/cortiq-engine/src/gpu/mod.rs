@@ -603,7 +603,7 @@ fn open_backend(name: &str) -> Option<Box<dyn Backend>> {
             match cuda::CudaBackend::new(ordinal) {
                 Ok(b) => Some(Box::new(b)),
                 Err(e) => {
-                    notice(&format!("the CUDA backend could not come up ({e}); running on the CPU"));
+                    notice(&format!("the CUDA backend (CMF_GPU) could not come up ({e}); running on the CPU"));
                     None
                 }
             }
@@ -612,12 +612,12 @@ fn open_backend(name: &str) -> Option<Box<dyn Backend>> {
         "wgpu" => match self::wgpu::WgpuBackend::new() {
             Ok(b) => Some(Box::new(b)),
             Err(e) => {
-                notice(&format!("the wgpu backend could not come up ({e}); running on the CPU"));
+                notice(&format!("the wgpu backend (CMF_GPU) could not come up ({e}); running on the CPU"));
                 None
             }
         },
         other => {
-            notice(&format!("backend {other} could not be brought up; running on the CPU"));
+            notice(&format!("backend {other} (CMF_GPU) could not be brought up; running on the CPU"));
             None
         }
     }

@@ -658,7 +658,6 @@ impl CudaBackend {
             let args: Vec<WeightArg> = all_weights(m).iter().map(|w| m.weight_arg(w)).collect();
             let f16_ran = self.queue_prefill(m, &args, map, g, mirror, rows, true)?;
             let queued = std::time::Instant::now();
-            let mut back = self.read_now(g, read)?;
             if f16_ran && self.stream.clone_dtoh(&g.prefill.as_ref().expect("made above").f16_bad).map_err(err)?[0] != 0 {
                 let first = {
                     let mut p = self.profile.lock().unwrap_or_else(|e| e.into_inner());
@@ -669,9 +668,8 @@ impl CudaBackend {
                     eprintln!("cortiq: CUDA: a prompt chunk's values exceed f16's range; such chunks run again on the int8 and f32 kernels (slower)");
                 }
                 self.queue_prefill(m, &args, map, g, mirror, rows, false)?;
-                back = self.read_now(g, read)?;
             }
-            Ok((back, queued))
+            Ok((self.read_now(g, read)?, queued))
         })
     }
 
