@@ -27,6 +27,8 @@ pub struct BenchArgs {
     pub bandwidth_gbps: Option<f64>,
     /// Decode with the default sampler (its top-k candidates back every token) instead of greedy.
     pub sample: bool,
+    /// The sequence's context size (KV capacity); `None`: prompt + gen + 1, as llama-bench.
+    pub ctx: Option<usize>,
 }
 
 struct Row {
@@ -41,9 +43,9 @@ fn mean_sd(xs: &[f64]) -> (f64, f64) {
     (m, var.sqrt())
 }
 
-/// One timed run: (prefill tok/s, decode tok/s).
-fn run_once(engine: &Engine, prompt: &[u32], gen: usize, sample: bool) -> Result<(f64, f64)> {
-    let mut s = Session::new(Arc::clone(&engine.model), prompt.len() + gen + 1);
+/// One timed run in a sequence of `ctx` positions: (prefill tok/s, decode tok/s).
+fn run_once(engine: &Engine, prompt: &[u32], gen: usize, sample: bool, ctx: usize) -> Result<(f64, f64)> {
+    let mut s = Session::new(Arc::clone(&engine.model), ctx);
     let t0 = Instant::now();
     let logits = s.prefill(prompt)?;
     let pp = prompt.len() as f64 / t0.elapsed().as_secs_f64();
@@ -73,15 +75,24 @@ pub fn bench(engine: &Engine, model_name: &str, a: &BenchArgs) -> Result<String>
         anyhow::bail!("backend '{}' was asked for but '{}' is running (select it with CMF_GPU)", a.backend, gpu.backend_name());
     }
     let backend = gpu.backend_name();
-    let tg_name = if a.sample { format!("tg{} sampled", a.gen) } else { format!("tg{}", a.gen) };
+    let needed = a.prompt.max(1) + a.gen + 1;
+    let ctx = a.ctx.unwrap_or(needed);
+    if ctx < needed {
+        anyhow::bail!("--ctx {ctx} is smaller than the prompt plus the generated tokens plus one ({needed})");
+    }
+    if ctx > engine.model.cfg.n_ctx_train {
+        anyhow::bail!("--ctx {ctx} is past the model's training context ({})", engine.model.cfg.n_ctx_train);
+    }
+    let at_ctx = a.ctx.map(|c| format!(" @ c{c}")).unwrap_or_default();
+    let tg_name = if a.sample { format!("tg{} sampled{at_ctx}", a.gen) } else { format!("tg{}{at_ctx}", a.gen) };
     let mut rng = SplitMix64::new(1234);
     let vocab = engine.model.cfg.vocab as u64;
     let prompt: Vec<u32> = (0..a.prompt.max(1)).map(|_| (rng.next_u64() % vocab) as u32).collect();
-    run_once(engine, &prompt, a.gen.min(8), a.sample)?;
+    run_once(engine, &prompt, a.gen.min(8), a.sample, ctx)?;
     let (mut pps, mut tgs) = (Vec::new(), Vec::new());
     let uploads_before = gpu.upload_bytes();
     for r in 0..a.reps.max(1) {
-        let (pp, tg) = run_once(engine, &prompt, a.gen, a.sample)?;
+        let (pp, tg) = run_once(engine, &prompt, a.gen, a.sample, ctx)?;
         eprintln!("run {}/{}: pp{} {:.1} tok/s, {} {:.1} tok/s", r + 1, a.reps, a.prompt, pp, tg_name, tg);
         pps.push(pp);
         tgs.push(tg);
@@ -101,7 +112,7 @@ pub fn bench(engine: &Engine, model_name: &str, a: &BenchArgs) -> Result<String>
                 let floor = a.bandwidth_gbps.filter(|_| r.test.starts_with("tg")).map(|bw| r.mean / (bw * 1e9 / wbytes as f64));
                 json!({
                     "test": r.test, "backend": backend, "threads": threads, "tokens_per_s": r.mean, "stddev": r.sd,
-                    "weight_bytes_per_token": wbytes, "upload_bytes_delta": upload_delta, "floor_fraction": floor,
+                    "weight_bytes_per_token": wbytes, "upload_bytes_delta": upload_delta, "floor_fraction": floor, "ctx": ctx,
                 })
             })
             .collect();

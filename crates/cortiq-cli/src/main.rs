@@ -142,6 +142,11 @@ enum Command {
         /// the backend can) instead of greedy; the row is `tgN sampled`.
         #[arg(long)]
         sample: bool,
+        /// The sequence's context size (KV capacity), as `cortiq run -c`; default: the prompt
+        /// plus the generated tokens plus one, as llama-bench. The decode row is then
+        /// `tgN @ cCTX`.
+        #[arg(short = 'c', long)]
+        ctx: Option<usize>,
     },
     /// GPU facade status: compiled backends, the selected backend, adapters, budget, probe cache.
     Gpu {
@@ -286,11 +291,11 @@ fn run(cmd: Command) -> Result<()> {
             }
             Ok(())
         }
-        Command::Bench { model, prompt, gen, reps, backend, json, bandwidth, explain, sample } => {
+        Command::Bench { model, prompt, gen, reps, backend, json, bandwidth, explain, sample, ctx } => {
             let path = model_path(&model)?;
             let engine = Engine::load(&path).with_context(|| format!("loading {}", path.display()))?;
             let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let args = bench::BenchArgs { prompt, gen, reps, backend, json, bandwidth_gbps: bandwidth, sample };
+            let args = bench::BenchArgs { prompt, gen, reps, backend, json, bandwidth_gbps: bandwidth, sample, ctx };
             emit(&format!("{}\n", bench::bench(&engine, &name, &args)?));
             if explain {
                 eprintln!("\n{}", cortiq_engine::gpu::Gpu::global().explain_table());

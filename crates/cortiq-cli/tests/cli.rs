@@ -65,6 +65,11 @@ fn synth_inspect_run_bench_convert_end_to_end() {
     let v: serde_json::Value = serde_json::from_str(&sampled).unwrap();
     assert_eq!(v["results"][1]["test"], "tg8 sampled");
     assert!(v["results"][1]["tokens_per_s"].as_f64().unwrap() > 0.0);
+    let at_ctx = ok(&cortiq(&["bench", "-m", m, "-p", "8", "-n", "4", "-r", "1", "--json", "-c", "100"], dir.path()));
+    let v: serde_json::Value = serde_json::from_str(&at_ctx).unwrap();
+    assert_eq!((v["results"][1]["test"].as_str(), v["results"][1]["ctx"].as_u64()), (Some("tg4 @ c100"), Some(100)));
+    let e = err(&cortiq(&["bench", "-m", m, "-p", "8", "-n", "4", "-c", "12"], dir.path()));
+    assert!(e.contains("--ctx 12 is smaller than the prompt plus the generated tokens plus one (13)"), "{e}");
 
     for codec in ["keep", "q8_row", "f16", "q4_tiled"] {
         let out = dir.path().join(format!("tiny-{codec}.cmf"));

@@ -1720,6 +1720,78 @@ fn token_graph_candidates_are_the_top_of_its_logits() {
     }
 }
 
+/// Several CUDA backends on one device in one process (as parallel tests run): while one
+/// captures a token graph for each of many fresh sequences, a second runs matvec jobs in a
+/// loop, each ending in a synchronize, and a third thread brings backends up and drops them
+/// (their kernel modules loaded and unloaded). A capture that other work on the device
+/// invalidates is captured again; every token must complete (captured, or queued
+/// uncaptured) with the logits the graph gives alone.
+#[test]
+#[cfg_attr(not(feature = "cuda"), ignore = "SKIP gpu parity: no CUDA backend compiled in (build with --features cuda)")]
+fn cuda_token_graph_captures_beside_another_backend_synchronizing() {
+    #[cfg(feature = "cuda")]
+    {
+        use cortiq_engine::gpu::backend::{GraphReadback, TokenGraphJob};
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        const TEST: &str = "cuda_token_graph_captures_beside_another_backend_synchronizing";
+        let new = || cortiq_engine::gpu::cuda::CudaBackend::new(0);
+        let (graphs, jobs) = match (new(), new()) {
+            (Ok(a), Ok(b)) => (a, b),
+            (Err(e), _) | (_, Err(e)) => return missing(TEST, "no CUDA device", e),
+        };
+        let (_dir, engine) = tiny_engine(12);
+        let m = &engine.model;
+        let host = cortiq_engine::kv::KvCache::new(m.layers.len(), m.cfg.kv_dim(), 64);
+        let logits_of = |seq: u64| {
+            let mut logits = vec![f32::NAN; m.cfg.vocab];
+            let job = TokenGraphJob { model: m, seq, token: 5, pos: 0, host_kv: &host, layers: m.layers.len() };
+            let outcome = graphs.token_graph(&job, GraphReadback::Logits(&mut logits));
+            assert!(matches!(outcome, DeviceOutcome::Completed { .. }), "sequence {seq}: {outcome:?}");
+            logits.iter().map(|v| v.to_bits()).collect::<Vec<u32>>()
+        };
+        let alone = logits_of(1);
+        let mut rng = SplitMix64::fresh();
+        let w = Packed::random(&mut rng, Codec::Q4_0, 256, 512);
+        let x = rng.normals(512, 1.0);
+        let (stop, synced, brought_up) = (AtomicBool::new(false), AtomicU64::new(0), AtomicU64::new(0));
+        const SEQUENCES: u64 = 300;
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    drop(new().expect("a second backend came up, so a third does"));
+                    brought_up.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+            s.spawn(|| {
+                let mut out = vec![0f32; 256];
+                while !stop.load(Ordering::Relaxed) {
+                    let outcome = jobs.matmul(&MatmulJob { w: w.arg(), x: &x, batch: 1 }, &mut out);
+                    assert!(matches!(outcome, DeviceOutcome::Completed { .. }), "the other backend's job: {outcome:?}");
+                    synced.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                for seq in 2..2 + SEQUENCES {
+                    assert_eq!(logits_of(seq), alone, "sequence {seq}: other logits beside the other backend");
+                }
+            }));
+            stop.store(true, Ordering::Relaxed);
+            if let Err(panic) = result {
+                std::panic::resume_unwind(panic);
+            }
+        });
+        let p = graphs.graph_profile().expect("the CUDA backend keeps a graph profile");
+        eprintln!(
+            "cuda: {SEQUENCES} sequences' token graphs captured beside {} jobs of another backend and {} backends brought up and dropped: logits bit-equal to alone; {} captures invalidated and tried again, {} tokens uncaptured",
+            synced.load(Ordering::Relaxed),
+            brought_up.load(Ordering::Relaxed),
+            p.captures_invalidated,
+            p.tokens_uncaptured
+        );
+        assert!(synced.load(Ordering::Relaxed) > 0, "the other backend ran no job meanwhile");
+    }
+}
+
 /// Sampled decode through the token graph with the sampler's draw spec (`cortiq run`'s
 /// default path) generates exactly the tokens of the same sampler reading only the
 /// candidates (the host's draw decides every token); the device draws each next token and

@@ -259,6 +259,10 @@ pub struct GraphProfile {
     /// Prefill chunks run a second time without f16 operands: a value past f16's range
     /// reached one (SPEC section 6's guard).
     pub prefill_f16_reruns: u64,
+    /// Token-graph captures invalidated by other work on the device (then tried again), and
+    /// tokens whose captures all failed (their launches queued uncaptured).
+    pub captures_invalidated: u64,
+    pub tokens_uncaptured: u64,
 }
 
 impl GraphProfile {
@@ -280,7 +284,11 @@ impl GraphProfile {
 
     /// The `--explain` lines of the token graph's fallbacks (empty without any).
     pub fn note_lines(&self) -> String {
-        self.graph_notes.iter().map(|n| format!("token graph: {n}\n")).collect()
+        let mut out: String = self.graph_notes.iter().map(|n| format!("token graph: {n}\n")).collect();
+        if self.captures_invalidated > 0 {
+            out.push_str(&format!("token graph: {} captures invalidated by other work on the device and tried again; {} tokens ran uncaptured\n", self.captures_invalidated, self.tokens_uncaptured));
+        }
+        out
     }
 
     /// The per-kind lines of the `--explain` table: GPU time per token and, for kinds that

@@ -455,4 +455,6 @@ fn the_graph_profile_reports_time_and_weight_read_rate_per_kind() {
     assert_eq!(p.note_lines(), "", "no fallbacks: no lines");
     p.graph_notes.push("QKV not folded into the attention split: a matrix split into row chunks".into());
     assert_eq!(p.note_lines(), "token graph: QKV not folded into the attention split: a matrix split into row chunks\n");
+    (p.captures_invalidated, p.tokens_uncaptured) = (4, 1);
+    assert!(p.note_lines().ends_with("chunks\ntoken graph: 4 captures invalidated by other work on the device and tried again; 1 tokens ran uncaptured\n"), "{}", p.note_lines());
 }

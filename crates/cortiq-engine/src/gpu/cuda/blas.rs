@@ -9,11 +9,14 @@ use super::launch::{launch, KernelArgs};
 use super::{err, kind, CudaBackend, Resident};
 use crate::gpu::backend::WeightArg;
 use cudarc::cublas::{result as blas, sys as blas_sys, CudaBlas};
-use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut, LaunchConfig};
+use cudarc::driver::{CudaContext, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig};
 use std::sync::Arc;
 
-/// A cuBLAS handle bound to the backend's stream.
-pub(super) struct Blas(CudaBlas);
+/// A cuBLAS handle bound to the backend's stream, and that stream's context.
+pub(super) struct Blas {
+    handle: CudaBlas,
+    ctx: Arc<CudaContext>,
+}
 
 impl Blas {
     /// cuBLAS on `stream`, or why the prompt GEMMs stay int8: turned off by
@@ -26,7 +29,8 @@ impl Blas {
         if !unsafe { blas_sys::is_culib_present() } {
             return Err("libcublas not found (LD_LIBRARY_PATH)".into());
         }
-        CudaBlas::new(Arc::clone(stream)).map(Blas).map_err(|e| format!("cuBLAS handle: {e:?}"))
+        let handle = CudaBlas::new(Arc::clone(stream)).map_err(|e| format!("cuBLAS handle: {e:?}"))?;
+        Ok(Blas { handle, ctx: Arc::clone(stream.context()) })
     }
 
     /// Queue y (batch, rows) = x (batch, cols) . W^T, plus y's old values where `add`; W is
@@ -35,6 +39,8 @@ impl Blas {
         let dim = |v: usize| i32::try_from(v).map_err(|_| format!("GEMM dimension {v} beyond i32"));
         let (m, n, k) = (dim(rows)?, dim(batch)?, dim(cols)?);
         let (alpha, beta) = (1f32, if add { 1f32 } else { 0f32 });
+        // cuBLAS works in the thread's current context: the backend's own (mod.rs `new`).
+        s.context().bind_to_thread().map_err(err)?;
         let (wp, _rw) = w.device_ptr(s);
         let (xp, _rx) = x.device_ptr(s);
         let (yp, _ry) = y.device_ptr_mut(s);
@@ -44,7 +50,7 @@ impl Blas {
         // are f32 as CUBLAS_COMPUTE_32F wants; the handle runs on `s`, the buffers' stream.
         unsafe {
             blas::gemm_ex(
-                *self.0.handle(),
+                *self.handle.handle(),
                 blas_sys::cublasOperation_t::CUBLAS_OP_T,
                 blas_sys::cublasOperation_t::CUBLAS_OP_N,
                 m,
@@ -66,6 +72,14 @@ impl Blas {
             )
         }
         .map_err(|e| format!("cuBLAS GEMM {batch} x {cols} . ({rows} x {cols})^T: {}", err(e)))
+    }
+}
+
+impl Drop for Blas {
+    /// cuBLAS destroys a handle in the thread's current context (synchronizing it), so the
+    /// backend's own is made current first.
+    fn drop(&mut self) {
+        self.ctx.record_err(self.ctx.bind_to_thread());
     }
 }
 

@@ -27,7 +27,7 @@ use crate::gpu::memory::model_key;
 use crate::kv::KvCache;
 use crate::model::llama::{Llama, LlamaConfig, Weight};
 use crate::sample::DrawSpec;
-use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+use cudarc::driver::sys::{CUgraphInstantiate_flags, CUresult, CUstreamCaptureMode};
 use cudarc::driver::{CudaEvent, CudaGraph, CudaSlice, CudaView, LaunchConfig};
 use half::slice::HalfFloatSliceExt;
 use std::collections::HashMap;
@@ -36,6 +36,11 @@ use std::collections::HashMap;
 const ATT_CHUNK: usize = 64;
 /// Largest head size the attention kernels handle.
 const MAX_HEAD_DIM: usize = 256;
+/// Captures a token tries before its launches run uncaptured. CUDA invalidates a stream's
+/// capture when another thread synchronizes on the same device meanwhile, whatever the
+/// capture mode (another backend in the process, e.g. parallel tests); the next attempt
+/// usually finds the device quiet.
+const CAPTURE_ATTEMPTS: usize = 3;
 
 /// The split attention kernels (`attention_h{HD}` in graph.cu): each takes head sizes up to
 /// its HD (its per-thread K and V registers are sized for HD).
@@ -762,15 +767,35 @@ impl CudaBackend {
         })
     }
 
-    /// Capture one token's launches into a CUDA graph (None if capture is not possible; the
-    /// caller then queues the launches directly).
+    /// Capture one token's launches into a CUDA graph (None if capture is not possible or
+    /// was invalidated CAPTURE_ATTEMPTS times; the caller then queues the launches directly,
+    /// and the next token tries again).
     fn capture(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &mut ModelGraph, mirror: &mut Mirror) -> Result<Option<CapturedToken>, String> {
         let capacity = mirror.k[0].len() / m.cfg.kv_dim().max(1);
-        self.stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).map_err(err)?;
-        let queued = self.queue_token(m, args, map, g, mirror, capacity);
-        let graph = self.stream.end_capture(CUgraphInstantiate_flags(0)).map_err(err)?;
-        queued?;
-        Ok(graph.map(CapturedToken))
+        for _ in 0..CAPTURE_ATTEMPTS {
+            self.stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).map_err(err)?;
+            let queued = self.queue_token(m, args, map, g, mirror, capacity);
+            match self.stream.end_capture(CUgraphInstantiate_flags(0)) {
+                Ok(graph) => {
+                    queued?;
+                    return Ok(graph.map(CapturedToken));
+                }
+                // Nothing captured ran; the stream is out of capture mode again.
+                Err(e) if e.0 == CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED => {
+                    let first = {
+                        let mut p = self.profile.lock().unwrap_or_else(|e| e.into_inner());
+                        p.captures_invalidated += 1;
+                        p.captures_invalidated == 1
+                    };
+                    if first {
+                        eprintln!("cortiq: a CUDA graph capture was invalidated by other work on the device (another CUDA context user in this process); capturing again");
+                    }
+                }
+                Err(e) => return Err(err(e)),
+            }
+        }
+        self.profile.lock().unwrap_or_else(|e| e.into_inner()).tokens_uncaptured += 1;
+        Ok(None)
     }
 
     /// Queue every kernel of one token (token and position are read from the mirror's params):

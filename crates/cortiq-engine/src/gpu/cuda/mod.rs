@@ -289,7 +289,12 @@ impl CudaBackend {
         if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
             return Err("the NVRTC library (libnvrtc.so) was not found; is /usr/local/cuda/lib64 on LD_LIBRARY_PATH?".into());
         }
-        let ctx = CudaContext::new(ordinal).map_err(err)?;
+        // A context of its own, not the device's primary one: two backends in one process
+        // (parallel tests) then cannot reach each other's streams. On the shared primary
+        // context one backend's cuBLAS teardown (a context-wide synchronize) crashed the
+        // driver while another backend worked (SIGSEGV in cuCtxSynchronize, H200,
+        // bench/results/h200-s25/call4).
+        let ctx = CudaContext::new_non_primary(ordinal, 0).map_err(err)?;
         // One stream does all the work (the null stream cannot be captured into a graph).
         // SAFETY: nothing here uses a second stream, so cudarc's cross-stream event tracking
         // has nothing to order and only adds API calls to every launch.
@@ -627,15 +632,19 @@ impl Backend for CudaBackend {
     }
 
     fn reset_sequence(&self, seq: u64) {
-        let freed = self.mirrors.lock().unwrap_or_else(|e| e.into_inner()).remove(&seq);
-        if let Some(m) = freed {
+        // The spare it replaces is freed on the stream, so under the mirrors' lock: a graph
+        // call holds it while it queues (or captures) work there.
+        let mut mirrors = self.mirrors.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = mirrors.remove(&seq) {
             *self.spare_mirror.lock().unwrap_or_else(|e| e.into_inner()) = Some(m);
         }
     }
 
     fn upload_bandwidth(&self) -> Option<f64> {
-        // 64 MiB through a pageable host buffer, timed around a synchronize.
+        // 64 MiB through a pageable host buffer, timed around a synchronize; under the
+        // weights' lock, which every job and graph call holds while it uses the stream.
         let host = vec![0x5Au8; 64 << 20];
+        let _stream = self.weights.lock().unwrap_or_else(|e| e.into_inner());
         let t = std::time::Instant::now();
         let dev = self.stream.clone_htod(&host).ok()?;
         self.stream.synchronize().ok()?;
