@@ -1723,9 +1723,10 @@ fn token_graph_candidates_are_the_top_of_its_logits() {
 /// Several CUDA backends on one device in one process (as parallel tests run): while one
 /// captures a token graph for each of many fresh sequences, a second runs matvec jobs in a
 /// loop, each ending in a synchronize, and a third thread brings backends up and drops them
-/// (their kernel modules loaded and unloaded). A capture that other work on the device
-/// invalidates is captured again; every token must complete (captured, or queued
-/// uncaptured) with the logits the graph gives alone.
+/// (their kernel modules loaded and unloaded; on a shared context that invalidated
+/// captures). A capture that other work on the device invalidates is captured again; every
+/// token must complete (captured, or queued uncaptured) with the logits the graph gives
+/// alone.
 #[test]
 #[cfg_attr(not(feature = "cuda"), ignore = "SKIP gpu parity: no CUDA backend compiled in (build with --features cuda)")]
 fn cuda_token_graph_captures_beside_another_backend_synchronizing() {

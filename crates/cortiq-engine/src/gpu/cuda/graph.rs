@@ -22,7 +22,7 @@ use super::chain::image_bytes;
 use super::launch::{launch, KernelArgs};
 use super::top_k::{read_candidates, NextPick, PickTo, TopKBuffers, TOPK_MAX};
 use super::{err, kind, row_smem, CudaBackend, MatvecHow, Resident, Unfit};
-use crate::gpu::backend::{DeviceOutcome, GraphRead, GraphReadback, PrefillGraphJob, TokenGraphJob, WeightArg};
+use crate::gpu::backend::{DeviceOutcome, GraphProfile, GraphRead, GraphReadback, PrefillGraphJob, TokenGraphJob, WeightArg};
 use crate::gpu::memory::model_key;
 use crate::kv::KvCache;
 use crate::model::llama::{Llama, LlamaConfig, Weight};
@@ -36,10 +36,11 @@ use std::collections::HashMap;
 const ATT_CHUNK: usize = 64;
 /// Largest head size the attention kernels handle.
 const MAX_HEAD_DIM: usize = 256;
-/// Captures a token tries before its launches run uncaptured. CUDA invalidates a stream's
-/// capture when another thread synchronizes on the same device meanwhile, whatever the
-/// capture mode (another backend in the process, e.g. parallel tests); the next attempt
-/// usually finds the device quiet.
+/// Captures a token tries before its launches run uncaptured. Other work on the device can
+/// invalidate a stream's capture whatever its mode: on the H200, other threads bringing
+/// backends up and dropping them (kernel modules loaded and unloaded) in the same context
+/// did, 4 captures of 300 (bench/results/h200-s25/call4); the next attempt usually finds the
+/// device quiet.
 const CAPTURE_ATTEMPTS: usize = 3;
 
 /// The split attention kernels (`attention_h{HD}` in graph.cu): each takes head sizes up to
@@ -664,12 +665,7 @@ impl CudaBackend {
             let f16_ran = self.queue_prefill(m, &args, map, g, mirror, rows, true)?;
             let queued = std::time::Instant::now();
             if f16_ran && self.stream.clone_dtoh(&g.prefill.as_ref().expect("made above").f16_bad).map_err(err)?[0] != 0 {
-                let first = {
-                    let mut p = self.profile.lock().unwrap_or_else(|e| e.into_inner());
-                    p.prefill_f16_reruns += 1;
-                    p.prefill_f16_reruns == 1
-                };
-                if first {
+                if self.count(|p| &mut p.prefill_f16_reruns) == 1 {
                     eprintln!("cortiq: CUDA: a prompt chunk's values exceed f16's range; such chunks run again on the int8 and f32 kernels (slower)");
                 }
                 self.queue_prefill(m, &args, map, g, mirror, rows, false)?;
@@ -782,20 +778,23 @@ impl CudaBackend {
                 }
                 // Nothing captured ran; the stream is out of capture mode again.
                 Err(e) if e.0 == CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED => {
-                    let first = {
-                        let mut p = self.profile.lock().unwrap_or_else(|e| e.into_inner());
-                        p.captures_invalidated += 1;
-                        p.captures_invalidated == 1
-                    };
-                    if first {
-                        eprintln!("cortiq: a CUDA graph capture was invalidated by other work on the device (another CUDA context user in this process); capturing again");
+                    if self.count(|p| &mut p.captures_invalidated) == 1 {
+                        eprintln!("cortiq: a CUDA graph capture was invalidated by other work on the device; capturing again");
                     }
                 }
                 Err(e) => return Err(err(e)),
             }
         }
-        self.profile.lock().unwrap_or_else(|e| e.into_inner()).tokens_uncaptured += 1;
+        self.count(|p| &mut p.tokens_uncaptured);
         Ok(None)
+    }
+
+    /// Add one to the graph profile's counter that `field` picks; its new value.
+    fn count(&self, field: impl FnOnce(&mut GraphProfile) -> &mut u64) -> u64 {
+        let mut p = self.profile.lock().unwrap_or_else(|e| e.into_inner());
+        let c = field(&mut p);
+        *c += 1;
+        *c
     }
 
     /// Queue every kernel of one token (token and position are read from the mirror's params):

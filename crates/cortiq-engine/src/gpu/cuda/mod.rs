@@ -289,11 +289,11 @@ impl CudaBackend {
         if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
             return Err("the NVRTC library (libnvrtc.so) was not found; is /usr/local/cuda/lib64 on LD_LIBRARY_PATH?".into());
         }
-        // A context of its own, not the device's primary one: two backends in one process
-        // (parallel tests) then cannot reach each other's streams. On the shared primary
-        // context one backend's cuBLAS teardown (a context-wide synchronize) crashed the
-        // driver while another backend worked (SIGSEGV in cuCtxSynchronize, H200,
-        // bench/results/h200-s25/call4).
+        // A context of its own, not the device's primary one, so that one backend's
+        // context-wide operations do not reach another's work in the same process (parallel
+        // tests). On the shared primary context a dropped backend's cuBLAS teardown (a
+        // context-wide synchronize) crashed the driver while another backend worked
+        // (SIGSEGV in cuCtxSynchronize, H200, bench/results/h200-s25/call4).
         let ctx = CudaContext::new_non_primary(ordinal, 0).map_err(err)?;
         // One stream does all the work (the null stream cannot be captured into a graph).
         // SAFETY: nothing here uses a second stream, so cudarc's cross-stream event tracking
