@@ -81,7 +81,7 @@ pub fn bench(engine: &Engine, model_name: &str, a: &BenchArgs) -> Result<String>
         anyhow::bail!("--ctx {ctx} is smaller than the prompt plus the generated tokens plus one ({needed})");
     }
     if ctx > engine.model.cfg.n_ctx_train {
-        anyhow::bail!("--ctx {ctx} is past the model's training context ({})", engine.model.cfg.n_ctx_train);
+        anyhow::bail!("a context of {ctx} positions (--ctx, or the prompt plus the generated tokens plus one) is past the model's training context ({})", engine.model.cfg.n_ctx_train);
     }
     let at_ctx = a.ctx.map(|c| format!(" @ c{c}")).unwrap_or_default();
     let tg_name = if a.sample { format!("tg{} sampled{at_ctx}", a.gen) } else { format!("tg{}{at_ctx}", a.gen) };
