@@ -34,8 +34,10 @@ extern "C" __global__ void embed_row(const unsigned char* w, int kind, int a_off
 // Causal attention of queries at positions *pos + z (z = blockIdx.z, one per prompt row; 1
 // for a decode token) over the KV mirror, split by positions (flash-decoding): block (h, c,
 // z) takes positions [64 c, 64 c + 64) of head h. Its K and V loads are all issued first
-// (each thread holds HD / 16 float4s of each: a quarter of one position's K row, one float4
-// column of V over every `groups`-th position), so the chunk costs one memory round trip;
+// (each thread holds HD / 16 float4s of K, a quarter of one position's K row; of V as many,
+// one float4 column over every `groups`-th position, or where `att_v_shared` none: the
+// chunk's V rows are copied into shared memory by cp.async), so the chunk costs one memory
+// round trip;
 // the chunk's max and sum of exps are warp reductions. A context of one chunk writes out
 // directly; otherwise each block writes its partial (exp-weighted V sum, max, sum of exps)
 // to `part` (rows, n_head, splits, head_dim + 2), and `attention_merge`, the next kernel,
@@ -55,9 +57,19 @@ __device__ __forceinline__ int att_chunks(int n) { return (n + ATT_CHUNK - 1) / 
 // so two maxima of -inf give 1 rather than NaN).
 __device__ __forceinline__ float rescale_weight(float m, float top) { return m == top ? 1.f : expf(m - top); }
 
+// Whether the split kernel for heads up to HD copies its chunk's V rows into shared memory
+// by cp.async instead of holding them in registers: at 128 that takes attention_h128 from 110
+// registers (2 blocks a SM, llama-8b's ~300 blocks in two waves) to 67 (3 blocks, one wave),
+// +1.8-2.3 % decode on llama-8b; at 64 the registers already allow 4 blocks and the copy's
+// extra round through shared memory cost smollm2 and llama-1b 3-5 % (NOTES.md, session 26);
+// at 256 the rows would not fit static shared memory.
+__host__ __device__ constexpr bool att_v_shared(int hd) { return hd == 128; }
+
 template <int HD>
 __device__ __forceinline__ void attention_split(const float* q, const float* kc, const float* vc, float* part, float* out, unsigned char* oimg, int n_head, int n_head_kv, int head_dim, const int* pos, float scale, int splits) {
     constexpr int NV = HD / 16;
+    constexpr bool VS = att_v_shared(HD);
+    __shared__ __align__(16) float vs[VS ? ATT_CHUNK * HD : 4];  // (positions, head_dim) the chunk's V rows where VS
     __shared__ __align__(16) float qs[HD];
     __shared__ float sc[ATT_CHUNK];
     __shared__ __align__(16) float acc[1024];  // (groups, head_dim) V sums of each position group
@@ -92,7 +104,14 @@ __device__ __forceinline__ void attention_split(const float* q, const float* kc,
         for (int e = 0; e < NV; e++) {
             if (j < cnt && e < span4 && (t0 + j >= p0) == fresh) kr[e] = ((const float4*)(kb + (long)j * kvd + quarter * 4 * span4))[e];
             int jj = g + e * groups;
-            if (g < groups && jj < cnt && (t0 + jj >= p0) == fresh) vr[e] = ((const float4*)(vb + (long)jj * kvd))[c4];
+            if (!VS && g < groups && jj < cnt && (t0 + jj >= p0) == fresh) vr[e] = ((const float4*)(vb + (long)jj * kvd))[c4];
+        }
+        if (VS) {
+            for (int i = tid; i < cnt * v4; i += blockDim.x) {
+                int jj = i / v4, col = i - jj * v4;
+                if ((t0 + jj >= p0) == fresh) cp_async16(vs + jj * head_dim + 4 * col, vb + (long)jj * kvd + 4 * col);
+            }
+            cp_commit();
         }
     };
     #pragma unroll
@@ -101,6 +120,7 @@ __device__ __forceinline__ void attention_split(const float* q, const float* kc,
     pdl_wait_then_release();
     load(true);
     for (int d = tid; d < head_dim; d += blockDim.x) qs[d] = q[h * head_dim + d];
+    if (VS) cp_wait<0>();
     __syncthreads();
     float s = 0.f;
     #pragma unroll
@@ -131,10 +151,11 @@ __device__ __forceinline__ void attention_split(const float* q, const float* kc,
         int jj = g + e * groups;
         if (g < groups && jj < cnt) {
             float p = sc[jj];
-            a.x += p * vr[e].x;
-            a.y += p * vr[e].y;
-            a.z += p * vr[e].z;
-            a.w += p * vr[e].w;
+            float4 v = VS ? ((const float4*)vs)[jj * v4 + c4] : vr[e];
+            a.x += p * v.x;
+            a.y += p * v.y;
+            a.z += p * v.z;
+            a.w += p * v.w;
         }
     }
     if (g < groups) ((float4*)acc)[g * v4 + c4] = a;
@@ -158,8 +179,12 @@ __device__ __forceinline__ void attention_split(const float* q, const float* kc,
 // q, out (rows, n_head * head_dim); head_dim <= HD; oimg: null, or (one row) the output's
 // int8 image (written here where the context is one chunk, else by attention_merge). Grid
 // (n_head, splits, rows), 256 threads.
+// Blocks a SM the register allocation must leave room for: 3 where V goes through shared
+// memory (67 registers and 37 KB a block at head 128), else no bound. 4 (64 registers) lost
+// 2-4 % on llama-8b (NOTES.md, session 26).
+#define ATT_MIN_BLOCKS(HD) (att_v_shared(HD) ? 3 : 1)
 #define ATTENTION(HD)                                                                                                 \
-    extern "C" __global__ void __launch_bounds__(256) attention_h##HD(const float* q, const float* kc, const float* vc,  \
+    extern "C" __global__ void __launch_bounds__(256, ATT_MIN_BLOCKS(HD)) attention_h##HD(const float* q, const float* kc, const float* vc,  \
             float* part, float* out, unsigned char* oimg, int n_head, int n_head_kv, int head_dim, const int* pos,           \
             float scale, int splits) {                                                                                  \
         attention_split<HD>(q, kc, vc, part, out, oimg, n_head, n_head_kv, head_dim, pos, scale, splits);              \
