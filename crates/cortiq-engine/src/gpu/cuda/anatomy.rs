@@ -4,13 +4,14 @@
 //! the split attention (graph.cu) without its merge step (the partials are written and
 //! `attention_merge` ends at once: its launch and wait stay), so the GPU time per token
 //! (`CMF_GRAPH_HOSTPROF=1`) shows what those parts cost in the captured chain. Outputs are
-//! wrong while it is set; `bench/anatomy.sh` runs it with the stage ablation
-//! (`gpu/stage_skip.rs`) and tabulates both.
+//! wrong while one of those is set; `bench/anatomy.sh` runs it with the stage ablation
+//! (`gpu/stage_skip.rs`) and tabulates both. `CORTIQ_TRACE` leaves outputs right and records
+//! the decode kernels' block timeline (`trace.rs`, `bench/timeline.sh`).
 
 use crate::gpu::stage_skip::known_names;
 
 /// The switches `CMF_CUDA_DEFINES` may set.
-pub(super) const DEFINES: [&str; 3] = ["CORTIQ_NO_STAGING", "CORTIQ_NO_STREAM", "CORTIQ_ATT_NO_MERGE"];
+pub(super) const DEFINES: [&str; 4] = ["CORTIQ_NO_STAGING", "CORTIQ_NO_STREAM", "CORTIQ_ATT_NO_MERGE", "CORTIQ_TRACE"];
 
 /// Switches the kernels are compiled with (none by default).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -27,6 +28,11 @@ impl KernelSwitches {
         Ok(KernelSwitches(known_names("CMF_CUDA_DEFINES", value, &DEFINES)?))
     }
 
+    /// Whether the switch `name` is set.
+    pub(super) fn has(&self, name: &str) -> bool {
+        self.0.contains(&name)
+    }
+
     /// The `#define` lines the kernel source starts with.
     pub(super) fn source_defines(&self) -> String {
         self.0.iter().map(|d| format!("#define {d}\n")).collect()
@@ -34,7 +40,8 @@ impl KernelSwitches {
 
     /// A one-line warning when any switch is set, for `cortiq gpu` and the log.
     pub(super) fn warning(&self) -> Option<String> {
-        (!self.0.is_empty()).then(|| format!("CMF_CUDA_DEFINES compiles the kernels with {}: outputs are wrong, timings only", self.0.join(", ")))
+        let effect = if self.0.iter().all(|&d| d == "CORTIQ_TRACE") { "a block timeline is recorded, timings perturbed" } else { "outputs are wrong, timings only" };
+        (!self.0.is_empty()).then(|| format!("CMF_CUDA_DEFINES compiles the kernels with {}: {effect}", self.0.join(", ")))
     }
 }
 
@@ -50,5 +57,8 @@ mod tests {
         assert_eq!(k.source_defines(), "#define CORTIQ_NO_STREAM\n");
         assert!(k.warning().is_some_and(|w| w.contains("CORTIQ_NO_STREAM")));
         assert!(KernelSwitches::parse(Some("DEBUG")).unwrap_err().contains("CMF_CUDA_DEFINES"));
+        let trace = KernelSwitches::parse(Some("CORTIQ_TRACE")).unwrap();
+        assert!(trace.has("CORTIQ_TRACE") && !k.has("CORTIQ_TRACE"));
+        assert!(trace.warning().is_some_and(|w| w.contains("timeline") && !w.contains("wrong")));
     }
 }

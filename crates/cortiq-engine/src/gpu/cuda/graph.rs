@@ -733,6 +733,9 @@ impl CudaBackend {
                 p.prefill_tail += queued.elapsed();
             }
             mirror.len = at.pos + rows;
+            if let Some(t) = self.trace.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+                t.drain(&self.stream)?;
+            }
             Ok(back)
         });
         match result {

@@ -23,6 +23,7 @@ mod launch;
 mod probe;
 mod ptx_cache;
 mod top_k;
+mod trace;
 
 use super::backend::{Activation, Backend, DeviceInfo, DeviceOutcome, FfnJob, GraphReadback, MatmulJob, MultiMatmulJob, PrefillGraphJob, TokenGraphJob, WeightArg};
 use crate::kv::KvCache;
@@ -260,6 +261,8 @@ pub struct CudaBackend {
     hostprof: bool,
     /// Which links of the token graph carry int8 images (`CMF_CUDA_INT8_CHAIN`).
     int8_chain: chain::Int8Chain,
+    /// The block timeline's reader where the kernels record one (`trace.rs`).
+    trace: Mutex<Option<trace::Trace>>,
     info: DeviceInfo,
 }
 
@@ -357,8 +360,9 @@ impl CudaBackend {
         let blas = blas::Blas::new(&stream);
         let readback = stream.fork().map_err(err)?;
         let hostprof = super::hostprof_level() > 0;
+        let trace = Mutex::new(if switches.has("CORTIQ_TRACE") { Some(trace::Trace::open(module.clone())?) } else { None });
         let info = DeviceInfo { backend: "cuda", name: ctx.name().map_err(err)?, discrete: true, memory_bytes: total, f16: true, subgroups: true, matrix_units: true, max_binding_bytes: total, q8_activations: true, q8_matvec: true };
-        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, kernel_cache, skip, switches, blas, flash: !crate::gpu::selection::switched_off("CMF_CUDA_FLASH"), long_prefill_rows, readback, hostprof, int8_chain, info })
+        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, kernel_cache, skip, switches, blas, flash: !crate::gpu::selection::switched_off("CMF_CUDA_FLASH"), long_prefill_rows, readback, hostprof, int8_chain, trace, info })
     }
 
     /// This backend with the token graph's int8 chain set to `chain` (`CMF_CUDA_INT8_CHAIN`;

@@ -6,6 +6,7 @@
 // decoded; *best = 0 for the head's argmax (the first kernel of a token or a prefill chunk,
 // so nothing else touches it meanwhile).
 extern "C" __global__ void embed_row(const unsigned char* w, int kind, int a_off, const int* token, float* out, int cols, unsigned long long* best) {
+    TRACE_BLOCK(1);
     pdl_wait_then_release();
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i == 0 && blockIdx.y == 0) *best = 0ull;
@@ -92,8 +93,9 @@ __device__ __forceinline__ void attention_split(const float* q, const float* kc,
         out[tid] = o;
         if (oimg) store_unit(o, (h * head_dim + tid) >> 5, n_head * head_dim, oimg);
     };
-    // K: position j, dimensions [quarter * span, quarter * span + span); V: float4 column c4
-    // of positions g, g + groups, ...
+    // K: position j, float4s quarter, quarter + 4, ... (so a warp's load instruction takes
+    // whole 32-byte sectors: llama-8b decode +2-5 %, NOTES.md session 27); V: float4 column c4
+    // of positions g, g + groups, ... (into registers, or where VS copied to shared memory)
     int j = tid >> 2, quarter = tid & 3, span4 = head_dim >> 4;
     int v4 = head_dim >> 2, groups = blockDim.x / v4, g = tid / v4, c4 = tid % v4;
     float4 kr[NV], vr[NV];
@@ -102,17 +104,15 @@ __device__ __forceinline__ void attention_split(const float* q, const float* kc,
     auto load = [&](bool fresh) {
         #pragma unroll
         for (int e = 0; e < NV; e++) {
-            if (j < cnt && e < span4 && (t0 + j >= p0) == fresh) kr[e] = ((const float4*)(kb + (long)j * kvd + quarter * 4 * span4))[e];
+            if (j < cnt && e < span4 && (t0 + j >= p0) == fresh) kr[e] = ((const float4*)(kb + (long)j * kvd))[e * 4 + quarter];
             int jj = g + e * groups;
-            if (!VS && g < groups && jj < cnt && (t0 + jj >= p0) == fresh) vr[e] = ((const float4*)(vb + (long)jj * kvd))[c4];
-        }
-        if (VS) {
-            for (int i = tid; i < cnt * v4; i += blockDim.x) {
-                int jj = i / v4, col = i - jj * v4;
-                if ((t0 + jj >= p0) == fresh) cp_async16(vs + jj * head_dim + 4 * col, vb + (long)jj * kvd + 4 * col);
+            if (g < groups && jj < cnt && (t0 + jj >= p0) == fresh) {
+                const float4* v = (const float4*)(vb + (long)jj * kvd) + c4;
+                if (VS) cp_async16(vs + jj * head_dim + 4 * c4, v);
+                else vr[e] = *v;
             }
-            cp_commit();
         }
+        if (VS) cp_commit();
     };
     #pragma unroll
     for (int e = 0; e < NV; e++) kr[e] = vr[e] = zero;
@@ -126,7 +126,7 @@ __device__ __forceinline__ void attention_split(const float* q, const float* kc,
     #pragma unroll
     for (int e = 0; e < NV; e++) {
         if (e < span4) {
-            float4 q4 = ((const float4*)(qs + quarter * 4 * span4))[e];
+            float4 q4 = ((const float4*)qs)[e * 4 + quarter];
             s += kr[e].x * q4.x + kr[e].y * q4.y + kr[e].z * q4.z + kr[e].w * q4.w;
         }
     }
@@ -187,6 +187,7 @@ __device__ __forceinline__ void attention_split(const float* q, const float* kc,
     extern "C" __global__ void __launch_bounds__(256, ATT_MIN_BLOCKS(HD)) attention_h##HD(const float* q, const float* kc, const float* vc,  \
             float* part, float* out, unsigned char* oimg, int n_head, int n_head_kv, int head_dim, const int* pos,           \
             float scale, int splits) {                                                                                  \
+        TRACE_BLOCK(3);                                                                                               \
         attention_split<HD>(q, kc, vc, part, out, oimg, n_head, n_head_kv, head_dim, pos, scale, splits);              \
     }
 ATTENTION(64) ATTENTION(128) ATTENTION(256)
@@ -203,6 +204,7 @@ ATTENTION(64) ATTENTION(128) ATTENTION(256)
 // waiting for the split kernel, so their weight loads overlap this one.
 #define MERGE_BATCH 16
 extern "C" __global__ void __launch_bounds__(256) attention_merge(const float* part, float* out, unsigned char* oimg, int n_head, int head_dim, const int* pos, int splits) {
+    TRACE_BLOCK(4);
     __shared__ float gm[8], gt[8], go[256];
     int h = blockIdx.x, z = blockIdx.y, dims = (head_dim + 31) & ~31, groups = blockDim.x / dims;
     int d = threadIdx.x % dims, g = threadIdx.x / dims, dl = min(d, head_dim - 1);
@@ -210,6 +212,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_merge(const float* p
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
+    TRACE_WAITED();
     int used = att_chunks(*pos + z + 1);
 #ifdef CORTIQ_ATT_NO_MERGE
     used = 1;  // profiling (anatomy.rs): the partials written, never merged
@@ -437,6 +440,7 @@ struct RopeQkvMap {
             float* kc, float* vc, int n_head, int n_head_kv, int head_dim, int rot, int neox, float base, const int* pos, \
             int cols) {                                                                                                 \
         extern __shared__ int sm[];                                                                                   \
+        TRACE_BLOCK(2);                                                                                               \
         RopeQkvMap m{wq, wk, wv, aq, ak, av, q, kc, vc, n_head, n_head_kv, head_dim, rot, neox, *pos, base};          \
         run_rows<K, 2, 1>(m, (n_head + 2 * n_head_kv) * head_dim, cols, x, 1, 1, nw, eps, sm);                                 \
     }
@@ -485,6 +489,7 @@ template <int R> struct GluMap : GluRows {
             const unsigned char* wu, int ag, int au, const float* x, const float* nw, float eps, float* h, int rows,  \
             int cols) {                                                                                              \
         extern __shared__ int sm[];                                                                                  \
+        TRACE_BLOCK(7);                                                                                              \
         GluMap<R> m{{wg, wu, ag, au}, h};                                                                              \
         run_rows<K, R, 1>(m, 2 * rows, cols, x, 1, 1, nw, eps, sm);                                                          \
     }
@@ -518,6 +523,7 @@ template <int R> struct GluUnitMap : GluRows {
             const unsigned char* wu, int ag, int au, const float* x, const float* nw, float eps, unsigned char* h_img, int rows, \
             int cols) {                                                                                              \
         extern __shared__ int sm[];                                                                                  \
+        TRACE_BLOCK(7);                                                                                              \
         GluUnitMap<R> m{{wg, wu, ag, au}, h_img};                                                                      \
         run_rows<K, R, 1>(m, 2 * rows, cols, x, 1, 1, nw, eps, sm);                                                  \
     }

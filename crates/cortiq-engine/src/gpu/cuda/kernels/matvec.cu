@@ -58,6 +58,56 @@ __device__ __forceinline__ float warp_sum(float v) { return warp_reduce<SumOp>(v
 __device__ __forceinline__ float warp_max(float v) { return warp_reduce<MaxOp>(v); }
 __device__ float block_sum(float v) { return block_reduce<SumOp>(v); }
 
+// Block timeline (profiling: `CMF_CUDA_DEFINES=CORTIQ_TRACE`, host `gpu/cuda/trace.rs`):
+// each block of a traced decode kernel appends one record to a ring the host drains after
+// every graph run: (family << 48 | SM << 32 | linear block index, globaltimer ns at entry,
+// when its wait for the kernel before returned (0 where it never waited), when its last
+// thread left). Families: 1 embed_row, 2 qkv_rope, 3 the split attention, 4 attention_merge,
+// 5 matvec, 6 matvec_img, 7 gate_up. Adds a barrier at each traced kernel's entry.
+#ifdef CORTIQ_TRACE
+#define TRACE_RING (1 << 20)
+__device__ unsigned long long cortiq_trace_count;
+__device__ ulonglong4 cortiq_trace_ring[TRACE_RING];
+__shared__ unsigned long long trace_enter, trace_wait, trace_exit;
+__shared__ unsigned int trace_left;
+__device__ __forceinline__ unsigned long long global_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+struct BlockTrace {
+    unsigned long long family;
+    __device__ explicit BlockTrace(int f) : family(f) {
+        if (threadIdx.x == 0) {
+            trace_enter = global_ns();
+            trace_wait = trace_exit = 0ull;
+            trace_left = blockDim.x;
+        }
+        __syncthreads();
+    }
+    // The last thread to leave writes the block's record.
+    __device__ ~BlockTrace() {
+        atomicMax(&trace_exit, global_ns());
+        __threadfence_block();
+        if (atomicSub(&trace_left, 1u) != 1u) return;
+        __threadfence_block();
+        unsigned sm;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+        unsigned long long block = blockIdx.x + (unsigned long long)gridDim.x * (blockIdx.y + (unsigned long long)gridDim.y * blockIdx.z);
+        unsigned long long i = atomicAdd(&cortiq_trace_count, 1ull) % TRACE_RING;
+        cortiq_trace_ring[i] = make_ulonglong4(family << 48 | (unsigned long long)sm << 32 | block, trace_enter, atomicMax(&trace_wait, 0ull), atomicMax(&trace_exit, 0ull));
+    }
+};
+#define TRACE_BLOCK(family) BlockTrace block_trace_(family)
+#define TRACE_WAITED()                                       \
+    do {                                                     \
+        if (threadIdx.x == 0) atomicMax(&trace_wait, global_ns()); \
+    } while (0)
+#else
+#define TRACE_BLOCK(family)
+#define TRACE_WAITED()
+#endif
+
 // Programmatic dependent launch (compute capability 9.0+, host: `gpu/cuda/launch.rs`): wait
 // until the kernel before this one on the stream has finished and its writes are visible,
 // then let the kernel after this one start its blocks (they, too, wait before touching
@@ -67,6 +117,7 @@ __device__ float block_sum(float v) { return block_reduce<SumOp>(v); }
 __device__ __forceinline__ void pdl_wait_then_release() {
 #if __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
+    TRACE_WAITED();
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
@@ -603,6 +654,7 @@ __device__ __forceinline__ float* unit_values(int unit) {
             unsigned long long* best) {                                                                    \
         extern __shared__ int sm[];                                                                       \
         int b = blockIdx.y;                                                                               \
+        TRACE_BLOCK(5);                                                                                   \
         PlainMap<R> m{w, a_off, y + (long)b * rows, add, best, 0ull};                                     \
         run_rows<K, R, 1>(m, rows, cols, x + (long)b * cols, 1, 1, nw, eps, sm);                          \
     }
@@ -615,6 +667,7 @@ MATVEC_R(0) MATVEC_R(1) MATVEC_R(2) MATVEC_R(3) MATVEC_R(4)
     extern "C" __global__ void __launch_bounds__(ROW_THREADS) matvec_img_k##K##_r##R(const unsigned char* w, int a_off, \
             const unsigned char* img, float* y, int rows, int cols, int add) {                            \
         extern __shared__ int sm[];                                                                       \
+        TRACE_BLOCK(6);                                                                                   \
         PlainMap<R> m{w, a_off, y, add, nullptr, 0ull};                                                   \
         run_rows<K, R, 1, X_IMAGE>(m, rows, cols, (const float*)img, 1, 1, nullptr, 0.f, sm);             \
     }
