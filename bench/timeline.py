@@ -11,10 +11,12 @@ layers and tokens:
   marginal  the previous launch's last exit -> this launch's last exit (boundary + work)
   early     this launch's first block entry -> its first wait release (blocks in before the wait)
   block     the median block's time from its wait release to its exit
-and the token's span (embedding's first entry -> the head's last exit)."""
+and the token's span (embedding's first entry -> the head's last exit); then each stage's block
+times (wait release -> exit) in percentiles, and their median by how many blocks of the same
+launch shared the block's SM."""
 import struct
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from statistics import mean, median
 
 FAMILY = {1: "embed", 2: "qkv", 3: "attention", 4: "merge", 5: "matvec", 6: "matvec_img", 7: "gate_up"}
@@ -101,6 +103,11 @@ def main():
                 s["block"].append(l["block"])
                 s["blocks"].append(len(l["blocks"]))
             prev_exit = l["exit"]
+            share = Counter(x[1] for x in l["blocks"])
+            for x in l["blocks"]:
+                if x[4]:
+                    s["times"].append(x[5] - x[4])
+                    s[f"share{share[x[1]]}"].append(x[5] - x[4])
     span = [t[-1][1]["exit"] - t[0][1]["enter"] for t in toks]
     layers = sum(1 for label, _ in toks[-1] if label == "qkv")
     print(f"trace {path}: {len(recs)} block records, {len(toks)} decode tokens of {n} launches ({layers} layers); timer step >= {min(steps) if steps else 0} ns")
@@ -113,6 +120,17 @@ def main():
             continue
         per_token = len(s["marginal"]) / len(toks)
         print(f"| {label} | {per_token:.0f} | {mean(s['blocks']):.0f} | {mean(s['boundary']) / 1e3:.2f} | {mean(s['work']) / 1e3:.2f} | {mean(s['marginal']) / 1e3:.2f} | {mean(s['early']) / 1e3:.2f} | {mean(s['block']) / 1e3:.2f} | {sum(s['marginal']) / len(toks) / 1e3:.1f} |")
+
+    print("\n| stage | block p10 us | p50 | p90 | max | median on SMs holding 1 / 2 / 3 / 4 of its blocks (blocks a launch) |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for label in LAYER + ["head"]:
+        s = stats.get(label)
+        if not s or not s["times"]:
+            continue
+        t = sorted(s["times"])
+        q = lambda f: t[min(len(t) - 1, int(f * len(t)))] / 1e3
+        by = " / ".join(f"{median(s[f'share{k}']) / 1e3:.2f} ({len(s[f'share{k}']) / len(toks) / max(1, len(s['marginal']) / len(toks)):.0f})" if s[f"share{k}"] else "-" for k in (1, 2, 3, 4))
+        print(f"| {label} | {q(0.1):.2f} | {q(0.5):.2f} | {q(0.9):.2f} | {t[-1] / 1e3:.2f} | {by} |")
 
 
 if __name__ == "__main__":

@@ -73,6 +73,18 @@ pub(super) fn unit_blocks(units: usize, cap: usize) -> usize {
     units.div_ceil(per).max(1)
 }
 
+/// Whether a unit kernel of `units` units, `per_sm` of whose blocks fit an SM, should start
+/// on an idle chip rather than overlap the kernel before it (programmatic dependent launch):
+/// where its blocks take two or more units each (more units than slots), the grid leaves
+/// slots empty, and an overlapping launch puts its blocks into the slots the kernel before
+/// frees first, three to an SM on some while others hold none. Measured on the H200
+/// (`bench/results/h200-s27/call4/`, llama-8b gate/up, the block timeline): at 3 blocks an SM
+/// (q4_0) the spread launch took the stage from 23.1 to 21.5 us a layer (tg128 566 -> 581);
+/// at 2 (q8_0) overlapping stacks no worse and the lost overlap cost 0.5 us (406 -> 403).
+pub(super) fn unit_blocks_stack(units: usize, per_sm: u32, sms: u32) -> bool {
+    per_sm >= 3 && units > per_sm as usize * sms as usize
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +114,17 @@ mod tests {
             let b = image_bytes(cols);
             assert!(b.is_multiple_of(16) && b >= cols + 12 * (cols / 32) && b < cols + 12 * (cols / 32) + 16, "{cols}: {b}");
         }
+    }
+
+    #[test]
+    fn unit_kernels_start_apart_only_where_their_blocks_would_stack_three_to_an_sm() {
+        // llama-8b gate/up on the H200: 448 units; q4_0 fits 3 blocks an SM, q8_0 2.
+        assert!(unit_blocks_stack(448, 3, 132));
+        assert!(!unit_blocks_stack(448, 2, 132));
+        // llama-1b (256 units) and smollm2 (48): a block per unit, no slot left empty by it.
+        assert!(!unit_blocks_stack(256, 3, 132));
+        assert!(!unit_blocks_stack(48, 4, 132));
+        assert!(!unit_blocks_stack(396, 3, 132) && unit_blocks_stack(397, 3, 132));
     }
 
     #[test]

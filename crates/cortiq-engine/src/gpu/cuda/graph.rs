@@ -823,14 +823,18 @@ impl CudaBackend {
         let chain = self.int8_chain.for_model(args[..c.n_layer * 7].iter().all(|w| kd(w) <= 2), c.head_dim);
         // Gate/up rows come in (gate, up) pairs, so 2 or 4 rows per warp group, whichever
         // balances the warps of the grid (as wide for both); writing the hidden row's int8
-        // image, 4 (its blocks take whole units of 32 pairs).
+        // image, 4 (its blocks take whole units of 32 pairs), and it starts apart from the o
+        // projection where overlapping would stack its blocks (`chain::unit_blocks_stack`).
         let (qkv_f, qkv_cfg) = self.row_launch(&super::row_kernel("qkv_rope", qkind, 2), c.q_dim() + 2 * c.kv_dim(), 2, row_smem(qkind, c.n_embd), 1)?;
-        let (glu_f, glu_cfg) = if chain.glu {
-            self.unit_launch(&super::row_kernel("gate_up_q8", gkind, 4), c.n_ff / 32, row_smem(gkind, c.n_embd))?
+        let (glu_f, glu_cfg, glu_ov) = if chain.glu {
+            let (name, units, smem) = (super::row_kernel("gate_up_q8", gkind, 4), c.n_ff / 32, row_smem(gkind, c.n_embd));
+            let (f, cfg) = self.unit_launch(&name, units, smem)?;
+            (f, cfg, !self.unit_blocks_stack(&name, units, smem)?)
         } else {
             let glu_warps = self.row_launch(&super::row_kernel("gate_up_silu", gkind, 4), 2 * c.n_ff, 4, row_smem(gkind, c.n_embd), 1)?.1.grid_dim.0 as usize * (super::ROW_THREADS as usize / 32);
             let glu_r = super::balanced_rows_per_group(2 * c.n_ff, &[4, 2], glu_warps);
-            self.row_launch(&super::row_kernel("gate_up_silu", gkind, glu_r), 2 * c.n_ff, glu_r, row_smem(gkind, c.n_embd), 1)?
+            let (f, cfg) = self.row_launch(&super::row_kernel("gate_up_silu", gkind, glu_r), 2 * c.n_ff, glu_r, row_smem(gkind, c.n_embd), 1)?;
+            (f, cfg, true)
         };
         // Every launch but the first may overlap the one before it (`launch::launch`).
         let ov = self.overlap;
@@ -875,7 +879,7 @@ impl CudaBackend {
             }
             a.int(ff).int(d);
             if self.skip.runs("glu") {
-                unsafe { launch(s, glu_f, glu_cfg, &a, ov) }.map_err(err)?;
+                unsafe { launch(s, glu_f, glu_cfg, &a, ov && glu_ov) }.map_err(err)?;
             }
             if self.skip.runs("down") {
                 if chain.glu {

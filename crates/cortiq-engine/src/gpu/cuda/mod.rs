@@ -439,6 +439,14 @@ impl CudaBackend {
         Ok((f, per_sm * self.sms))
     }
 
+    /// Whether unit kernel `name`'s launch (`unit_launch`) would stack its blocks three or
+    /// more to an SM behind the kernel before it (`chain::unit_blocks_stack`), so it should
+    /// start without overlapping that kernel.
+    pub(super) fn unit_blocks_stack(&self, name: &str, units: usize, smem: usize) -> Result<bool, String> {
+        let (_, cap) = self.row_blocks(name, smem)?;
+        Ok(chain::unit_blocks_stack(units, cap / self.sms, self.sms))
+    }
+
     /// Queue y (batch, rows) = x (batch, cols) . W^T on the stream, treated as `how` says
     /// (several activation rows: the prefill tiles, which take no norm or argmax).
     fn launch_matvec(&self, w: &WeightArg, weights: &HashMap<u64, Resident>, x: &impl DevicePtr<f32>, y: &mut CudaSlice<f32>, batch: usize, how: MatvecHow) -> Result<(), String> {
