@@ -10,8 +10,8 @@ use cudarc::driver::{CudaModule, CudaStream};
 use std::io::Write;
 use std::sync::Arc;
 
-/// Records the kernel ring holds (`TRACE_RING` in matvec.cu).
-const RING: u64 = 1 << 20;
+/// Records the kernels' ring holds (`TRACE_RING` in matvec.cu, defined from this).
+pub(super) const RING: u64 = 1 << 20;
 /// Bytes of one record (a ulonglong4).
 const RECORD: usize = 32;
 

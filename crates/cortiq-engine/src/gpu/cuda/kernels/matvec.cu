@@ -63,9 +63,9 @@ __device__ float block_sum(float v) { return block_reduce<SumOp>(v); }
 // every graph run: (family << 48 | SM << 32 | linear block index, globaltimer ns at entry,
 // when its wait for the kernel before returned (0 where it never waited), when its last
 // thread left). Families: 1 embed_row, 2 qkv_rope, 3 the split attention, 4 attention_merge,
-// 5 matvec, 6 matvec_img, 7 gate_up. Adds a barrier at each traced kernel's entry.
+// 5 matvec, 6 matvec_img, 7 gate_up. Adds a barrier at each traced kernel's entry. TRACE_RING
+// (records) comes from the host.
 #ifdef CORTIQ_TRACE
-#define TRACE_RING (1 << 20)
 __device__ unsigned long long cortiq_trace_count;
 __device__ ulonglong4 cortiq_trace_ring[TRACE_RING];
 __shared__ unsigned long long trace_enter, trace_wait, trace_exit;
