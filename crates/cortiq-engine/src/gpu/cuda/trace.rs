@@ -39,22 +39,49 @@ impl Trace {
         let mut count = [0u8; 8];
         stream.memcpy_dtoh(&self.module.get_global("cortiq_trace_count", stream).map_err(err)?, &mut count).map_err(err)?;
         let count = u64::from_le_bytes(count);
-        let (from, to) = (self.drained.max(count.saturating_sub(RING)), count);
-        if from > self.drained {
-            eprintln!("cortiq: CUDA: block timeline lost {} records (more than the ring between two drains)", from - self.drained);
+        let (lost, pieces) = unread(self.drained, count, RING);
+        if lost > 0 {
+            eprintln!("cortiq: CUDA: block timeline lost {lost} records (more than the ring between two drains)");
         }
         let ring = self.module.get_global("cortiq_trace_ring", stream).map_err(err)?;
-        let mut bytes = Vec::with_capacity(((to - from) as usize) * RECORD);
-        // The records in ring order, in at most two pieces (where the range wraps).
-        let mut at = from;
-        while at < to {
-            let slot = at % RING;
-            let n = (to - at).min(RING - slot);
+        let mut bytes = Vec::new();
+        for (slot, n) in pieces {
             let piece = ring.slice((slot as usize * RECORD)..((slot + n) as usize * RECORD));
             bytes.extend(stream.clone_dtoh(&piece).map_err(err)?);
-            at += n;
         }
-        self.drained = to;
+        self.drained = count;
         self.file.write_all(&bytes).map_err(|e| format!("CMF_CUDA_TRACE: cannot write {}: {e}", self.path.display()))
+    }
+}
+
+/// The records a drain reads when `drained` of `count` written were read before, from a ring
+/// of `ring` slots: how many were overwritten unread, and the rest as (first slot, records)
+/// pieces in write order (two where they wrap past the ring's end).
+fn unread(drained: u64, count: u64, ring: u64) -> (u64, Vec<(u64, u64)>) {
+    let from = drained.max(count.saturating_sub(ring));
+    let mut pieces = Vec::new();
+    let mut at = from;
+    while at < count {
+        let slot = at % ring;
+        let n = (count - at).min(ring - slot);
+        pieces.push((slot, n));
+        at += n;
+    }
+    (from - drained, pieces)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unread;
+
+    #[test]
+    fn a_drain_reads_the_new_records_in_write_order_and_counts_the_overwritten() {
+        assert_eq!(unread(0, 0, 8), (0, vec![]));
+        assert_eq!(unread(0, 5, 8), (0, vec![(0, 5)]));
+        assert_eq!(unread(5, 11, 8), (0, vec![(5, 3), (0, 3)]));
+        assert_eq!(unread(11, 11, 8), (0, vec![]));
+        // 20 written since the last drain at 3: the 12 oldest were overwritten.
+        assert_eq!(unread(3, 23, 8), (12, vec![(7, 1), (0, 7)]));
+        assert_eq!(unread(16, 24, 8), (0, vec![(0, 8)]));
     }
 }
