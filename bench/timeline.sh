@@ -7,7 +7,8 @@
 # per-stage times. Writes OUTDIR/timeline-SHAPE-CODEC.md, the bench output beside it and the
 # records gzipped.
 # Usage: bash bench/timeline.sh OUTDIR [SHAPE:CODEC ...]
-# Env: CORTIQ_BIN (built with --features cortiq-cli/cuda), PROMPT (512), GEN (16), MODELS_DIR.
+# Env: CORTIQ_BIN (built with --features cortiq-cli/cuda), PROMPT (512), GEN (16), MODELS_DIR,
+# DEFINES (more CMF_CUDA_DEFINES switches to compile beside CORTIQ_TRACE, comma-separated).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/script-start.sh
@@ -21,7 +22,7 @@ for spec in "${specs[@]}"; do
   file="$models/$name.gguf"
   [ -f "$file" ] || "$bin" synth "$shape" --codec "$codec" -o "$file" 2>/dev/null || { echo "synth $spec failed" >&2; continue; }
   rm -f "$out/trace-$name.bin" "$out/trace-$name.bin.gz"
-  CMF_GPU=cuda CMF_CUDA_DEFINES=CORTIQ_TRACE CMF_GRAPH_HOSTPROF=1 CMF_PROBE_CACHE=0 CMF_CUDA_TRACE="$out/trace-$name.bin" \
+  CMF_GPU=cuda CMF_CUDA_DEFINES=CORTIQ_TRACE${DEFINES:+,$DEFINES} CMF_GRAPH_HOSTPROF=1 CMF_PROBE_CACHE=0 CMF_CUDA_TRACE="$out/trace-$name.bin" \
     timeout 120 "$bin" bench -m "$file" -p "$prompt" -n "$gen" -r 1 --backend cuda > "$out/bench-$name.txt" 2>&1 \
     || { echo "bench $spec failed: $(tail -n1 "$out/bench-$name.txt")" >&2; continue; }
   python3 bench/timeline.py "$out/trace-$name.bin" $((gen / 2)) > "$out/timeline-$name.md" && echo "## $spec" && cat "$out/timeline-$name.md"
