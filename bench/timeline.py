@@ -84,13 +84,12 @@ def main():
     stamps = sorted({r[3] for r in recs} | {r[5] for r in recs})
     steps = [b - a for a, b in zip(stamps, stamps[1:]) if b > a]
     toks = tokens(launches(recs))
-    # Prefill chunks also start with an embedding; decode tokens share one launch count.
     if not toks:
         sys.exit("no whole decode token in the trace")
+    # Decode tokens share one launch count: the last `want` of them.
     n = len(toks[-1])
     toks = [t for t in toks if len(t) == n][-want:]
     stats = defaultdict(lambda: defaultdict(list))
-    prev_exit = None
     for t in toks:
         prev_exit = None
         for label, l in t:
