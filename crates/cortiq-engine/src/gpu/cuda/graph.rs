@@ -827,16 +827,15 @@ impl CudaBackend {
         // projection where overlapping would stack its blocks (`chain::unit_blocks_stack`).
         let (qkv_f, qkv_cfg) = self.row_launch(&super::row_kernel("qkv_rope", qkind, 2), c.q_dim() + 2 * c.kv_dim(), 2, row_smem(qkind, c.n_embd), 1)?;
         let (glu_f, glu_cfg, glu_ov) = if chain.glu {
-            let (name, units, smem) = (super::row_kernel("gate_up_q8", gkind, 4), c.n_ff / 32, row_smem(gkind, c.n_embd));
-            let (f, cfg) = self.unit_launch(&name, units, smem)?;
-            (f, cfg, !self.unit_blocks_stack(&name, units, smem)?)
+            self.unit_launch(&super::row_kernel("gate_up_q8", gkind, 4), c.n_ff / 32, row_smem(gkind, c.n_embd))?
         } else {
             let glu_warps = self.row_launch(&super::row_kernel("gate_up_silu", gkind, 4), 2 * c.n_ff, 4, row_smem(gkind, c.n_embd), 1)?.1.grid_dim.0 as usize * (super::ROW_THREADS as usize / 32);
             let glu_r = super::balanced_rows_per_group(2 * c.n_ff, &[4, 2], glu_warps);
             let (f, cfg) = self.row_launch(&super::row_kernel("gate_up_silu", gkind, glu_r), 2 * c.n_ff, glu_r, row_smem(gkind, c.n_embd), 1)?;
             (f, cfg, true)
         };
-        // Every launch but the first may overlap the one before it (`launch::launch`).
+        // Every launch but the first may overlap the one before it (`launch::launch`); gate/up
+        // where `glu_ov` says so.
         let ov = self.overlap;
         let mut a = KernelArgs::default();
         a.buf(&e.data, s).int(ekind).int(e.a_off).buf(&tok_ptr, s).buf(&g.x, s).int(d).buf(&g.best, s);

@@ -418,11 +418,14 @@ impl CudaBackend {
     }
 
     /// The launch of row kernel `name` whose blocks take whole output units (`run_rows`'
-    /// UNIT maps; the int8 chain's producers), `units` of them, staging `smem` bytes.
-    pub(super) fn unit_launch(&self, name: &str, units: usize, smem: usize) -> Result<(&CudaFunction, LaunchConfig), String> {
+    /// UNIT maps; the int8 chain's producers), `units` of them, staging `smem` bytes, and
+    /// whether it may overlap the kernel before it (not where that would stack its blocks
+    /// three or more to an SM: `chain::unit_blocks_stack`).
+    pub(super) fn unit_launch(&self, name: &str, units: usize, smem: usize) -> Result<(&CudaFunction, LaunchConfig, bool), String> {
         let (f, cap) = self.row_blocks(name, smem)?;
         let blocks = chain::unit_blocks(units, cap as usize) as u32;
-        Ok((f, LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (ROW_THREADS, 1, 1), shared_mem_bytes: smem as u32 }))
+        let overlap = !chain::unit_blocks_stack(units, cap / self.sms, self.sms);
+        Ok((f, LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (ROW_THREADS, 1, 1), shared_mem_bytes: smem as u32 }, overlap))
     }
 
     /// Row kernel `name` and the most of its blocks (staging `smem` bytes) resident on the
@@ -439,14 +442,6 @@ impl CudaBackend {
             }
         };
         Ok((f, per_sm * self.sms))
-    }
-
-    /// Whether unit kernel `name`'s launch (`unit_launch`) would stack its blocks three or
-    /// more to an SM behind the kernel before it (`chain::unit_blocks_stack`), so it should
-    /// start without overlapping that kernel.
-    pub(super) fn unit_blocks_stack(&self, name: &str, units: usize, smem: usize) -> Result<bool, String> {
-        let (_, cap) = self.row_blocks(name, smem)?;
-        Ok(chain::unit_blocks_stack(units, cap / self.sms, self.sms))
     }
 
     /// Queue y (batch, rows) = x (batch, cols) . W^T on the stream, treated as `how` says
