@@ -8,7 +8,10 @@
 # records gzipped.
 # Usage: bash bench/timeline.sh OUTDIR [SHAPE:CODEC ...]
 # Env: CORTIQ_BIN (built with --features cortiq-cli/cuda), PROMPT (512), GEN (16), MODELS_DIR,
-# DEFINES (more CMF_CUDA_DEFINES switches to compile beside CORTIQ_TRACE, comma-separated).
+# DEFINES (more CMF_CUDA_DEFINES switches to compile beside CORTIQ_TRACE, comma-separated; with
+# CORTIQ_TRACE_LOADED, _STAGED or _DOTTED a row kernel's wait release reads as the return of its
+# normed row's loads, the end of its staging or of its dot products, so its block time and
+# boundary move by that phase).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/script-start.sh

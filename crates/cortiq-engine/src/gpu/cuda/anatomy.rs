@@ -6,12 +6,15 @@
 //! (`CMF_GRAPH_HOSTPROF=1`) shows what those parts cost in the captured chain. Outputs are
 //! wrong while one of those is set; `bench/anatomy.sh` runs it with the stage ablation
 //! (`gpu/stage_skip.rs`) and tabulates both. `CORTIQ_TRACE` leaves outputs right and records
-//! the decode kernels' block timeline (`trace.rs`, `bench/timeline.sh`).
+//! the decode kernels' block timeline (`trace.rs`, `bench/timeline.sh`); beside it
+//! `CORTIQ_TRACE_LOADED` / `CORTIQ_TRACE_STAGED` / `CORTIQ_TRACE_DOTTED` start a row kernel's
+//! block time when its normed activation row's loads are back / the row is staged / its dot
+//! products are done instead of at its wait release, so two timelines give a phase's time.
 
 use crate::gpu::stage_skip::known_names;
 
 /// The switches `CMF_CUDA_DEFINES` may set.
-pub(super) const DEFINES: [&str; 4] = ["CORTIQ_NO_STAGING", "CORTIQ_NO_STREAM", "CORTIQ_ATT_NO_MERGE", "CORTIQ_TRACE"];
+pub(super) const DEFINES: [&str; 7] = ["CORTIQ_NO_STAGING", "CORTIQ_NO_STREAM", "CORTIQ_ATT_NO_MERGE", "CORTIQ_TRACE", "CORTIQ_TRACE_LOADED", "CORTIQ_TRACE_STAGED", "CORTIQ_TRACE_DOTTED"];
 
 /// Switches the kernels are compiled with (none by default).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -40,7 +43,7 @@ impl KernelSwitches {
 
     /// A one-line warning when any switch is set, for `cortiq gpu` and the log.
     pub(super) fn warning(&self) -> Option<String> {
-        let effect = if self.0.iter().all(|&d| d == "CORTIQ_TRACE") { "a block timeline is recorded, timings perturbed" } else { "outputs are wrong, timings only" };
+        let effect = if self.0.iter().all(|&d| d.starts_with("CORTIQ_TRACE")) { "a block timeline is recorded, timings perturbed" } else { "outputs are wrong, timings only" };
         (!self.0.is_empty()).then(|| format!("CMF_CUDA_DEFINES compiles the kernels with {}: {effect}", self.0.join(", ")))
     }
 }
@@ -60,5 +63,9 @@ mod tests {
         let trace = KernelSwitches::parse(Some("CORTIQ_TRACE")).unwrap();
         assert!(trace.has("CORTIQ_TRACE") && !k.has("CORTIQ_TRACE"));
         assert!(trace.warning().is_some_and(|w| w.contains("timeline") && !w.contains("wrong")));
+        let staged = KernelSwitches::parse(Some("CORTIQ_TRACE,CORTIQ_TRACE_STAGED")).unwrap();
+        assert!(staged.warning().is_some_and(|w| w.contains("timeline") && !w.contains("wrong")));
+        let mixed = KernelSwitches::parse(Some("CORTIQ_TRACE,CORTIQ_NO_STAGING")).unwrap();
+        assert!(mixed.warning().is_some_and(|w| w.contains("wrong")));
     }
 }

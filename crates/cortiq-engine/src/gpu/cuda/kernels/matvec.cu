@@ -107,6 +107,26 @@ struct BlockTrace {
 #define TRACE_BLOCK(family)
 #define TRACE_WAITED()
 #endif
+// Where the timeline's block time of a row kernel (`run_rows`) starts: at its wait release,
+// or with CORTIQ_TRACE_LOADED when thread 0 holds its pieces of a normed activation row
+// (stage_x, before the norm's reduction), with CORTIQ_TRACE_STAGED when the row is staged,
+// with CORTIQ_TRACE_DOTTED when thread 0 has left its dot products (the record's wait field
+// holds that time instead).
+#ifdef CORTIQ_TRACE_LOADED
+#define TRACE_LOADED() TRACE_WAITED()
+#else
+#define TRACE_LOADED()
+#endif
+#ifdef CORTIQ_TRACE_STAGED
+#define TRACE_STAGED() TRACE_WAITED()
+#else
+#define TRACE_STAGED()
+#endif
+#ifdef CORTIQ_TRACE_DOTTED
+#define TRACE_DOTTED() TRACE_WAITED()
+#else
+#define TRACE_DOTTED()
+#endif
 
 // Programmatic dependent launch (compute capability 9.0+, host: `gpu/cuda/launch.rs`): wait
 // until the kernel before this one on the stream has finished and its writes are visible,
@@ -202,6 +222,7 @@ __device__ void stage_x(int kind, const float* x, const float* nw, float eps, in
                 #pragma unroll
                 for (int k = 0; k < 8; k++) ss += v[p][k] * v[p][k];
             }
+            TRACE_LOADED();
             if (one_round) scale = rsqrtf(block_sum(ss) / cols + eps);
             #pragma unroll
             for (int p = 0; p < STAGE_PASSES; p++) {
@@ -535,6 +556,7 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
         stage_image((const unsigned char*)x, cols, sm);
     }
 #endif
+    TRACE_STAGED();
     if (items && (K == 0 || K == 2)) find_shifts(now.row0);
     float acc[R][NB];
     #pragma unroll
@@ -585,6 +607,7 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
             if ((K == 0 || K == 2) && t + 1 < items) find_shifts(now.row0);
         }
     }
+    TRACE_DOTTED();
     cp_wait<0>();
     map.flush();
 }
