@@ -75,6 +75,13 @@ __device__ __forceinline__ unsigned long long global_ns() {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
 }
+// globaltimer once v is known: the read is predicated on a test of v, so it cannot be
+// scheduled before the loads v comes from return (0 where v is NaN).
+__device__ __forceinline__ unsigned long long global_ns_after(float v) {
+    unsigned long long t;
+    asm volatile("{\n\t.reg .pred nan;\n\tsetp.neu.f32 nan, %1, %1;\n\t@nan mov.u64 %0, 0;\n\t@!nan mov.u64 %0, %%globaltimer;\n\t}" : "=l"(t) : "f"(v));
+    return t;
+}
 struct BlockTrace {
     unsigned long long family;
     __device__ explicit BlockTrace(int f) : family(f) {
@@ -108,14 +115,17 @@ struct BlockTrace {
 #define TRACE_WAITED()
 #endif
 // Where the timeline's block time of a row kernel (`run_rows`) starts: at its wait release,
-// or with CORTIQ_TRACE_LOADED when thread 0 holds its pieces of a normed activation row
-// (stage_x, before the norm's reduction), with CORTIQ_TRACE_STAGED when the row is staged,
-// with CORTIQ_TRACE_DOTTED when thread 0 has left its dot products (the record's wait field
-// holds that time instead).
-#ifdef CORTIQ_TRACE_LOADED
-#define TRACE_LOADED() TRACE_WAITED()
+// or with CORTIQ_TRACE_LOADED when thread 0's loads of its pieces of a normed activation row
+// have returned (stage_x, before the norm's reduction), with CORTIQ_TRACE_STAGED when the row
+// is staged, with CORTIQ_TRACE_DOTTED when thread 0 has left its dot products (the record's
+// wait field holds that time instead).
+#if defined(CORTIQ_TRACE) && defined(CORTIQ_TRACE_LOADED)
+#define TRACE_LOADED(v)                                                       \
+    do {                                                                      \
+        if (threadIdx.x == 0) atomicMax(&trace_wait, global_ns_after(v));     \
+    } while (0)
 #else
-#define TRACE_LOADED()
+#define TRACE_LOADED(v)
 #endif
 #ifdef CORTIQ_TRACE_STAGED
 #define TRACE_STAGED() TRACE_WAITED()
@@ -222,7 +232,7 @@ __device__ void stage_x(int kind, const float* x, const float* nw, float eps, in
                 #pragma unroll
                 for (int k = 0; k < 8; k++) ss += v[p][k] * v[p][k];
             }
-            TRACE_LOADED();
+            TRACE_LOADED(ss);
             if (one_round) scale = rsqrtf(block_sum(ss) / cols + eps);
             #pragma unroll
             for (int p = 0; p < STAGE_PASSES; p++) {
