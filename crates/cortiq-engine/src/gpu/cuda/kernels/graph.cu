@@ -208,15 +208,17 @@ extern "C" __global__ void __launch_bounds__(256) attention_merge(const float* p
     __shared__ float gm[8], gt[8], go[256];
     int h = blockIdx.x, z = blockIdx.y, dims = (head_dim + 31) & ~31, groups = blockDim.x / dims;
     int d = threadIdx.x % dims, g = threadIdx.x / dims, dl = min(d, head_dim - 1);
+    // *pos was written before the token's first kernel, so it is read before the wait and
+    // the partials' loads follow the wait at once (read after it, it was a round trip of its own).
+    int used = att_chunks(*pos + z + 1);
+#ifdef CORTIQ_ATT_NO_MERGE
+    used = 1;  // profiling (anatomy.rs): the partials written, never merged
+#endif
 #if __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
     TRACE_WAITED();
-    int used = att_chunks(*pos + z + 1);
-#ifdef CORTIQ_ATT_NO_MERGE
-    used = 1;  // profiling (anatomy.rs): the partials written, never merged
-#endif
     if (used == 1) return;
     const float* p = part + ((long)z * n_head + h) * splits * (head_dim + 2);
     const float ninf = -__int_as_float(0x7f800000);
@@ -428,6 +430,7 @@ struct RopeQkvMap {
         dst[a] = y0;
         dst[b] = y1;
     }
+    __device__ void begin(int, int) const {}
     __device__ void flush() {}
 };
 
@@ -479,6 +482,7 @@ template <int R> struct GluMap : GluRows {
         for (int p = 0; p < R / 2; p++)
             if (i0 + 2 * p < total) hr[(i0 >> 1) + p] = silu_times(s[2 * p], s[2 * p + 1]);
     }
+    __device__ void begin(int, int) const {}
     __device__ void flush() {}
 };
 
@@ -513,6 +517,7 @@ template <int R> struct GluUnitMap : GluRows {
             store_unit(h, u, total >> 1, img);
         }
     }
+    __device__ void begin(int, int) const {}
     __device__ void flush() const {}
 };
 

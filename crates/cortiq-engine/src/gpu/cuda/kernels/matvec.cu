@@ -474,10 +474,11 @@ template <int K> struct Ring {
 #define X_FLOATS 0
 #define X_IMAGE 1
 
-// The rows of one launch, R consecutive rows per warp group (a Map gives row(i) and
-// finish(activation row, first row, sums)); total < 2^31. Every warp walks its groups (warp,
-// warp + warps, ...) unit by unit, lanes side by side: work item t is group warp + (t /
-// iters) * warps, unit lane + 32 (t % iters). A Map with UNIT > 0 rows (total a multiple
+// The rows of one launch, R consecutive rows per warp group (a Map gives row(i),
+// begin(first row, total), called once per group after the wait and before its dot
+// products, and finish(activation row, first row, sums)); total < 2^31. Every warp walks
+// its groups (warp, warp + warps, ...) unit by unit, lanes side by side: work item t is
+// group warp + (t / iters) * warps, unit lane + 32 (t % iters). A Map with UNIT > 0 rows (total a multiple
 // of it) takes whole units a block instead: block b walks units b * per .. (per = units /
 // blocks, rounded up), each in passes of its warps over R x warps-a-block consecutive rows,
 // and after a unit's last pass every thread of the block calls map.unit_done(unit, total).
@@ -557,6 +558,7 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
     };
     for (int t = 0; t < P - 1; t++) issue(t);
     pdl_wait_then_release();
+    if (items) map.begin(now.row0, total);
 #ifdef CORTIQ_NO_STAGING
     __syncthreads();  // profiling (anatomy.rs): the staging's closing barrier only
 #else
@@ -615,6 +617,7 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
                 }
             }
             if ((K == 0 || K == 2) && t + 1 < items) find_shifts(now.row0);
+            if (t + 1 < items) map.begin(now.row0, total);
         }
     }
     TRACE_DOTTED();
@@ -642,13 +645,22 @@ template <int R> struct PlainMap {
     int add;
     unsigned long long* best;
     unsigned long long mine;  // lane 0's best key so far
+    float ahead[R];           // lane 0, add: activation row 0's y values of the rows `begin` named
     __device__ Row row(int i) const { return Row{w, a_off, i}; }
+    // Lane 0 loads the y values rows i0 .. i0 + R - 1 are added to (activation row 0), so
+    // that their finish does not wait a round trip for them.
+    __device__ void begin(int i0, int total) {
+        if (!add || (threadIdx.x & 31) != 0) return;
+        #pragma unroll
+        for (int r = 0; r < R; r++)
+            if (i0 + r < total) ahead[r] = y[i0 + r];
+    }
     __device__ void finish(int b, int i0, int total, const float* s) {
         float* yb = y + (long)b * total;
         #pragma unroll
         for (int r = 0; r < R; r++) {
             if (i0 + r < total) {
-                float v = add ? yb[i0 + r] + s[r] : s[r];
+                float v = add ? (b == 0 ? ahead[r] : yb[i0 + r]) + s[r] : s[r];
                 yb[i0 + r] = v;
                 if (best) mine = max(mine, argmax_key(v, i0 + r));
             }
