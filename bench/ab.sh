@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # On the GPU machine: A/B of cortiq binaries inside one call (processes differ by a few %,
 # so variants are compared only here, alternating). For each shape, each round runs every
-# binary once, in turn; prints one line per run and a table of the means into OUTDIR/ab.md.
+# binary once, in turn; prints one line per run and a table of the means into OUTDIR/ab.md,
+# with each binary's tg geometric mean over the first one's; the best's name goes to
+# OUTDIR/ab-best.txt.
 # Usage: BINS="./cortiq-base ./cortiq-new" bash bench/ab.sh OUTDIR SHAPE:CODEC...
 # Env: BACKEND (cuda), PROMPT (64), GEN (128), REPS (2), ROUNDS (2), DEADLINE (seconds from
 # the start after which no new run begins; 0: none), MODELS_DIR, VARIANTS (settings that
@@ -41,8 +43,8 @@ print('$spec', '$label', $round, round(r['pp$prompt']['tokens_per_s'], 1), round
     done
   done
 done
-python3 - "$out/ab-runs.txt" "$prompt" "$gen" > "$out/ab.md" <<'EOF'
-import sys, collections
+python3 - "$out/ab-runs.txt" "$prompt" "$gen" "$out/ab-best.txt" > "$out/ab.md" <<'EOF'
+import sys, collections, math
 runs = collections.defaultdict(list)
 order = []
 for line in open(sys.argv[1]):
@@ -59,5 +61,19 @@ for key in order:
     v = runs[key]
     pp = sum(x[0] for x in v) / len(v)
     print(f"| {key[0]} | {key[1]} | {pp:.1f} | {' / '.join(f'{x[1]:.1f}' for x in v)} |")
+# Each label's tg tok/s (mean of rounds) over the first label's, geometric mean over the
+# shapes both ran; the best label goes to ab-best.txt.
+tg = {k: sum(x[1] for x in v) / len(v) for k, v in runs.items()}
+labels = list(dict.fromkeys(k[1] for k in order))
+shapes = list(dict.fromkeys(k[0] for k in order))
+score = {}
+for label in labels:
+    logs = [math.log(tg[(s, label)] / tg[(s, labels[0])]) for s in shapes if (s, label) in tg and (s, labels[0]) in tg]
+    if logs:
+        score[label] = math.exp(sum(logs) / len(logs))
+if score:
+    print()
+    print(f"tg geometric mean over {labels[0]}: " + ", ".join(f"{k} {v:.4f}" for k, v in score.items()))
+    open(sys.argv[4], "w").write(max(score, key=score.get) + "\n")
 EOF
 cat "$out/ab-runs.txt" "$out/ab.md"

@@ -29,22 +29,7 @@ echo "synth done at $((SECONDS-start)) s"
 BINS="./cortiq-base ./cortiq-async ./cortiq-img8 ./cortiq-img4" BACKEND=cuda PROMPT=512 GEN=128 REPS=1 ROUNDS=2 \
   DEADLINE=$((400-(SECONDS-start))) MODELS_DIR=$M bash bench/ab.sh $OUT/ab smollm2-135m:q4_0 llama-1b:q4_0 llama-8b:q8_0 llama-8b:q4_0 > /dev/null 2>&1
 cat $OUT/ab/ab.md
-best=$(python3 - $OUT/ab/ab-runs.txt <<'PY'
-import sys, math, collections
-tg = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    f = line.split()
-    if len(f) != 5: continue
-    s, b, r, pp, t = f; tg[(s, b)].append(float(t))
-shapes = sorted({s for s, _ in tg}); bins = sorted({b for _, b in tg})
-score = {}
-for b in bins:
-    logs = [math.log(max(tg[(s, b)]) / max(tg[(s, './cortiq-base')])) for s in shapes if (s, b) in tg and (s, './cortiq-base') in tg]
-    score[b] = sum(logs) / len(logs) if logs else -1
-    print(f"{b} geomean tg ratio {math.exp(score[b]):.4f}", file=sys.stderr)
-print(max(score, key=score.get))
-PY
-)
+best=$(cat $OUT/ab/ab-best.txt)
 echo "best: $best at $((SECONDS-start)) s"
 CORTIQ_BIN=$best BACKENDS=cuda REPS=2 BANDWIDTH=4350 MODELS_DIR=$M timeout $((540-(SECONDS-start))) bash bench/gpu-all.sh $OUT/table-cuda
 cat $OUT/table-cuda/bench.md; echo "table by $best" > $OUT/table-cuda/binary.txt
