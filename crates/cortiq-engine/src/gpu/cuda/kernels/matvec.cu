@@ -474,21 +474,20 @@ template <int K> struct Ring {
 #define X_FLOATS 0
 #define X_IMAGE 1
 
-// The rows of one launch, R consecutive rows per warp group (a Map gives row(i),
-// begin(first row, total), called once per group after the wait and before its dot
-// products, and finish(activation row, first row, sums)); total < 2^31. Every warp walks
-// its groups (warp, warp + warps, ...) unit by unit, lanes side by side: work item t is
-// group warp + (t / iters) * warps, unit lane + 32 (t % iters). A Map with UNIT > 0 rows (total a multiple
-// of it) takes whole units a block instead: block b walks units b * per .. (per = units /
-// blocks, rounded up), each in passes of its warps over R x warps-a-block consecutive rows,
-// and after a unit's last pass every thread of the block calls map.unit_done(unit, total).
-// The weights of the next P items stream into the thread's shared-memory ring by cp.async
-// (no registers held), the first ones before x is staged (and before waiting for the
-// kernel that wrote x). x holds n activation rows (n <= NB, the tile the shared memory was
-// laid out for: NB_alloc rows of staged x, then the ring); every weight unit is dotted with
-// all of them. A norm (nw) is for one row only. XS (X_*) says what x is: floats, or (one
-// row, never normed) an int8 image. Row addresses are looked up once per group, not per
-// unit.
+// The rows of one launch, R consecutive rows per warp group (a Map gives row(i), begin(first
+// row, total), called once per group after the wait and before its dot products, and
+// finish(activation row, first row, sums)); total < 2^31. Every warp walks its groups (warp,
+// warp + warps, ...) unit by unit, lanes side by side: work item t is group warp + (t / iters)
+// * warps, unit lane + 32 (t % iters). A Map with UNIT > 0 rows (total a multiple of it) takes
+// whole units a block instead: block b walks units b * per .. (per = units / blocks, rounded
+// up), each in passes of its warps over R x warps-a-block consecutive rows, and after a unit's
+// last pass every thread of the block calls map.unit_done(unit, total). The weights of the
+// next P items stream into the thread's shared-memory ring by cp.async (no registers held),
+// the first ones before x is staged (and before waiting for the kernel that wrote x). x holds
+// n activation rows (n <= NB, the tile the shared memory was laid out for: NB_alloc rows of
+// staged x, then the ring); every weight unit is dotted with all of them. A norm (nw) is for
+// one row only. XS (X_*) says what x is: floats, or (one row, never normed) an int8 image. Row
+// addresses are looked up once per group, not per unit.
 template <int K, int R, int NB, int XS = X_FLOATS, class Map>
 __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const float* x, int n, int nb_alloc, const float* nw, float eps, int* sm) {
     constexpr int P = Ring<K>::UNITS / R;
