@@ -3,12 +3,11 @@
 # session 30). Build four binaries first, locally, from a clean tree at the commit that
 # added this file:
 #   base:  cargo build --release --features gpu,cuda
-#   async: git apply bench/results/h200-s30/image-async.diff, build, git checkout crates
+#   async: git apply bench/results/h200-s30/image-async.diff, build; also
+#          cargo test --release --features gpu,cuda --no-run (the gpu_parity binary it names
+#          is gpu_parity-async); git checkout crates
 #   img8:  git apply bench/results/h200-s29/image-loads-together.diff, build, git checkout crates
-#   img4:  git apply bench/results/h200-s30/image4.diff, build; also
-#          cargo test --release --features gpu,cuda --no-run (the gpu_parity binary it names),
-#          git checkout crates; then apply image-async.diff again and build gpu_parity once more
-#          (gpu_parity-async).
+#   img4:  git apply bench/results/h200-s30/image4.diff, build, git checkout crates
 # Strip and gzip them into gpuab/ as cortiq-base.gz, cortiq-async.gz, cortiq-img8.gz,
 # cortiq-img4.gz, gpu_parity-async.gz; copy this to gpuab/call.sh; carry gpuab.
 # Then: parity of async (during the synth), the A/B, and README's table with the binary whose
