@@ -14,13 +14,7 @@
 # tg128 geometric mean over base is highest.
 set -u
 cd "$(dirname "$0")/.."
-for b in cortiq-base cortiq-async cortiq-img8 cortiq-img4 gpu_parity-async; do gunzip -c gpuab/$b.gz > ./$b; chmod +x ./$b; done
-. bench/gpu-env.sh
-M=/tmp/cortiq-models; mkdir -p $M
-start=$SECONDS
-for s in llama-8b:q8_0 llama-8b:q4_0 llama-1b:q4_0 llama-1b:q8_0 smollm2-135m:q4_0 smollm2-135m:q8_0; do
-  ./cortiq-base synth ${s%%:*} --codec ${s##*:} -o $M/${s%%:*}-${s##*:}.gguf >/dev/null 2>&1 &
-done
+. bench/device-start.sh llama-8b:q8_0 llama-8b:q4_0 llama-1b:q4_0 llama-1b:q8_0 smollm2-135m:q4_0 smollm2-135m:q8_0
 timeout 150 ./gpu_parity-async --test-threads 1 --nocapture token_graph_matches_the_cpu_path cuda_int8_chain_gives_the_logits_of_the_graph_without_it cuda_attention_matches_an_exact_softmax > $OUT/parity-async.log 2>&1
 echo "parity async rc $? at $((SECONDS-start)) s: $(grep -E '^test result' $OUT/parity-async.log)"; grep -E "panicked|FAILED|^cuda .*graph vs CPU" $OUT/parity-async.log | head
 wait

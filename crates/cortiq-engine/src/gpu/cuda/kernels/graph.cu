@@ -469,6 +469,7 @@ struct GluRows {
     const unsigned char *wg, *wu;
     int ag, au;
     __device__ Row row(int i) const { return (i & 1) ? Row{wu, au, i >> 1} : Row{wg, ag, i >> 1}; }
+    __device__ void begin(int, int) const {}  // nothing to load ahead of the dot products
 };
 
 // GluRows with R even, so a warp group holds whole pairs and writes h[i] = silu(gate_i . xn)
@@ -482,7 +483,6 @@ template <int R> struct GluMap : GluRows {
         for (int p = 0; p < R / 2; p++)
             if (i0 + 2 * p < total) hr[(i0 >> 1) + p] = silu_times(s[2 * p], s[2 * p + 1]);
     }
-    __device__ void begin(int, int) const {}
     __device__ void flush() {}
 };
 
@@ -517,7 +517,6 @@ template <int R> struct GluUnitMap : GluRows {
             store_unit(h, u, total >> 1, img);
         }
     }
-    __device__ void begin(int, int) const {}
     __device__ void flush() const {}
 };
 

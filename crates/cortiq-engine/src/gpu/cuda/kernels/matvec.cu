@@ -106,10 +106,12 @@ struct BlockTrace {
     }
 };
 #define TRACE_BLOCK(family) BlockTrace block_trace_(family)
-#define TRACE_WAITED()                                       \
-    do {                                                     \
-        if (threadIdx.x == 0) atomicMax(&trace_wait, global_ns()); \
+// Thread 0 records timer reading t as the block's wait release (the latest call wins).
+#define TRACE_WAIT_AT(t)                                \
+    do {                                                \
+        if (threadIdx.x == 0) atomicMax(&trace_wait, t); \
     } while (0)
+#define TRACE_WAITED() TRACE_WAIT_AT(global_ns())
 #else
 #define TRACE_BLOCK(family)
 #define TRACE_WAITED()
@@ -120,10 +122,7 @@ struct BlockTrace {
 // is staged, with CORTIQ_TRACE_DOTTED when thread 0 has left its dot products (the record's
 // wait field holds that time instead).
 #if defined(CORTIQ_TRACE) && defined(CORTIQ_TRACE_LOADED)
-#define TRACE_LOADED(v)                                                       \
-    do {                                                                      \
-        if (threadIdx.x == 0) atomicMax(&trace_wait, global_ns_after(v));     \
-    } while (0)
+#define TRACE_LOADED(v) TRACE_WAIT_AT(global_ns_after(v))
 #else
 #define TRACE_LOADED(v)
 #endif
