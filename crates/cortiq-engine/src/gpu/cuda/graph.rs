@@ -18,7 +18,7 @@
 //! takes 64 query rows per block over the mirror on the tensor cores (flash.cu; 32 rows in
 //! FP32 for other head sizes), and only the last row goes through the head.
 
-use super::chain::image_bytes;
+use super::chain::{image_bytes, image_matvec_smem};
 use super::launch::{launch, KernelArgs};
 use super::top_k::{read_candidates, NextPick, PickTo, TopKBuffers, TOPK_MAX};
 use super::{err, kind, row_smem, CudaBackend, MatvecHow, Resident, Unfit};
@@ -893,13 +893,15 @@ impl CudaBackend {
     }
 
     /// Queue y += x . W^T for weight `w` (a quantized codec), x given by its int8 image
-    /// `img` (the token graph's int8 chain; matvec.cu's `matvec_img`).
+    /// `img` (the token graph's int8 chain; matvec.cu's `matvec_img`), at most two blocks an
+    /// SM (`image_matvec_smem`).
     fn launch_image_matvec(&self, w: &WeightArg, map: &HashMap<u64, Resident>, img: &CudaSlice<u8>, y: &CudaSlice<f32>) -> Result<(), String> {
         let k = kind(w.view.codec).filter(|&k| k <= 2).ok_or("the int8 chain takes quantized codecs only")?;
         let res = map.get(&w.key).ok_or("weight not resident")?;
         let (rows, cols) = (w.view.rows, w.view.cols);
         let r = super::matvec_rows_per_group(rows);
-        let (f, cfg) = self.row_launch(&super::row_kernel("matvec_img", k, r), rows, r, row_smem(k, cols), 1)?;
+        let smem = image_matvec_smem(row_smem(k, cols), self.sm_smem).min(self.smem_limit);
+        let (f, cfg) = self.row_launch(&super::row_kernel("matvec_img", k, r), rows, r, smem, 1)?;
         let s = &self.stream;
         let mut a = KernelArgs::default();
         a.buf(&res.data, s).int(res.a_off).buf(img, s).buf(y, s).int(rows as i32).int(cols as i32).int(1);

@@ -241,6 +241,8 @@ pub struct CudaBackend {
     budget: u64,
     /// Dynamic shared memory a block may use (the device's opt-in maximum).
     smem_limit: usize,
+    /// Shared memory of one SM (`chain::image_matvec_smem`).
+    sm_smem: usize,
     /// Whether launches may overlap the kernel before them (compute capability 9.0+).
     overlap: bool,
     /// Where the kernels' PTX came from (the disk cache or NVRTC).
@@ -334,6 +336,7 @@ impl CudaBackend {
         // The static shared memory (block_sum's 32 floats, the argmax's 32 keys) comes out of
         // the same budget.
         let smem_limit = (ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN).map_err(err)?.max(0) as usize).saturating_sub(512);
+        let sm_smem = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR).map_err(err)?.max(0) as usize;
         let mut funcs = HashMap::new();
         for name in FIXED_KERNELS.into_iter().chain(top_k::KERNELS) {
             funcs.insert(name.to_string(), module.load_function(name).map_err(err)?);
@@ -364,7 +367,7 @@ impl CudaBackend {
         let hostprof = super::hostprof_level() > 0;
         let trace = Mutex::new(if switches.has("CORTIQ_TRACE") { Some(trace::Trace::open(module.clone())?) } else { None });
         let info = DeviceInfo { backend: "cuda", name: ctx.name().map_err(err)?, discrete: true, memory_bytes: total, f16: true, subgroups: true, matrix_units: true, max_binding_bytes: total, q8_activations: true, q8_matvec: true };
-        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, kernel_cache, skip, switches, blas, flash: !crate::gpu::selection::switched_off("CMF_CUDA_FLASH"), long_prefill_rows, readback, hostprof, int8_chain, trace, info })
+        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, sm_smem, overlap: major >= 9, kernel_cache, skip, switches, blas, flash: !crate::gpu::selection::switched_off("CMF_CUDA_FLASH"), long_prefill_rows, readback, hostprof, int8_chain, trace, info })
     }
 
     /// This backend with the token graph's int8 chain set to `chain` (`CMF_CUDA_INT8_CHAIN`;

@@ -386,11 +386,14 @@ ATTENTION_ROWS(2) ATTENTION_ROWS(4) ATTENTION_ROWS(8)
 // writes q, and k and v straight into the KV mirror row pos.
 struct RopeQkvMap {
     static constexpr int UNIT = 0;
+    static constexpr bool EARLY = true;  // begin reads no memory
     const unsigned char *wq, *wk, *wv;
     int aq, ak, av;
     float *q, *kc, *vc;
     int n_head, n_head_kv, head_dim, rot, neox, pos;  // pos: activation row 0's position
     float base;
+    int ahead_i0 = -1;           // the pair `begin` named: activation row 0's rotation below
+    float ahead_sn, ahead_cs;
     // Matrix (0 q, 1 k, 2 v), head and pair of pair index `pair`; the pair's dimensions.
     __device__ void locate(int pair, int& which, int& h, int& j, int& a, int& b) const {
         int hp = head_dim >> 1, qp = n_head * hp, kp = n_head_kv * hp;
@@ -413,6 +416,18 @@ struct RopeQkvMap {
         long r = (long)h * head_dim + ((i & 1) ? b : a);
         return which == 0 ? Row{wq, aq, r} : (which == 1 ? Row{wk, ak, r} : Row{wv, av, r});
     }
+    // Rotary pair j's angle at position p, as sine and cosine.
+    __device__ void rotation(int p, int j, float& sn, float& cs) const {
+        sincosf((float)p * powf(base, -2.f * (float)j / (float)rot), &sn, &cs);
+    }
+    // The rotation of pair i0 / 2 at activation row 0, so its finish does not compute it
+    // after the dot products (a chain of ~150 dependent instructions in the SASS).
+    __device__ void begin(int i0, int) {
+        int which, h, j, a, b;
+        locate(i0 >> 1, which, h, j, a, b);
+        rotation(pos, j, ahead_sn, ahead_cs);
+        ahead_i0 = i0;
+    }
     // Activation row r is position pos + r; its q goes to row r of q (rows, n_head * head_dim).
     __device__ void finish(int r, int i0, int total, const float* s) const {
         int which, h, j, a, b;
@@ -420,8 +435,8 @@ struct RopeQkvMap {
         int p = pos + r;
         float y0 = s[0], y1 = s[1];
         if (which < 2 && j < (rot >> 1)) {
-            float sn, cs;
-            sincosf((float)p * powf(base, -2.f * (float)j / (float)rot), &sn, &cs);
+            float sn = ahead_sn, cs = ahead_cs;
+            if (r != 0 || i0 != ahead_i0) rotation(p, j, sn, cs);
             float r0 = y0 * cs - y1 * sn, r1 = y0 * sn + y1 * cs;
             y0 = r0;
             y1 = r1;
@@ -430,7 +445,6 @@ struct RopeQkvMap {
         dst[a] = y0;
         dst[b] = y1;
     }
-    __device__ void begin(int, int) const {}
     __device__ void flush() {}
 };
 
@@ -468,6 +482,7 @@ QKV_ROPE_TILE(0) QKV_ROPE_TILE(1) QKV_ROPE_TILE(2) QKV_ROPE_TILE(3) QKV_ROPE_TIL
 struct GluRows {
     const unsigned char *wg, *wu;
     int ag, au;
+    static constexpr bool EARLY = true;
     __device__ Row row(int i) const { return (i & 1) ? Row{wu, au, i >> 1} : Row{wg, ag, i >> 1}; }
     __device__ void begin(int, int) const {}  // nothing to load ahead of the dot products
 };

@@ -478,20 +478,21 @@ template <int K> struct Ring {
 #define X_FLOATS 0
 #define X_IMAGE 1
 
-// The rows of one launch, R consecutive rows per warp group (a Map gives row(i), begin(first
-// row, total), called once per group after the wait and before its dot products, and
-// finish(activation row, first row, sums)); total < 2^31. Every warp walks its groups (warp,
-// warp + warps, ...) unit by unit, lanes side by side: work item t is group warp + (t / iters)
-// * warps, unit lane + 32 (t % iters). A Map with UNIT > 0 rows (total a multiple of it) takes
-// whole units a block instead: block b walks units b * per .. (per = units / blocks, rounded
-// up), each in passes of its warps over R x warps-a-block consecutive rows, and after a unit's
-// last pass every thread of the block calls map.unit_done(unit, total). The weights of the
-// next P items stream into the thread's shared-memory ring by cp.async (no registers held),
-// the first ones before x is staged (and before waiting for the kernel that wrote x). x holds
-// n activation rows (n <= NB, the tile the shared memory was laid out for: NB_alloc rows of
-// staged x, then the ring); every weight unit is dotted with all of them. A norm (nw) is for
-// one row only. XS (X_*) says what x is: floats, or (one row, never normed) an int8 image. Row
-// addresses are looked up once per group, not per unit.
+// The rows of one launch, R consecutive rows per warp group (a Map gives row(i); begin(first
+// row, total), which single-row kernels (NB = 1) call once per group before its dot products,
+// the first group's after the wait unless the map's EARLY says begin reads nothing the kernel
+// before writes; and finish(activation row, first row, sums)); total < 2^31. Every warp walks
+// its groups (warp, warp + warps, ...) unit by unit, lanes side by side: work item t is group
+// warp + (t / iters) * warps, unit lane + 32 (t % iters). A Map with UNIT > 0 rows (total a
+// multiple of it) takes whole units a block instead: block b walks units b * per .. (per =
+// units / blocks, rounded up), each in passes of its warps over R x warps-a-block consecutive
+// rows, and after a unit's last pass every thread of the block calls map.unit_done(unit,
+// total). The weights of the next P items stream into the thread's shared-memory ring by
+// cp.async (no registers held), the first ones before x is staged (and before waiting for the
+// kernel that wrote x). x holds n activation rows (n <= NB, the tile the shared memory was laid
+// out for: NB_alloc rows of staged x, then the ring); every weight unit is dotted with all of
+// them. A norm (nw) is for one row only. XS (X_*) says what x is: floats, or (one row, never
+// normed) an int8 image. Row addresses are looked up once per group, not per unit.
 template <int K, int R, int NB, int XS = X_FLOATS, class Map>
 __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const float* x, int n, int nb_alloc, const float* nw, float eps, int* sm) {
     constexpr int P = Ring<K>::UNITS / R;
@@ -560,8 +561,13 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
         }
     };
     for (int t = 0; t < P - 1; t++) issue(t);
+    if constexpr (NB == 1 && Map::EARLY) {
+        if (items) map.begin(now.row0, total);
+    }
     pdl_wait_then_release();
-    if (items) map.begin(now.row0, total);
+    if constexpr (NB == 1 && !Map::EARLY) {
+        if (items) map.begin(now.row0, total);
+    }
 #ifdef CORTIQ_NO_STAGING
     __syncthreads();  // profiling (anatomy.rs): the staging's closing barrier only
 #else
@@ -620,7 +626,9 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
                 }
             }
             if ((K == 0 || K == 2) && t + 1 < items) find_shifts(now.row0);
-            if (t + 1 < items) map.begin(now.row0, total);
+            if constexpr (NB == 1) {
+                if (t + 1 < items) map.begin(now.row0, total);
+            }
         }
     }
     TRACE_DOTTED();
@@ -642,6 +650,7 @@ __device__ __forceinline__ unsigned long long argmax_key(float v, int i) {
 // *best (atomicMax; the caller zeroes it first).
 template <int R> struct PlainMap {
     static constexpr int UNIT = 0;
+    static constexpr bool EARLY = false;  // begin loads y, which the kernel before may write
     const unsigned char* w;
     int a_off;
     float* y;
@@ -649,6 +658,7 @@ template <int R> struct PlainMap {
     unsigned long long* best;
     unsigned long long mine;  // lane 0's best key so far
     float ahead[R];           // lane 0, add: activation row 0's y values of the rows `begin` named
+    bool primed = false;      // whether `begin` loaded them (tile kernels and mma_rows never call it)
     __device__ Row row(int i) const { return Row{w, a_off, i}; }
     // Lane 0 loads the y values rows i0 .. i0 + R - 1 are added to (activation row 0), so
     // that their finish does not wait a round trip for them.
@@ -657,13 +667,14 @@ template <int R> struct PlainMap {
         #pragma unroll
         for (int r = 0; r < R; r++)
             if (i0 + r < total) ahead[r] = y[i0 + r];
+        primed = true;
     }
     __device__ void finish(int b, int i0, int total, const float* s) {
         float* yb = y + (long)b * total;
         #pragma unroll
         for (int r = 0; r < R; r++) {
             if (i0 + r < total) {
-                float v = add ? (b == 0 ? ahead[r] : yb[i0 + r]) + s[r] : s[r];
+                float v = add ? (b == 0 && primed ? ahead[r] : yb[i0 + r]) + s[r] : s[r];
                 yb[i0 + r] = v;
                 if (best) mine = max(mine, argmax_key(v, i0 + r));
             }
