@@ -13,7 +13,9 @@ layers and tokens:
   block     the median block's time from its wait release to its exit
 and the token's span (embedding's first entry -> the head's last exit); then each stage's block
 times (wait release -> exit) in percentiles, and their median by how many blocks of the same
-launch shared the block's SM."""
+launch shared the block's SM; then, per stage, the blocks that entered (and so could prefetch
+their first weights) while the kernel before still ran and those that entered after it ended,
+cold, with their median block times."""
 import struct
 import sys
 from collections import Counter, defaultdict
@@ -101,12 +103,17 @@ def main():
                 s["early"].append(l["wait"] - l["enter"])
                 s["block"].append(l["block"])
                 s["blocks"].append(len(l["blocks"]))
-            prev_exit = l["exit"]
+            prev, prev_exit = prev_exit, l["exit"]
             share = Counter(x[1] for x in l["blocks"])
             for x in l["blocks"]:
                 if x[4]:
                     s["times"].append(x[5] - x[4])
                     s[f"share{share[x[1]]}"].append(x[5] - x[4])
+                    if prev is not None and x[3] < prev:
+                        s["in_early"].append(x[5] - x[4])
+                    elif prev is not None:
+                        s["in_late"].append(x[5] - x[4])
+                        s["late_entry"].append(x[3] - prev)
     span = [t[-1][1]["exit"] - t[0][1]["enter"] for t in toks]
     layers = sum(1 for label, _ in toks[-1] if label == "qkv")
     print(f"trace {path}: {len(recs)} block records, {len(toks)} decode tokens of {n} launches ({layers} layers); timer step >= {min(steps) if steps else 0} ns")
@@ -130,6 +137,17 @@ def main():
         q = lambda f: t[min(len(t) - 1, int(f * len(t)))] / 1e3
         by = " / ".join(f"{median(s[f'share{k}']) / 1e3:.2f} ({len(s[f'share{k}']) / len(toks) / max(1, len(s['marginal']) / len(toks)):.0f})" if s[f"share{k}"] else "-" for k in (1, 2, 3, 4))
         print(f"| {label} | {q(0.1):.2f} | {q(0.5):.2f} | {q(0.9):.2f} | {t[-1] / 1e3:.2f} | {by} |")
+
+    print("\n| stage | blocks in before the kernel before ended (a launch) | their median block us | blocks in after it | their median block us | their entry after its end, median / max us |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for label in LAYER + ["head"]:
+        s = stats.get(label)
+        if not s or not s["marginal"]:
+            continue
+        n = len(s["marginal"])
+        med = lambda k: f"{median(s[k]) / 1e3:.2f}" if s[k] else "-"
+        late = f"{median(s['late_entry']) / 1e3:.2f} / {max(s['late_entry']) / 1e3:.2f}" if s["late_entry"] else "-"
+        print(f"| {label} | {len(s['in_early']) / n:.0f} | {med('in_early')} | {len(s['in_late']) / n:.0f} | {med('in_late')} | {late} |")
 
 
 if __name__ == "__main__":

@@ -73,29 +73,6 @@ pub(super) fn unit_blocks(units: usize, cap: usize) -> usize {
     units.div_ceil(per).max(1)
 }
 
-/// Whether a unit kernel of `units` units, `per_sm` of whose blocks fit an SM, should start
-/// on an idle chip rather than overlap the kernel before it (programmatic dependent launch):
-/// where its blocks take two or more units each (more units than slots), the grid leaves
-/// slots empty, and an overlapping launch puts its blocks into the slots the kernel before
-/// frees first, three to an SM on some while others hold none. Measured on the H200
-/// (`bench/results/h200-s27/call4/`, llama-8b gate/up, the block timeline): at 3 blocks an SM
-/// (q4_0) the spread launch took the stage from 23.1 to 21.5 us a layer (tg128 566 -> 581);
-/// at 2 (q8_0) overlapping stacks no worse and the lost overlap cost 0.5 us (406 -> 403).
-pub(super) fn unit_blocks_stack(units: usize, per_sm: u32, sms: u32) -> bool {
-    per_sm >= 3 && units > per_sm as usize * sms as usize
-}
-
-/// The dynamic shared memory an image matvec (o, down) launches with: its staged row and
-/// ring (`staged`), or more than a third of an SM's `sm_smem` where that is more, so at most
-/// two of its blocks share an SM. Launched while the kernel before still runs, its blocks
-/// otherwise took the slots freed first, three to an SM on some SMs while others held none
-/// (llama-8b q4_0 down: 251 of 256 blocks on SMs holding three, `bench/results/h200-s31/call3/`);
-/// capped at two, in one call on the H200 (`call4/`), tg128 llama-8b q4_0 616 -> 637,
-/// llama-1b q4_0 2188 -> 2248, llama-8b q8_0 (two fit already) 427 -> 427.
-pub(super) fn image_matvec_smem(staged: usize, sm_smem: usize) -> usize {
-    staged.max(sm_smem / 3 + 1)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,29 +102,6 @@ mod tests {
             let b = image_bytes(cols);
             assert!(b.is_multiple_of(16) && b >= cols + 12 * (cols / 32) && b < cols + 12 * (cols / 32) + 16, "{cols}: {b}");
         }
-    }
-
-    #[test]
-    fn unit_kernels_start_apart_only_where_their_blocks_would_stack_three_to_an_sm() {
-        // llama-8b gate/up on the H200: 448 units; q4_0 fits 3 blocks an SM, q8_0 2.
-        assert!(unit_blocks_stack(448, 3, 132));
-        assert!(!unit_blocks_stack(448, 2, 132));
-        // llama-1b (256 units) and smollm2 (48): a block per unit, no slot left empty by it.
-        assert!(!unit_blocks_stack(256, 3, 132));
-        assert!(!unit_blocks_stack(48, 4, 132));
-        assert!(!unit_blocks_stack(396, 3, 132) && unit_blocks_stack(397, 3, 132));
-    }
-
-    #[test]
-    fn an_image_matvec_fits_two_blocks_an_sm_and_never_three() {
-        let sm = 228 * 1024;  // the H200's SM; the driver keeps 1 KiB of it per block
-        let fits = |smem: usize, reserve: usize| sm / (smem + reserve);
-        for staged in [1024, 20 * 1024, 60 * 1024] {
-            let smem = image_matvec_smem(staged, sm);
-            assert!(smem >= staged);
-            assert_eq!((fits(smem, 0), fits(smem, 1024)), (2, 2), "staged {staged}");
-        }
-        assert_eq!(image_matvec_smem(100 * 1024, sm), 100 * 1024);
     }
 
     #[test]

@@ -18,7 +18,7 @@
 //! takes 64 query rows per block over the mirror on the tensor cores (flash.cu; 32 rows in
 //! FP32 for other head sizes), and only the last row goes through the head.
 
-use super::chain::{image_bytes, image_matvec_smem};
+use super::chain::image_bytes;
 use super::launch::{launch, KernelArgs};
 use super::top_k::{read_candidates, NextPick, PickTo, TopKBuffers, TOPK_MAX};
 use super::{err, kind, row_smem, CudaBackend, MatvecHow, Resident, Unfit};
@@ -823,19 +823,17 @@ impl CudaBackend {
         let chain = self.int8_chain.for_model(args[..c.n_layer * 7].iter().all(|w| kd(w) <= 2), c.head_dim);
         // Gate/up rows come in (gate, up) pairs, so 2 or 4 rows per warp group, whichever
         // balances the warps of the grid (as wide for both); writing the hidden row's int8
-        // image, 4 (its blocks take whole units of 32 pairs), and it starts apart from the o
-        // projection where overlapping would stack its blocks (`chain::unit_blocks_stack`).
-        let (qkv_f, qkv_cfg) = self.row_launch(&super::row_kernel("qkv_rope", qkind, 2), c.q_dim() + 2 * c.kv_dim(), 2, row_smem(qkind, c.n_embd), 1)?;
-        let (glu_f, glu_cfg, glu_ov) = if chain.glu {
+        // image, 4 (its blocks take whole units of 32 pairs). The row kernels the chain
+        // feeds, and those feeding it, keep their blocks spread (`spread.rs`).
+        let (qkv_f, qkv_cfg) = self.spread_row_launch(&super::row_kernel("qkv_rope", qkind, 2), c.q_dim() + 2 * c.kv_dim(), 2, row_smem(qkind, c.n_embd))?;
+        let (glu_f, glu_cfg) = if chain.glu {
             self.unit_launch(&super::row_kernel("gate_up_q8", gkind, 4), c.n_ff / 32, row_smem(gkind, c.n_embd))?
         } else {
             let glu_warps = self.row_launch(&super::row_kernel("gate_up_silu", gkind, 4), 2 * c.n_ff, 4, row_smem(gkind, c.n_embd), 1)?.1.grid_dim.0 as usize * (super::ROW_THREADS as usize / 32);
             let glu_r = super::balanced_rows_per_group(2 * c.n_ff, &[4, 2], glu_warps);
-            let (f, cfg) = self.row_launch(&super::row_kernel("gate_up_silu", gkind, glu_r), 2 * c.n_ff, glu_r, row_smem(gkind, c.n_embd), 1)?;
-            (f, cfg, true)
+            self.row_launch(&super::row_kernel("gate_up_silu", gkind, glu_r), 2 * c.n_ff, glu_r, row_smem(gkind, c.n_embd), 1)?
         };
-        // Every launch but the first may overlap the one before it (`launch::launch`); gate/up
-        // where `glu_ov` says so.
+        // Every launch but the first may overlap the one before it (`launch::launch`).
         let ov = self.overlap;
         let mut a = KernelArgs::default();
         a.buf(&e.data, s).int(ekind).int(e.a_off).buf(&tok_ptr, s).buf(&g.x, s).int(d).buf(&g.best, s);
@@ -878,7 +876,7 @@ impl CudaBackend {
             }
             a.int(ff).int(d);
             if self.skip.runs("glu") {
-                unsafe { launch(s, glu_f, glu_cfg, &a, ov && glu_ov) }.map_err(err)?;
+                unsafe { launch(s, glu_f, glu_cfg, &a, ov) }.map_err(err)?;
             }
             if self.skip.runs("down") {
                 if chain.glu {
@@ -893,15 +891,14 @@ impl CudaBackend {
     }
 
     /// Queue y += x . W^T for weight `w` (a quantized codec), x given by its int8 image
-    /// `img` (the token graph's int8 chain; matvec.cu's `matvec_img`), at most two blocks an
-    /// SM (`image_matvec_smem`).
+    /// `img` (the token graph's int8 chain; matvec.cu's `matvec_img`), its blocks spread
+    /// (`spread.rs`).
     fn launch_image_matvec(&self, w: &WeightArg, map: &HashMap<u64, Resident>, img: &CudaSlice<u8>, y: &CudaSlice<f32>) -> Result<(), String> {
         let k = kind(w.view.codec).filter(|&k| k <= 2).ok_or("the int8 chain takes quantized codecs only")?;
         let res = map.get(&w.key).ok_or("weight not resident")?;
         let (rows, cols) = (w.view.rows, w.view.cols);
         let r = super::matvec_rows_per_group(rows);
-        let smem = image_matvec_smem(row_smem(k, cols), self.sm_smem).min(self.smem_limit);
-        let (f, cfg) = self.row_launch(&super::row_kernel("matvec_img", k, r), rows, r, smem, 1)?;
+        let (f, cfg) = self.spread_row_launch(&super::row_kernel("matvec_img", k, r), rows, r, row_smem(k, cols))?;
         let s = &self.stream;
         let mut a = KernelArgs::default();
         a.buf(&res.data, s).int(res.a_off).buf(img, s).buf(y, s).int(rows as i32).int(cols as i32).int(1);

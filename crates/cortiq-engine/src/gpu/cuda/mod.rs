@@ -21,6 +21,7 @@ mod chain;
 mod graph;
 mod launch;
 mod probe;
+mod spread;
 mod ptx_cache;
 mod top_k;
 mod trace;
@@ -241,8 +242,6 @@ pub struct CudaBackend {
     budget: u64,
     /// Dynamic shared memory a block may use (the device's opt-in maximum).
     smem_limit: usize,
-    /// Shared memory of one SM (`chain::image_matvec_smem`).
-    sm_smem: usize,
     /// Whether launches may overlap the kernel before them (compute capability 9.0+).
     overlap: bool,
     /// Where the kernels' PTX came from (the disk cache or NVRTC).
@@ -336,7 +335,6 @@ impl CudaBackend {
         // The static shared memory (block_sum's 32 floats, the argmax's 32 keys) comes out of
         // the same budget.
         let smem_limit = (ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN).map_err(err)?.max(0) as usize).saturating_sub(512);
-        let sm_smem = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR).map_err(err)?.max(0) as usize;
         let mut funcs = HashMap::new();
         for name in FIXED_KERNELS.into_iter().chain(top_k::KERNELS) {
             funcs.insert(name.to_string(), module.load_function(name).map_err(err)?);
@@ -367,7 +365,7 @@ impl CudaBackend {
         let hostprof = super::hostprof_level() > 0;
         let trace = Mutex::new(if switches.has("CORTIQ_TRACE") { Some(trace::Trace::open(module.clone())?) } else { None });
         let info = DeviceInfo { backend: "cuda", name: ctx.name().map_err(err)?, discrete: true, memory_bytes: total, f16: true, subgroups: true, matrix_units: true, max_binding_bytes: total, q8_activations: true, q8_matvec: true };
-        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, sm_smem, overlap: major >= 9, kernel_cache, skip, switches, blas, flash: !crate::gpu::selection::switched_off("CMF_CUDA_FLASH"), long_prefill_rows, readback, hostprof, int8_chain, trace, info })
+        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, kernel_cache, skip, switches, blas, flash: !crate::gpu::selection::switched_off("CMF_CUDA_FLASH"), long_prefill_rows, readback, hostprof, int8_chain, trace, info })
     }
 
     /// This backend with the token graph's int8 chain set to `chain` (`CMF_CUDA_INT8_CHAIN`;
@@ -420,31 +418,51 @@ impl CudaBackend {
         Ok((f, LaunchConfig { grid_dim: (needed.min(cap).max(1), batch as u32, 1), block_dim: (ROW_THREADS, 1, 1), shared_mem_bytes: smem as u32 }))
     }
 
+    /// `row_launch` for a token-graph kernel of one activation row, with the shared memory
+    /// that keeps its blocks spread (`spread_smem`).
+    pub(super) fn spread_row_launch(&self, name: &str, rows: usize, r: usize, staged: usize) -> Result<(&CudaFunction, LaunchConfig), String> {
+        let needed = rows.div_ceil(r * (ROW_THREADS as usize / 32));
+        let smem = self.spread_smem(name, ROW_THREADS, staged, needed)?;
+        self.row_launch(name, rows, r, smem, 1)
+    }
+
     /// The launch of row kernel `name` whose blocks take whole output units (`run_rows`'
-    /// UNIT maps; the int8 chain's producers), `units` of them, staging `smem` bytes, and
-    /// whether it may overlap the kernel before it (not where that would stack its blocks
-    /// three or more to an SM: `chain::unit_blocks_stack`).
-    pub(super) fn unit_launch(&self, name: &str, units: usize, smem: usize) -> Result<(&CudaFunction, LaunchConfig, bool), String> {
+    /// UNIT maps; the int8 chain's producers), `units` of them, staging `smem` bytes: as many
+    /// blocks as fit the chip at once, every block the same number of units but the last, and
+    /// shared memory that keeps them spread (`spread_smem`).
+    pub(super) fn unit_launch(&self, name: &str, units: usize, smem: usize) -> Result<(&CudaFunction, LaunchConfig), String> {
         let (f, cap) = self.row_blocks(name, smem)?;
-        let blocks = chain::unit_blocks(units, cap as usize) as u32;
-        let overlap = !chain::unit_blocks_stack(units, cap / self.sms, self.sms);
-        Ok((f, LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (ROW_THREADS, 1, 1), shared_mem_bytes: smem as u32 }, overlap))
+        let blocks = chain::unit_blocks(units, cap as usize);
+        let smem = self.spread_smem(name, ROW_THREADS, smem, blocks)?;
+        Ok((f, LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (ROW_THREADS, 1, 1), shared_mem_bytes: smem as u32 }))
+    }
+
+    /// Dynamic shared memory for a launch of `blocks` blocks of kernel `name` (`threads` a
+    /// block) that stages `staged` bytes: the least at which no SM takes more of them than the
+    /// grid's even share (`spread.rs`).
+    pub(super) fn spread_smem(&self, name: &str, threads: u32, staged: usize, blocks: usize) -> Result<usize, String> {
+        let per = spread::even_share(blocks, self.sms);
+        spread::least_smem_for(per, staged, self.smem_limit, |smem| self.blocks_per_sm(name, threads, smem))
     }
 
     /// Row kernel `name` and the most of its blocks (staging `smem` bytes) resident on the
     /// chip at once.
     fn row_blocks(&self, name: &str, smem: usize) -> Result<(&CudaFunction, u32), String> {
         let f = self.funcs.get(name).ok_or_else(|| format!("no kernel {name}"))?;
+        Ok((f, self.blocks_per_sm(name, ROW_THREADS, smem)? * self.sms))
+    }
+
+    /// Blocks of kernel `name` (`threads` a block) that fit an SM with `smem` bytes of
+    /// dynamic shared memory (at least 1; cached).
+    fn blocks_per_sm(&self, name: &str, threads: u32, smem: usize) -> Result<u32, String> {
+        let f = self.funcs.get(name).ok_or_else(|| format!("no kernel {name}"))?;
         let mut occ = self.occupancy.lock().unwrap_or_else(|e| e.into_inner());
-        let per_sm = match occ.get(&(name.to_string(), smem as u32)) {
-            Some(&n) => n,
-            None => {
-                let n = f.occupancy_max_active_blocks_per_multiprocessor(ROW_THREADS, smem, None).map_err(err)?.max(1);
-                occ.insert((name.to_string(), smem as u32), n);
-                n
-            }
-        };
-        Ok((f, per_sm * self.sms))
+        if let Some(&n) = occ.get(&(name.to_string(), smem as u32)) {
+            return Ok(n);
+        }
+        let n = f.occupancy_max_active_blocks_per_multiprocessor(threads, smem, None).map_err(err)?.max(1);
+        occ.insert((name.to_string(), smem as u32), n);
+        Ok(n)
     }
 
     /// Queue y (batch, rows) = x (batch, cols) . W^T on the stream, treated as `how` says
