@@ -3,13 +3,16 @@
 # the call carried in gpuab/ (NAME.gz -> ./NAME, executable), sets up the GPU machine's
 # environment (gpu-env.sh), and starts synthesizing each SHAPE:CODEC given into $M
 # ($MODELS_DIR, default /tmp/cortiq-models) in the background, with ./cortiq-base where it
-# was carried, else ./cortiq; `wait` for them. Sets M and start (the call's $SECONDS).
+# was carried, else ./cortiq; `wait` for them. Sets M and start (the call's $SECONDS), and
+# CORTIQ_REQUIRE_GPU=cuda unless set: the parity tests fail where CUDA does not come up (the
+# machine's Vulkan does not, so wgpu's SKIP).
 # Usage: . bench/device-start.sh SHAPE:CODEC ...
 for gz in gpuab/*.gz; do
   name=$(basename "$gz" .gz)
   gunzip -c "$gz" > "./$name" && chmod +x "./$name"
 done
 . bench/gpu-env.sh
+export CORTIQ_REQUIRE_GPU=${CORTIQ_REQUIRE_GPU:-cuda}
 M=${MODELS_DIR:-/tmp/cortiq-models}
 mkdir -p "$M"
 start=$SECONDS

@@ -15,7 +15,8 @@ and the token's span (embedding's first entry -> the head's last exit); then eac
 times (wait release -> exit) in percentiles, and their median by how many blocks of the same
 launch shared the block's SM; then, per stage, the blocks that entered (and so could prefetch
 their first weights) while the kernel before still ran and those that entered after it ended,
-cold, with their median block times."""
+cold, with their median block times; and, for launches of an even number of blocks, how often
+block b and block b + blocks / 2 shared an SM."""
 import struct
 import sys
 from collections import Counter, defaultdict
@@ -105,6 +106,10 @@ def main():
                 s["blocks"].append(len(l["blocks"]))
             prev, prev_exit = prev_exit, l["exit"]
             share = Counter(x[1] for x in l["blocks"])
+            sm_of = {x[2]: x[1] for x in l["blocks"]}
+            half = len(l["blocks"]) // 2
+            if len(l["blocks"]) % 2 == 0:
+                s["pairs"].append(sum(1 for b in range(half) if b in sm_of and sm_of.get(b + half) == sm_of[b]) / half)
             for x in l["blocks"]:
                 if x[4]:
                     s["times"].append(x[5] - x[4])
@@ -148,6 +153,13 @@ def main():
         med = lambda k: f"{median(s[k]) / 1e3:.2f}" if s[k] else "-"
         late = f"{median(s['late_entry']) / 1e3:.2f} / {max(s['late_entry']) / 1e3:.2f}" if s["late_entry"] else "-"
         print(f"| {label} | {len(s['in_early']) / n:.0f} | {med('in_early')} | {len(s['in_late']) / n:.0f} | {med('in_late')} | {late} |")
+
+    print("\n| stage | of an even grid's blocks b < g / 2, the share whose SM also holds block b + g / 2 |")
+    print("| --- | --- |")
+    for label in LAYER + ["head"]:
+        s = stats.get(label)
+        if s and s["pairs"]:
+            print(f"| {label} | {mean(s['pairs']):.2f} |")
 
 
 if __name__ == "__main__":

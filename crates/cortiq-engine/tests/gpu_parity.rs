@@ -3,7 +3,9 @@
 //! poisoned with NaN before each run so an unwritten element fails, NaN never passes.
 //! Without a GPU backend in the build these tests are ignored with the reason. With one but
 //! no device (CI) each test prints `SKIP <test>: no GPU adapter (...)` and passes, unless
-//! `CORTIQ_REQUIRE_GPU=1` (the GPU machine sets it), where a missing device fails.
+//! `CORTIQ_REQUIRE_GPU` requires that backend: `1` every compiled one, or a comma-separated
+//! list of names (`cuda`, `wgpu`), where a missing device fails (the H200 machine, whose
+//! Vulkan does not come up, requires `cuda`).
 
 mod common;
 
@@ -13,13 +15,27 @@ use cortiq_core::Codec;
 use cortiq_engine::cpu::matmul::WeightView;
 use cortiq_engine::gpu::backend::{Activation, Backend, DeviceOutcome, FfnJob, MatmulJob, MultiMatmulJob, WeightArg};
 
-/// A compiled backend that could not come up: SKIP, or fail where a GPU is required.
+/// Whether `CORTIQ_REQUIRE_GPU`'s setting requires backend `name`: `1`, or a list naming it.
+fn required(setting: Option<&str>, name: &str) -> bool {
+    setting.is_some_and(|v| v == "1" || v.split(',').any(|b| b.trim() == name))
+}
+
+/// Compiled backend `backend` could not come up: SKIP, or fail where it is required.
 #[allow(dead_code)]
-fn missing(test: &str, what: &str, e: String) {
-    if std::env::var("CORTIQ_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-        panic!("{test}: CORTIQ_REQUIRE_GPU=1 but {what}: {e}");
+fn missing(test: &str, backend: &str, what: &str, e: String) {
+    let setting = std::env::var("CORTIQ_REQUIRE_GPU").ok();
+    if required(setting.as_deref(), backend) {
+        panic!("{test}: CORTIQ_REQUIRE_GPU={} requires {backend}, but {what}: {e}", setting.unwrap_or_default());
     }
     eprintln!("SKIP {test}: {what} ({e})");
+}
+
+#[test]
+fn require_gpu_names_the_backends_it_requires() {
+    assert!(required(Some("1"), "cuda") && required(Some("1"), "wgpu"));
+    assert!(required(Some("cuda"), "cuda") && !required(Some("cuda"), "wgpu"));
+    assert!(required(Some("wgpu, cuda"), "wgpu") && required(Some("wgpu,cuda"), "cuda"));
+    assert!(!required(None, "cuda") && !required(Some("0"), "cuda") && !required(Some(""), "wgpu"));
 }
 
 /// Print the faulting thread's stack, then abort: a crash inside a driver while these tests
@@ -54,7 +70,7 @@ fn backends(test: &str) -> Vec<(&'static str, Box<dyn Backend>)> {
     #[cfg(feature = "cuda")]
     match cortiq_engine::gpu::cuda::CudaBackend::new(0) {
         Ok(b) => v.push(("cuda", Box::new(b))),
-        Err(e) => missing(test, "no CUDA device", e),
+        Err(e) => missing(test, "cuda", "no CUDA device", e),
     }
     let _ = test;
     v
@@ -79,7 +95,7 @@ fn candidate_bits(c: &[(u32, f32)]) -> Vec<(u32, u32)> {
 /// The wgpu backend for `test`, or None after `missing` has said why there is none.
 #[cfg(feature = "gpu")]
 fn wgpu_or_skip(test: &str) -> Option<cortiq_engine::gpu::wgpu::WgpuBackend> {
-    cortiq_engine::gpu::wgpu::WgpuBackend::new().map_err(|e| missing(test, "no GPU adapter", e)).ok()
+    cortiq_engine::gpu::wgpu::WgpuBackend::new().map_err(|e| missing(test, "wgpu", "no GPU adapter", e)).ok()
 }
 
 struct Packed {
@@ -239,7 +255,7 @@ fn wgpu_splits_large_matrices_and_respects_the_budget() {
         let pin = std::env::var("CMF_GPU_ADAPTER").ok();
         let small = match WgpuBackend::open(pin.as_deref(), Some("64M"), Some(256 << 10)) {
             Ok(b) => b,
-            Err(e) => return missing("wgpu_splits_large_matrices_and_respects_the_budget", "no GPU adapter", e),
+            Err(e) => return missing("wgpu_splits_large_matrices_and_respects_the_budget", "wgpu", "no GPU adapter", e),
         };
         let mut rng = SplitMix64::fresh();
         let seed = rng.seed();
@@ -551,7 +567,7 @@ fn wgpu_token_graph_on_split_weights_says_what_it_fell_back_from() {
         let pin = std::env::var("CMF_GPU_ADAPTER").ok();
         let be = match WgpuBackend::open(pin.as_deref(), None, Some(48 << 10)) {
             Ok(b) => b.with_int8_graph(true),
-            Err(e) => return missing(test, "no GPU adapter", e),
+            Err(e) => return missing(test, "wgpu", "no GPU adapter", e),
         };
         let discrete = be.info().discrete;
         let dir = tempfile::tempdir().unwrap();
@@ -948,7 +964,7 @@ fn cuda_attention_matches_an_exact_softmax() {
     {
         let be = match cortiq_engine::gpu::cuda::CudaBackend::new(0) {
             Ok(b) => b,
-            Err(e) => return missing("cuda_attention_matches_an_exact_softmax", "no CUDA device", e),
+            Err(e) => return missing("cuda_attention_matches_an_exact_softmax", "cuda", "no CUDA device", e),
         };
         // Prompt chunks of head size 64 or 128 take the tensor-core kernel (f16 operands).
         let bound = |hd: usize, rows: usize| if rows > 1 && (hd == 64 || hd == 128) { F16_ATTENTION } else { F32_ATTENTION };
@@ -960,7 +976,7 @@ fn cuda_attention_matches_an_exact_softmax() {
 /// Whether a CUDA device comes up (else `missing`: SKIP, or a failure where one is required).
 #[cfg(feature = "cuda")]
 fn cuda_device_or_skip(test: &str) -> bool {
-    cortiq_engine::gpu::cuda::CudaBackend::new(0).map_err(|e| missing(test, "no CUDA device", e)).is_ok()
+    cortiq_engine::gpu::cuda::CudaBackend::new(0).map_err(|e| missing(test, "cuda", "no CUDA device", e)).is_ok()
 }
 
 /// The CUDA token graph's int8 chain (`CMF_CUDA_INT8_CHAIN`: attention and gate/up write
@@ -1171,7 +1187,7 @@ fn cuda_prefill_gemm_probe_int8_against_cublas_f16() {
     {
         let be = match cortiq_engine::gpu::cuda::CudaBackend::new(0) {
             Ok(b) => b,
-            Err(e) => return missing("cuda_prefill_gemm_probe_int8_against_cublas_f16", "no CUDA device", e),
+            Err(e) => return missing("cuda_prefill_gemm_probe_int8_against_cublas_f16", "cuda", "no CUDA device", e),
         };
         let mut rng = SplitMix64::new(0xC0B1A5);
         for codec in [Codec::Q4_0, Codec::Q8_0] {
@@ -1180,7 +1196,7 @@ fn cuda_prefill_gemm_probe_int8_against_cublas_f16() {
                 let x = rng.normals(batch * cols, 1.0);
                 let p = match be.prefill_gemm_probe(&w.arg(), &x, batch, 10) {
                     Ok(p) => p,
-                    Err(e) => return missing("cuda_prefill_gemm_probe_int8_against_cublas_f16", "no cuBLAS", e),
+                    Err(e) => return missing("cuda_prefill_gemm_probe_int8_against_cublas_f16", "cuda", "no cuBLAS", e),
                 };
                 let name = format!("{codec} {rows} x {cols}, batch {batch}");
                 if rows * cols * batch <= 300 * 4096 * 64 {
@@ -1578,7 +1594,7 @@ fn cuda_top_k_picks_the_samplers_candidates() {
     {
         let be = match cortiq_engine::gpu::cuda::CudaBackend::new(0) {
             Ok(b) => b,
-            Err(e) => return missing("cuda_top_k_picks_the_samplers_candidates", "no CUDA device", e),
+            Err(e) => return missing("cuda_top_k_picks_the_samplers_candidates", "cuda", "no CUDA device", e),
         };
         top_k_picks_the_samplers_candidates("cuda", &|v, k| be.top_k(v, k, None).map(|r| r.0));
     }
@@ -1687,7 +1703,7 @@ fn cuda_draws_the_sampled_token_as_the_sampler() {
     {
         let be = match cortiq_engine::gpu::cuda::CudaBackend::new(0) {
             Ok(b) => b,
-            Err(e) => return missing("cuda_draws_the_sampled_token_as_the_sampler", "no CUDA device", e),
+            Err(e) => return missing("cuda_draws_the_sampled_token_as_the_sampler", "cuda", "no CUDA device", e),
         };
         draws_the_sampled_token_as_the_sampler("cuda", &|v, k, spec, u| be.top_k(v, k, Some((spec, u))));
     }
@@ -1738,7 +1754,7 @@ fn cuda_token_graph_captures_beside_another_backend_synchronizing() {
         let new = || cortiq_engine::gpu::cuda::CudaBackend::new(0);
         let (graphs, jobs) = match (new(), new()) {
             (Ok(a), Ok(b)) => (a, b),
-            (Err(e), _) | (_, Err(e)) => return missing(TEST, "no CUDA device", e),
+            (Err(e), _) | (_, Err(e)) => return missing(TEST, "cuda", "no CUDA device", e),
         };
         let (_dir, engine) = tiny_engine(12);
         let m = &engine.model;
