@@ -73,6 +73,11 @@ pub(super) fn row_kernel(prefix: &str, kind: i32, r: usize) -> String {
     format!("{prefix}_k{kind}_r{r}")
 }
 
+/// Blocks a row kernel needs to give each warp one group of `r` of its `rows` rows.
+fn row_groups_blocks(rows: usize, r: usize) -> usize {
+    rows.div_ceil(r * (ROW_THREADS as usize / 32))
+}
+
 /// Rows per warp group for a matrix of `rows` rows: large matrices share each staged x unit
 /// among 4 rows; small ones keep every row on its own warp so they spread over the whole chip
 /// (on llama-1b, 1, 2 or 4 rows everywhere decoded within 2.2 % of each other: NOTES.md, c3).
@@ -414,15 +419,14 @@ impl CudaBackend {
     /// persistent grid of at most as many blocks as fit on the chip at once per row.
     pub(super) fn row_launch(&self, name: &str, rows: usize, r: usize, smem: usize, batch: usize) -> Result<(&CudaFunction, LaunchConfig), String> {
         let (f, cap) = self.row_blocks(name, smem)?;
-        let needed = rows.div_ceil(r * (ROW_THREADS as usize / 32)) as u32;
+        let needed = row_groups_blocks(rows, r) as u32;
         Ok((f, LaunchConfig { grid_dim: (needed.min(cap).max(1), batch as u32, 1), block_dim: (ROW_THREADS, 1, 1), shared_mem_bytes: smem as u32 }))
     }
 
     /// `row_launch` for a token-graph kernel of one activation row, with the shared memory
     /// that keeps its blocks spread (`spread_smem`).
     pub(super) fn spread_row_launch(&self, name: &str, rows: usize, r: usize, staged: usize) -> Result<(&CudaFunction, LaunchConfig), String> {
-        let needed = rows.div_ceil(r * (ROW_THREADS as usize / 32));
-        let smem = self.spread_smem(name, ROW_THREADS, staged, needed)?;
+        let smem = self.spread_smem(name, staged, row_groups_blocks(rows, r))?;
         self.row_launch(name, rows, r, smem, 1)
     }
 
@@ -433,34 +437,34 @@ impl CudaBackend {
     pub(super) fn unit_launch(&self, name: &str, units: usize, smem: usize) -> Result<(&CudaFunction, LaunchConfig), String> {
         let (f, cap) = self.row_blocks(name, smem)?;
         let blocks = chain::unit_blocks(units, cap as usize);
-        let smem = self.spread_smem(name, ROW_THREADS, smem, blocks)?;
+        let smem = self.spread_smem(name, smem, blocks)?;
         Ok((f, LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (ROW_THREADS, 1, 1), shared_mem_bytes: smem as u32 }))
     }
 
-    /// Dynamic shared memory for a launch of `blocks` blocks of kernel `name` (`threads` a
-    /// block) that stages `staged` bytes: the least at which no SM takes more of them than the
-    /// grid's even share (`spread.rs`).
-    pub(super) fn spread_smem(&self, name: &str, threads: u32, staged: usize, blocks: usize) -> Result<usize, String> {
+    /// Dynamic shared memory for a launch of `blocks` blocks of row kernel `name` that stages
+    /// `staged` bytes: the least at which no SM takes more of them than the grid's even share
+    /// (`spread.rs`).
+    fn spread_smem(&self, name: &str, staged: usize, blocks: usize) -> Result<usize, String> {
         let per = spread::even_share(blocks, self.sms);
-        spread::least_smem_for(per, staged, self.smem_limit, |smem| self.blocks_per_sm(name, threads, smem))
+        spread::least_smem_for(per, staged, self.smem_limit, |smem| self.blocks_per_sm(name, smem))
     }
 
     /// Row kernel `name` and the most of its blocks (staging `smem` bytes) resident on the
     /// chip at once.
     fn row_blocks(&self, name: &str, smem: usize) -> Result<(&CudaFunction, u32), String> {
         let f = self.funcs.get(name).ok_or_else(|| format!("no kernel {name}"))?;
-        Ok((f, self.blocks_per_sm(name, ROW_THREADS, smem)? * self.sms))
+        Ok((f, self.blocks_per_sm(name, smem)? * self.sms))
     }
 
-    /// Blocks of kernel `name` (`threads` a block) that fit an SM with `smem` bytes of
-    /// dynamic shared memory (at least 1; cached).
-    fn blocks_per_sm(&self, name: &str, threads: u32, smem: usize) -> Result<u32, String> {
+    /// Blocks of row kernel `name` that fit an SM with `smem` bytes of dynamic shared memory
+    /// (at least 1; cached).
+    fn blocks_per_sm(&self, name: &str, smem: usize) -> Result<u32, String> {
         let f = self.funcs.get(name).ok_or_else(|| format!("no kernel {name}"))?;
         let mut occ = self.occupancy.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(&n) = occ.get(&(name.to_string(), smem as u32)) {
             return Ok(n);
         }
-        let n = f.occupancy_max_active_blocks_per_multiprocessor(threads, smem, None).map_err(err)?.max(1);
+        let n = f.occupancy_max_active_blocks_per_multiprocessor(ROW_THREADS, smem, None).map_err(err)?.max(1);
         occ.insert((name.to_string(), smem as u32), n);
         Ok(n)
     }
