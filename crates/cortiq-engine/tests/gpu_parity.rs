@@ -1029,6 +1029,71 @@ fn cuda_int8_chain_gives_the_logits_of_the_graph_without_it() {
     }
 }
 
+/// The CUDA token graph's layers as one thread-block cluster launch (`gpu/cuda/cluster.rs`,
+/// sm_90+) against the CPU path: smollm2 in Q4_0 and Q4_1 (the codecs whose per-block slices
+/// fit), after a prompt of ~20 tokens (the last blocks of the cluster attend to no position) and
+/// one of ~2000, more than the rows the kernel prefetches (16 blocks x 42 rows; past them each block
+/// copies its further K / V rows itself). Every decode step's logits within 5 % relative L2
+/// of the CPU's; the launch without the cluster is run beside it for comparison.
+#[test]
+#[cfg_attr(not(feature = "cuda"), ignore = "SKIP gpu parity: no CUDA backend compiled in (build with --features cuda)")]
+fn cuda_cluster_layers_match_the_cpu_path() {
+    #[cfg(feature = "cuda")]
+    {
+        use cortiq_engine::gpu::{Gpu, GpuConfig};
+        use cortiq_engine::pipeline::Session;
+        use std::sync::Arc;
+        if !cuda_device_or_skip("cuda_cluster_layers_match_the_cpu_path") {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        for codec in ["q4_0", "q4_1"] {
+            let path = dir.path().join(format!("smollm2-{codec}.gguf"));
+            cortiq_engine::synth::synth("smollm2-135m", codec, &path, 11).unwrap();
+            let engine = cortiq_engine::generate::Engine::load(&path).unwrap();
+            for words in [2, 200] {
+                let prompt = engine.tokenize(&"one two 3 4 ".repeat(words)).unwrap();
+                let steps = 24;
+                // Every run is fed the CPU's greedy tokens, so the logits compare step by step.
+                let run = |gpu: Option<Arc<Gpu>>, fed: &[u32]| -> Vec<Vec<f32>> {
+                    let gpu = gpu.unwrap_or_else(|| Arc::new(Gpu::new(None, GpuConfig::for_tests())));
+                    let mut s = Session::with_gpu(Arc::clone(&engine.model), prompt.len() + steps + 1, gpu);
+                    let mut logits = vec![s.prefill(&prompt).unwrap()];
+                    s.begin_generation();
+                    for i in 0..steps {
+                        let t = fed.get(i).copied().unwrap_or_else(|| cortiq_engine::sample::argmax(logits.last().unwrap()));
+                        logits.push(s.step(t).unwrap());
+                    }
+                    logits
+                };
+                let device = |cluster: bool| {
+                    let be = cortiq_engine::gpu::cuda::CudaBackend::new(0).unwrap().with_cluster(cluster);
+                    Arc::new(Gpu::new(Some(Box::new(be)), GpuConfig { min_rows: Some(usize::MAX), ..GpuConfig::for_tests() }))
+                };
+                let cpu = run(None, &[]);
+                let fed: Vec<u32> = cpu[..steps].iter().map(|l| cortiq_engine::sample::argmax(l)).collect();
+                let (with, without) = (device(true), device(false));
+                let (got, plain) = (run(Some(Arc::clone(&with)), &fed), run(Some(Arc::clone(&without)), &fed));
+                let table = with.explain_table();
+                if !table.contains("cluster") {
+                    eprintln!("SKIP cuda_cluster_layers_match_the_cpu_path: the device runs no cluster kernel (sm_90+):\n{table}");
+                    return;
+                }
+                assert!(!without.explain_table().contains("cluster"), "with_cluster(false) still took the cluster");
+                let (mut worst, mut worst_plain, mut same) = (0f32, 0f32, 0);
+                for ((c, g), p) in cpu.iter().zip(&got).zip(&plain).skip(1) {
+                    assert!(g.iter().all(|v| v.is_finite()), "smollm2 {codec}: NaN in the cluster path's logits");
+                    worst = worst.max(rel_l2(c, g));
+                    worst_plain = worst_plain.max(rel_l2(c, p));
+                    same += usize::from(cortiq_engine::sample::argmax(c) == cortiq_engine::sample::argmax(g));
+                }
+                eprintln!("cuda smollm2 {codec}, {} prompt tokens: cluster layers vs CPU worst relative L2 {worst:.2e} (layer launches {worst_plain:.2e}), argmax agreement {same}/{steps}", prompt.len());
+                assert!(worst < 5e-2, "smollm2 {codec}: the cluster path's logits differ from the CPU's by {worst}");
+            }
+        }
+    }
+}
+
 /// The CUDA graphs on an embedding wider than a row kernel stages in one round of loads
 /// (5120 values against 8 x 256 x STAGE_PASSES = 4096: the RMSNorm's scale then comes from a
 /// first read of the row, matvec.cu's `rms_scale`): `tiny-wide` (40 heads of 128, 2 layers)

@@ -242,8 +242,8 @@ pub struct GraphProfile {
     /// Weight bytes one token reads in each kind of dispatch that streams weights (the
     /// model's own encoding, as `weight bytes/token` in the bench table).
     pub stage_bytes: std::collections::BTreeMap<&'static str, u64>,
-    /// Where the last recorded token graph fell back from a faster form, and why (each a
-    /// line of `--explain`).
+    /// Where the last recorded token graph fell back from a faster form, and why, or which
+    /// form it took where there are several (each a line of `--explain`).
     pub graph_notes: Vec<String>,
     /// Prefill-graph chunks and their prompt rows.
     pub prefill_chunks: u64,

@@ -19,7 +19,8 @@
 //! FP32 for other head sizes), and only the last row goes through the head.
 
 use super::chain::image_bytes;
-use super::launch::{launch, KernelArgs};
+use super::cluster::{self, ClusterLayer, ClusterPlan, CLUSTER_BLOCKS, CLUSTER_THREADS};
+use super::launch::{active_clusters, launch, launch_in_clusters, KernelArgs};
 use super::top_k::{read_candidates, NextPick, PickTo, TopKBuffers, TOPK_MAX};
 use super::{err, kind, row_smem, CudaBackend, MatvecHow, Resident, Unfit};
 use crate::gpu::backend::{DeviceOutcome, GraphProfile, GraphRead, GraphReadback, PrefillGraphJob, TokenGraphJob, WeightArg};
@@ -28,7 +29,7 @@ use crate::kv::KvCache;
 use crate::model::llama::{Llama, LlamaConfig, Weight};
 use crate::sample::DrawSpec;
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUresult, CUstreamCaptureMode};
-use cudarc::driver::{CudaEvent, CudaGraph, CudaSlice, CudaView, LaunchConfig};
+use cudarc::driver::{CudaEvent, CudaGraph, CudaSlice, CudaView, DevicePtr, LaunchConfig};
 use half::slice::HalfFloatSliceExt;
 use std::collections::HashMap;
 
@@ -95,6 +96,8 @@ pub(super) struct ModelGraph {
     splits: usize,
     /// The prefill graph's buffers, made on its first chunk.
     prefill: Option<PrefillBuffers>,
+    /// Where the decode token's layers run as one cluster launch (`cluster.rs`).
+    cluster: Option<ClusterPlan>,
 }
 
 /// The index in an argmax key (matvec.cu's `argmax_key`: value bits high, !index low);
@@ -196,6 +199,9 @@ pub(super) struct Mirror {
     done: [CudaEvent; 2],
     /// The next token, already queued behind the last one on the device's own pick.
     ahead: Option<Ahead>,
+    /// The cluster kernel's table for this mirror (`cluster::table_bytes`: the model's
+    /// weights and this mirror's K / V rows), made before the token graph is captured.
+    cluster_table: Option<CudaSlice<u8>>,
 }
 
 /// A token queued ahead: its position, what it reads back, and (once the token before it
@@ -342,6 +348,7 @@ impl CudaBackend {
             part: zeros(c.n_head * splits * (c.head_dim + 2))?,
             splits,
             prefill: None,
+            cluster: self.cluster_plan(m),
         })
     }
 
@@ -508,7 +515,7 @@ impl CudaBackend {
                     let (params, picks) = (self.stream.alloc_zeros::<i32>(2).map_err(err)?, self.stream.alloc_zeros::<i32>(2).map_err(err)?);
                     let keys = self.stream.alloc_zeros::<u64>(2 * TOPK_MAX).map_err(err)?;
                     let event = || self.stream.context().new_event(None).map_err(err);
-                    Mirror { k, v, len: 0, captured: None, params, picks, keys, done: [event()?, event()?], ahead: None }
+                    Mirror { k, v, len: 0, captured: None, params, picks, keys, done: [event()?, event()?], ahead: None, cluster_table: None }
                 }
             };
             slot.insert(mirror);
@@ -585,6 +592,14 @@ impl CudaBackend {
         // The weight list is only needed to capture a sequence's launches, not per token.
         let args = || -> Vec<WeightArg> { all_weights(m).iter().map(|w| m.weight_arg(w)).collect() };
         if mirror.captured.is_none() {
+            if let (Some(plan), None) = (&g.cluster, &mirror.cluster_table) {
+                mirror.cluster_table = Some(self.cluster_table(m, plan, &args(), map, g, mirror)?);
+                let note = format!("layers as one launch of a {CLUSTER_BLOCKS}-block cluster ({})", plan.kernel);
+                let mut p = self.profile.lock().unwrap_or_else(|e| e.into_inner());
+                if !p.graph_notes.contains(&note) {
+                    p.graph_notes.push(note);
+                }
+            }
             mirror.captured = self.capture(m, &args(), map, g, mirror)?;
         }
         match &mirror.captured {
@@ -766,6 +781,44 @@ impl CudaBackend {
         })
     }
 
+    /// The cluster kernel's plan for `m`, where the path is on (`with_cluster`), its layers
+    /// share one codec kind, the kernels were loaded (sm_90+) and a cluster of its blocks fits.
+    fn cluster_plan(&self, m: &Llama) -> Option<ClusterPlan> {
+        if !self.cluster {
+            return None;
+        }
+        let kinds: Vec<Option<i32>> = m.layers.iter().flat_map(|l| l.matrices()).map(|w| kind(w.codec)).collect();
+        let first = (*kinds.first()?)?;
+        if kinds.iter().any(|&k| k != Some(first)) {
+            return None;
+        }
+        let plan = cluster::plan(&m.cfg, first, self.smem_limit).ok()?;
+        let f = self.funcs.get(&plan.kernel)?;
+        let cfg = LaunchConfig { grid_dim: (CLUSTER_BLOCKS as u32, 1, 1), block_dim: (CLUSTER_THREADS, 1, 1), shared_mem_bytes: plan.smem as u32 };
+        (active_clusters(&self.stream, f, cfg, CLUSTER_BLOCKS as u32).ok()? > 0).then_some(plan)
+    }
+
+    /// Upload the cluster kernel's table for `mirror`: per layer the resident weights' and
+    /// norms' addresses and the mirror's K / V rows.
+    fn cluster_table(&self, m: &Llama, plan: &ClusterPlan, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &ModelGraph, mirror: &Mirror) -> Result<CudaSlice<u8>, String> {
+        let s = &self.stream;
+        let mut rows = Vec::with_capacity(m.cfg.n_layer);
+        for li in 0..m.cfg.n_layer {
+            let mut row = ClusterLayer::default();
+            for (i, w) in args[li * 7..li * 7 + 7].iter().enumerate() {
+                let r = map.get(&w.key).ok_or("weight not resident")?;
+                row.w[i] = r.data.device_ptr(s).0;
+                row.a_off[i] = r.a_off;
+            }
+            row.attn_norm = g.norms[li].0.device_ptr(s).0;
+            row.ffn_norm = g.norms[li].1.device_ptr(s).0;
+            row.kc = mirror.k[li].device_ptr(s).0;
+            row.vc = mirror.v[li].device_ptr(s).0;
+            rows.push(row);
+        }
+        s.clone_htod(&cluster::table_bytes(plan, &rows)).map_err(err)
+    }
+
     /// Capture one token's launches into a CUDA graph (None if capture is not possible or
     /// was invalidated CAPTURE_ATTEMPTS times; the caller then queues the launches directly,
     /// and the next token tries again).
@@ -844,7 +897,19 @@ impl CudaBackend {
         // unsupported()); the arguments follow the kernels' parameter lists in graph.cu
         // and matvec.cu.
         unsafe { launch(s, &self.funcs["embed_row"], grid(c.n_embd, 256), &a, false) }.map_err(err)?;
-        for li in 0..c.n_layer {
+        // The layers as one cluster launch where the model has a plan, else launch by launch.
+        let mut looped_layers = c.n_layer;
+        if let (Some(plan), Some(table)) = (&g.cluster, &mirror.cluster_table) {
+            looped_layers = 0;
+            let mut a = KernelArgs::default();
+            a.buf(table, s).buf(&pos_ptr, s).buf(&g.x, s);
+            let cfg = LaunchConfig { grid_dim: (CLUSTER_BLOCKS as u32, 1, 1), block_dim: (CLUSTER_THREADS, 1, 1), shared_mem_bytes: plan.smem as u32 };
+            // SAFETY: the table holds this model's resident weights, norms and this mirror's
+            // K / V rows (`cluster_table`), and the plan's shared bytes are the kernel's
+            // layout for this geometry (`cluster::plan`); x is (n_embd).
+            unsafe { launch_in_clusters(s, &self.funcs[&plan.kernel], cfg, &a, ov, CLUSTER_BLOCKS as u32) }.map_err(err)?;
+        }
+        for li in 0..looped_layers {
             let w = &args[li * 7..li * 7 + 7];
             let (wq, wk, wv, wg, wu) = (dev(&w[0])?, dev(&w[1])?, dev(&w[2])?, dev(&w[4])?, dev(&w[5])?);
             let mut a = KernelArgs::default();

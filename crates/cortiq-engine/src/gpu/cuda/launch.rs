@@ -54,13 +54,63 @@ impl KernelArgs {
 /// `args` must match the kernel's parameters in number, order and size, and every buffer
 /// must be large enough for what the kernel reads and writes at this configuration.
 pub(super) unsafe fn launch(stream: &CudaStream, f: &CudaFunction, cfg: LaunchConfig, args: &KernelArgs, overlap: bool) -> Result<(), DriverError> {
+    // SAFETY: the caller's contract.
+    unsafe { launch_in_clusters(stream, f, cfg, args, overlap, 1) }
+}
+
+/// `launch` with the grid in thread-block clusters of `cluster` blocks along x (1: none;
+/// compute capability 9.0+, and above 8 blocks only for a kernel that allows non-portable
+/// cluster sizes).
+///
+/// # Safety
+/// As `launch`.
+pub(super) unsafe fn launch_in_clusters(stream: &CudaStream, f: &CudaFunction, cfg: LaunchConfig, args: &KernelArgs, overlap: bool, cluster: u32) -> Result<(), DriverError> {
     let mut params: Vec<*mut std::ffi::c_void> = args.values.iter().map(|v| v as *const u64 as *mut std::ffi::c_void).collect();
-    // SAFETY: a zeroed attribute is a valid "ignore" value; the one field set is the union
-    // member the attribute id names.
-    let mut attr: CUlaunchAttribute = unsafe { std::mem::zeroed() };
-    attr.id = CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attr.value.programmaticStreamSerializationAllowed = 1;
-    let config = CUlaunchConfig {
+    let mut attrs = Vec::new();
+    if overlap {
+        attrs.push(attribute(CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, |a| a.value.programmaticStreamSerializationAllowed = 1));
+    }
+    if cluster > 1 {
+        attrs.push(attribute(CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, |a| {
+            a.value.clusterDim.x = cluster;
+            a.value.clusterDim.y = 1;
+            a.value.clusterDim.z = 1;
+        }));
+    }
+    let config = launch_config(stream, cfg, &mut attrs);
+    stream.context().bind_to_thread()?;
+    // SAFETY: the caller vouches for the parameters; `params` points into `args.values`,
+    // which outlives the call, and `attrs` lives until it returns.
+    unsafe { sys::cuLaunchKernelEx(&config, f.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }.result()
+}
+
+/// Most clusters of `cluster` blocks of `f` at `cfg` the device runs at once (0: none fits).
+pub(super) fn active_clusters(stream: &CudaStream, f: &CudaFunction, cfg: LaunchConfig, cluster: u32) -> Result<i32, DriverError> {
+    let mut attrs = vec![attribute(CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, |a| {
+        a.value.clusterDim.x = cluster;
+        a.value.clusterDim.y = 1;
+        a.value.clusterDim.z = 1;
+    })];
+    let config = launch_config(stream, cfg, &mut attrs);
+    let mut n = 0;
+    stream.context().bind_to_thread()?;
+    // SAFETY: `config` and its attribute live until the call returns; `n` is written.
+    unsafe { sys::cuOccupancyMaxActiveClusters(&mut n, f.cu_function(), &config) }.result()?;
+    Ok(n)
+}
+
+/// A launch attribute of `id`, its value set by `set`.
+fn attribute(id: CUlaunchAttributeID, set: impl FnOnce(&mut CUlaunchAttribute)) -> CUlaunchAttribute {
+    // SAFETY: a zeroed attribute is a valid "ignore" value; `set` writes the union member
+    // the id names.
+    let mut a: CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    a.id = id;
+    set(&mut a);
+    a
+}
+
+fn launch_config(stream: &CudaStream, cfg: LaunchConfig, attrs: &mut [CUlaunchAttribute]) -> CUlaunchConfig {
+    CUlaunchConfig {
         gridDimX: cfg.grid_dim.0,
         gridDimY: cfg.grid_dim.1,
         gridDimZ: cfg.grid_dim.2,
@@ -69,11 +119,7 @@ pub(super) unsafe fn launch(stream: &CudaStream, f: &CudaFunction, cfg: LaunchCo
         blockDimZ: cfg.block_dim.2,
         sharedMemBytes: cfg.shared_mem_bytes,
         hStream: stream.cu_stream(),
-        attrs: &mut attr,
-        numAttrs: overlap as u32,
-    };
-    stream.context().bind_to_thread()?;
-    // SAFETY: the caller vouches for the parameters; `params` points into `args.values`,
-    // which outlives the call, and `attr` lives until it returns.
-    unsafe { sys::cuLaunchKernelEx(&config, f.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }.result()
+        attrs: attrs.as_mut_ptr(),
+        numAttrs: attrs.len() as u32,
+    }
 }

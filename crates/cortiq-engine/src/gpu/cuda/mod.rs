@@ -18,6 +18,7 @@
 mod anatomy;
 mod blas;
 mod chain;
+mod cluster;
 mod graph;
 mod launch;
 mod probe;
@@ -43,7 +44,7 @@ use std::sync::{Arc, Mutex};
 
 /// One module: the matvec helpers, then the graph kernels, the tensor-core GEMMs and the
 /// prompt chunk's tensor-core attention that use them.
-const KERNELS: [&str; 5] = [include_str!("kernels/matvec.cu"), include_str!("kernels/graph.cu"), include_str!("kernels/mma.cu"), include_str!("kernels/flash.cu"), include_str!("kernels/topk.cu")];
+const KERNELS: [&str; 6] = [include_str!("kernels/matvec.cu"), include_str!("kernels/graph.cu"), include_str!("kernels/mma.cu"), include_str!("kernels/flash.cu"), include_str!("kernels/topk.cu"), include_str!("kernels/cluster.cu")];
 /// Kernels without variants.
 const FIXED_KERNELS: [&str; 13] = ["attention_merge", "silu_mul", "embed_row", "dequant_f16", "to_f16", "rms_norm_f16", "rope_append_rows", "silu_mul_f16", graph::FLASH_ROWS[0].1, graph::FLASH_ROWS[1].1, graph::ATTENTION_SPLIT[0].1, graph::ATTENTION_SPLIT[1].1, graph::ATTENTION_SPLIT[2].1];
 /// Kernels instantiated per codec kind (0..=4) and rows per warp group, which stage their
@@ -269,6 +270,8 @@ pub struct CudaBackend {
     hostprof: bool,
     /// Which links of the token graph carry int8 images (`CMF_CUDA_INT8_CHAIN`).
     int8_chain: chain::Int8Chain,
+    /// Whether the token graph may run its layers as one cluster launch (`cluster.rs`).
+    cluster: bool,
     /// The block timeline's reader where the kernels record one (`trace.rs`).
     trace: Mutex<Option<trace::Trace>>,
     info: DeviceInfo,
@@ -363,6 +366,14 @@ impl CudaBackend {
             f.set_attribute(F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem_limit as i32).map_err(err)?;
             funcs.insert(name, f);
         }
+        if major >= 9 {
+            for name in cluster::KERNELS {
+                let f = module.load_function(name).map_err(err)?;
+                f.set_attribute(F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem_limit as i32).map_err(err)?;
+                f.set_attribute(F::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1).map_err(err)?;
+                funcs.insert(name.to_string(), f);
+            }
+        }
         let sms = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(err)?.max(1) as u32;
         let total = ctx.total_mem().map_err(err)? as u64;
         let blas = blas::Blas::new(&stream);
@@ -370,7 +381,7 @@ impl CudaBackend {
         let hostprof = super::hostprof_level() > 0;
         let trace = Mutex::new(if switches.has("CORTIQ_TRACE") { Some(trace::Trace::open(module.clone())?) } else { None });
         let info = DeviceInfo { backend: "cuda", name: ctx.name().map_err(err)?, discrete: true, memory_bytes: total, f16: true, subgroups: true, matrix_units: true, max_binding_bytes: total, q8_activations: true, q8_matvec: true };
-        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, kernel_cache, skip, switches, blas, flash: !crate::gpu::selection::switched_off("CMF_CUDA_FLASH"), long_prefill_rows, readback, hostprof, int8_chain, trace, info })
+        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, kernel_cache, skip, switches, blas, flash: !crate::gpu::selection::switched_off("CMF_CUDA_FLASH"), long_prefill_rows, readback, hostprof, int8_chain, cluster: cluster::enabled(), trace, info })
     }
 
     /// This backend with the token graph's int8 chain set to `chain` (`CMF_CUDA_INT8_CHAIN`;
@@ -378,6 +389,14 @@ impl CudaBackend {
     pub fn with_int8_chain(mut self, chain: &str) -> Result<CudaBackend, String> {
         self.int8_chain = chain::Int8Chain::parse(Some(chain))?;
         Ok(self)
+    }
+
+    /// This backend with the token graph's layers as one cluster launch where the model and
+    /// device allow it (`on`), or launched one by one (`CMF_CUDA_CLUSTER=1` turns it on; the
+    /// parity tests run both paths).
+    pub fn with_cluster(mut self, on: bool) -> CudaBackend {
+        self.cluster = on;
+        self
     }
 
     /// This backend with the prefill graph on the int8 tensor-core GEMMs, cuBLAS left out

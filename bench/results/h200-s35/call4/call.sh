@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Session 35, call 4: the cluster kernel (every layer in one 16-block cluster launch): its
+# parity against the CPU on smollm2 q4_0 / q4_1 (short and long prompts), then the A/B
+# against the layer launches (CMF_CUDA_CLUSTER=0) on the bench shapes, the token-graph
+# parity (whose smollm2 q4_0 / q4_1 now take the cluster), and the probe's call 3 variants.
+set -u
+cd "$(dirname "$0")/.."
+. bench/device-start.sh smollm2-135m:q4_0 smollm2-135m:q4_1 smollm2-135m:q8_0
+CMF_GPU=cuda ./cortiq gpu > $OUT/gpu.txt 2>&1; grep -q "could not come up" $OUT/gpu.txt && { cat $OUT/gpu.txt; exit 1; }
+timeout 120 ./gpu_parity --test-threads 1 --nocapture cuda_cluster_layers_match_the_cpu_path > $OUT/parity.log 2>&1; rc=$?; echo "rc $rc" >> $OUT/parity.log
+grep -E "^cuda|panicked|SKIP|^test result|^rc|error" $OUT/parity.log | head -30
+wait
+echo "parity and synth done at $((SECONDS-start)) s"
+./gpuab/cluster_layer > $OUT/probe.md 2>&1; grep -E "no barrier|in L2|clock" $OUT/probe.md
+[ $rc -eq 0 ] || { echo "cluster parity failed: no A/B"; exit 0; }
+BINS="./cortiq" VARIANTS="CMF_CUDA_CLUSTER=0 CMF_NONE=1" BACKEND=cuda PROMPT=512 GEN=128 REPS=1 ROUNDS=2 DEADLINE=$((200-(SECONDS-start))) \
+  MODELS_DIR=$M timeout 150 bash bench/ab.sh $OUT/ab smollm2-135m:q4_0 smollm2-135m:q4_1 smollm2-135m:q8_0 > /dev/null 2>&1
+cat $OUT/ab/ab.md
+CMF_GPU=cuda CMF_PROBE_CACHE=0 timeout 30 ./cortiq bench -m $M/smollm2-135m-q4_0.gguf -p 512 -n 128 -r 1 --backend cuda --explain > $OUT/explain.txt 2>&1; grep -iE "token graph|tg128" $OUT/explain.txt
+timeout 170 ./gpu_parity --test-threads 1 --nocapture token_graph_matches_the_cpu_path > $OUT/parity-graph.log 2>&1; echo "rc $?" >> $OUT/parity-graph.log
+grep -E "^cuda .*graph vs CPU|panicked|^test result|^rc" $OUT/parity-graph.log | head -20
+echo "end at $((SECONDS-start)) s"
