@@ -109,6 +109,7 @@ fn attribute(id: CUlaunchAttributeID, set: impl FnOnce(&mut CUlaunchAttribute)) 
     a
 }
 
+/// The driver's launch configuration of `cfg` on `stream` with `attrs`.
 fn launch_config(stream: &CudaStream, cfg: LaunchConfig, attrs: &mut [CUlaunchAttribute]) -> CUlaunchConfig {
     CUlaunchConfig {
         gridDimX: cfg.grid_dim.0,
