@@ -71,11 +71,7 @@ pub(super) unsafe fn launch_in_clusters(stream: &CudaStream, f: &CudaFunction, c
         attrs.push(attribute(CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, |a| a.value.programmaticStreamSerializationAllowed = 1));
     }
     if cluster > 1 {
-        attrs.push(attribute(CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, |a| {
-            a.value.clusterDim.x = cluster;
-            a.value.clusterDim.y = 1;
-            a.value.clusterDim.z = 1;
-        }));
+        attrs.push(cluster_dimension(cluster));
     }
     let config = launch_config(stream, cfg, &mut attrs);
     stream.context().bind_to_thread()?;
@@ -86,11 +82,7 @@ pub(super) unsafe fn launch_in_clusters(stream: &CudaStream, f: &CudaFunction, c
 
 /// Most clusters of `cluster` blocks of `f` at `cfg` the device runs at once (0: none fits).
 pub(super) fn active_clusters(stream: &CudaStream, f: &CudaFunction, cfg: LaunchConfig, cluster: u32) -> Result<i32, DriverError> {
-    let mut attrs = vec![attribute(CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, |a| {
-        a.value.clusterDim.x = cluster;
-        a.value.clusterDim.y = 1;
-        a.value.clusterDim.z = 1;
-    })];
+    let mut attrs = vec![cluster_dimension(cluster)];
     let config = launch_config(stream, cfg, &mut attrs);
     let mut n = 0;
     stream.context().bind_to_thread()?;
@@ -107,6 +99,15 @@ fn attribute(id: CUlaunchAttributeID, set: impl FnOnce(&mut CUlaunchAttribute)) 
     a.id = id;
     set(&mut a);
     a
+}
+
+/// Clusters of `cluster` blocks along x.
+fn cluster_dimension(cluster: u32) -> CUlaunchAttribute {
+    attribute(CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, |a| {
+        a.value.clusterDim.x = cluster;
+        a.value.clusterDim.y = 1;
+        a.value.clusterDim.z = 1;
+    })
 }
 
 /// The driver's launch configuration of `cfg` on `stream` with `attrs`.

@@ -184,6 +184,13 @@ template <int K, int HD> struct ClusterDecoder {
         return b == BOX_QKV ? qd + 2 * kvd : b == BOX_PART ? CL_BLOCKS * c.n_head * part_w : b == BOX_H ? c.ff : c.d;
     }
 
+    // Slab sl of stage A (head-wide row runs of Q, then K, then V): its tensor t (0 q, 1 k,
+    // 2 v) and head h.
+    __device__ void slab_of(int sl, int& t, int& h) const {
+        t = sl < c.n_head ? 0 : (sl < c.n_head + c.n_head_kv ? 1 : 2);
+        h = t == 0 ? sl : (t == 1 ? sl - c.n_head : sl - c.n_head - c.n_head_kv);
+    }
+
     // The positions block `rank` attends to: [lo, hi) of n.
     __device__ void positions(int& lo, int& hi) const {
         int per = (n + CL_BLOCKS - 1) / CL_BLOCKS;
@@ -203,8 +210,8 @@ template <int K, int HD> struct ClusterDecoder {
             int units = c.d >> 5;
             if (stage == 0) {
                 for (int sl = rank; sl < slabs; sl += CL_BLOCKS) {
-                    int t = sl < c.n_head ? 0 : (sl < c.n_head + c.n_head_kv ? 1 : 2);
-                    int h = t == 0 ? sl : (t == 1 ? sl - c.n_head : sl - c.n_head - c.n_head_kv);
+                    int t, h;
+                    slab_of(sl, t, h);
                     pieces[s][np] = Piece{L.w[t], L.a_off[t], h * HD, HD, units, 0, 0, 0};
                     at = piece_place<K>(pieces[s][np++], at);
                 }
@@ -261,9 +268,8 @@ template <int K, int HD> struct ClusterDecoder {
             const Piece& p = pieces[s][i];
             piece_rows<K, 4>(p, slot[s], staged, c.d, rows);
             __syncthreads();
-            int sl = rank + i * CL_BLOCKS;
-            int t = sl < c.n_head ? 0 : (sl < c.n_head + c.n_head_kv ? 1 : 2);
-            int h = t == 0 ? sl : (t == 1 ? sl - c.n_head : sl - c.n_head - c.n_head_kv);
+            int t, h;
+            slab_of(rank + i * CL_BLOCKS, t, h);
             float* out = att;  // scratch: the slab after RoPE
             for (int j = threadIdx.x; j < HD / 2; j += CL_THREADS) {
                 int a, b;
