@@ -7,11 +7,13 @@
 //      whole activation (checked) and carries it into the next stage's writes. No model math,
 //      so the times are the design's floor at smollm2 q4_0's byte counts.
 // Build and run on the GPU machine: nvcc -O3 -arch=sm_90 -o cluster_layer cluster_layer.cu && ./cluster_layer
+// (`./cluster_layer trace`: only the last section, where a stage's time goes).
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 namespace cg = cooperative_groups;
 
@@ -167,7 +169,14 @@ __global__ void __launch_bounds__(THREADS, 1) stream_bulk(const int4* __restrict
 // 5: nothing exchanged, no barrier between blocks (one block's own pipeline).
 // COPY 0 with NBUF 0: a stage's slice loaded after its barrier; COPY 0: the slices of the next
 // NBUF - 1 stages copied ahead by cp.async (16 B a thread); COPY 1: the same by bulk copies.
-template <int MODE, int NBUF, int COPY>
+// WAIT 1: thread 0 alone waits on a slot's mbarrier, then a block barrier (else every thread
+// spins on it). TRACE: block 0's thread 0 adds the cycles of each part of a job, by stage,
+// into g_trace (after issue, after the wait, after the read-back and its barrier, the rest).
+__device__ unsigned long long g_trace[MAX_STAGES][4];
+// TRACE with bulk copies: thread 0's cycles in the expect_tx, the first copy, the other copies,
+// by the stage whose slice they copy.
+__device__ unsigned long long g_issue[MAX_STAGES][3];
+template <int MODE, int NBUF, int COPY, int WAIT = 0, int TRACE = 0>
 __global__ void __launch_bounds__(THREADS, 1) skeleton(const int4* __restrict__ w, Plan plan, float* act, unsigned* bar, unsigned* errors, int* sink) {
     extern __shared__ int4 ring[];  // [NBUF][SLICE_INT4]
     __shared__ float xs[2][1024];   // the exchanged activation (MODE 1, 3), double-buffered
@@ -209,8 +218,20 @@ __global__ void __launch_bounds__(THREADS, 1) skeleton(const int4* __restrict__ 
                 for (unsigned i = threadIdx.x; i < len; i += THREADS) cp_async16(dst + i, w + start + i);
             } else if (threadIdx.x == 0) {
                 unsigned long long* b = &rbar[job % NR];
+                long long ta = TRACE ? clock64() : 0;
                 mbar_expect(b, len * 16);
-                for (unsigned i = 0; i < len; i += 512) bulk_copy(dst + i, w + start + i, min(512u, len - i) * 16, b);
+                long long tb = TRACE ? clock64() : 0, tc = 0;
+                for (unsigned i = 0; i < len; i += 512) {
+                    bulk_copy(dst + i, w + start + i, min(512u, len - i) * 16, b);
+                    if (TRACE && i == 0) tc = clock64();
+                }
+                if (TRACE && blockIdx.x == 0) {
+                    unsigned long long* g = g_issue[job % plan.stages];
+                    long long td = clock64();
+                    atomicAdd(&g[0], (unsigned long long)(tb - ta));
+                    atomicAdd(&g[1], (unsigned long long)(tc - tb));
+                    atomicAdd(&g[2], (unsigned long long)(td - tc));
+                }
             }
         }
         if (COPY == 0) cp_commit();
@@ -221,6 +242,7 @@ __global__ void __launch_bounds__(THREADS, 1) skeleton(const int4* __restrict__ 
     float carry = 0.0f;
     unsigned bad = 0;
     for (int job = 0; job < jobs; ++job) {
+        long long t0 = TRACE ? clock64() : 0, t1 = 0, t2 = 0, t3 = 0;
         int acc = 0;
         int buf = job & 1;
         if (MODE == 3 && threadIdx.x == 0) mbar_expect(&xbar[buf], width * 4);
@@ -229,12 +251,17 @@ __global__ void __launch_bounds__(THREADS, 1) skeleton(const int4* __restrict__ 
         slice(job, start, len);
         if (NBUF > 0) {
             issue(job + NBUF - 1);
+            if (TRACE) t1 = clock64();
             if (COPY == 0) {
                 cp_wait<(NBUF > 0 ? NBUF - 1 : 0)>();
+                __syncthreads();
+            } else if (WAIT == 1) {
+                if (threadIdx.x == 0) mbar_wait(&rbar[job % NR], (job / NR) & 1);
                 __syncthreads();
             } else {
                 mbar_wait(&rbar[job % NR], (job / NR) & 1);
             }
+            if (TRACE) t2 = clock64();
             const int4* src = ring + (job % NR) * SLICE_INT4;
             for (unsigned i = threadIdx.x; i < len; i += THREADS) {
                 int4 v = src[i];
@@ -250,6 +277,7 @@ __global__ void __launch_bounds__(THREADS, 1) skeleton(const int4* __restrict__ 
         for (int o = 16; o > 0; o >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, o);
         if ((threadIdx.x & 31) == 0) atomicXor(&reduced, acc);
         __syncthreads();
+        if (TRACE) t3 = clock64();
         acc_all ^= reduced;
         // This block's share of the stage's output, carrying what the last exchange read.
         if (threadIdx.x < share && MODE < 4) {
@@ -276,6 +304,14 @@ __global__ void __launch_bounds__(THREADS, 1) skeleton(const int4* __restrict__ 
             }
             __syncthreads();
             carry = xread[(threadIdx.x * 7 + job) % width] - expected(job, (threadIdx.x * 7 + job) % width);
+        }
+        if (TRACE && blockIdx.x == 0 && threadIdx.x == 0) {
+            unsigned long long* g = g_trace[job % plan.stages];
+            long long t4 = clock64();
+            atomicAdd(&g[0], (unsigned long long)(t1 - t0));
+            atomicAdd(&g[1], (unsigned long long)(t2 - t1));
+            atomicAdd(&g[2], (unsigned long long)(t3 - t2));
+            atomicAdd(&g[3], (unsigned long long)(t4 - t3));
         }
     }
     if (NBUF > 0 && COPY == 0) cp_wait<0>();
@@ -326,9 +362,9 @@ static void launch_cluster(Kernel k, int blocks, int cluster, size_t smem, Args.
     CK(cudaLaunchKernelEx(&cfg, k, args...));
 }
 
-template <int MODE, int NBUF, int COPY = 0>
+template <int MODE, int NBUF, int COPY = 0, int WAIT = 0, int TRACE = 0>
 static void run_skeleton(const char* name, int blocks, const int4* w, size_t w_int4, Plan plan, float* act, unsigned* bar, unsigned* errors, int* sink, bool warm = false) {
-    auto k = skeleton<MODE, NBUF, COPY>;
+    auto k = skeleton<MODE, NBUF, COPY, WAIT, TRACE>;
     size_t smem = (NBUF > 0 ? NBUF : 1) * SLICE_INT4 * sizeof(int4);
     CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     if (MODE != 2) CK(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
@@ -358,9 +394,30 @@ static void run_skeleton(const char* name, int blocks, const int4* w, size_t w_i
     double bytes = (double)layer_int4 * 16.0 * plan.layers;
     printf("| %s | %d | %.1f | %.2f | %.2f | %.0f | %u |\n", name, blocks, token_us, token_us / plan.layers,
            token_us / plan.layers / plan.stages, bytes / token_us / 1e3, err);
+    if (!TRACE) return;
+    // One more run, cold, with the counters cleared: block 0's cycles a job by stage and part.
+    unsigned long long zero[MAX_STAGES][4] = {}, got[MAX_STAGES][4];
+    CK(cudaMemcpyToSymbol(g_trace, zero, sizeof zero));
+    CK(cudaMemcpyToSymbol(g_issue, zero, sizeof(unsigned long long) * MAX_STAGES * 3));
+    Plan p = plan;
+    p.base = ((unsigned long long)20 * run_int4) % (w_int4 - run_int4);
+    launch_cluster(k, blocks, MODE == 2 ? 0 : blocks, smem, w, p, act, bar, errors, sink);
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpyFromSymbol(got, g_trace, sizeof got));
+    unsigned long long issue[MAX_STAGES][3];
+    CK(cudaMemcpyFromSymbol(issue, g_issue, sizeof issue));
+    for (int s = 0; s < plan.stages; ++s)
+        printf("|   stage %d (%u B a block): cycles a job: issue %llu, wait %llu, read-back %llu, rest %llu | | | | | | |\n", s,
+               (plan.stage_int4[s] + blocks - 1) / blocks * 16, got[s][0] / plan.layers, got[s][1] / plan.layers,
+               got[s][2] / plan.layers, got[s][3] / plan.layers);
+    if (COPY == 1)
+        for (int s = 0; s < plan.stages; ++s)
+            printf("|   stage %d's copies (%u of 8 KB or less): cycles: expect_tx %llu, first copy %llu, the rest %llu | | | | | | |\n", s,
+                   ((plan.stage_int4[s] + blocks - 1) / blocks + 511) / 512, issue[s][0] / plan.layers, issue[s][1] / plan.layers, issue[s][2] / plan.layers);
 }
 
-int main() {
+int main(int argc, char** argv) {
+    bool trace_only = argc > 1 && std::string(argv[1]) == "trace";  // session 36: the last section alone
     int dev = 0, sms = 0;
     CK(cudaSetDevice(dev));
     cudaDeviceProp prop;
@@ -389,6 +446,7 @@ int main() {
         CK(cudaMemcpy(h, cr, 16, cudaMemcpyDeviceToHost));
         printf("SM clock with 16 blocks spinning: %.0f MHz\n\n", (double)h[0] * 1e3 / (double)h[1]);
     }
+    if (!trace_only) {
     printf("## One barrier\n\n| barrier | blocks | ns each |\n| --- | --- | --- |\n");
     CK(cudaFuncSetAttribute(cluster_barrier_loop, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     for (int c : {2, 8, 16}) {
@@ -426,6 +484,7 @@ int main() {
         printf("| %d | %.0f | %.1f |\n", blocks, gbs, gbs / blocks);
     }
 
+    }
     // smollm2-135m q4_0 at ~640 positions: qkv, attention's f32 K/V, o, gate/up, down (bytes).
     Plan smol = {};
     smol.layers = 30;
@@ -437,6 +496,7 @@ int main() {
     for (int s = 0; s < 5; ++s) empty.stage_int4[s] = 0;
     printf("\n## Layer skeleton, smollm2 q4_0 bytes (30 layers x 5 stages, %.2f MB a layer)\n\n",
            (stage_bytes[0] + stage_bytes[1] + stage_bytes[2] + stage_bytes[3] + stage_bytes[4]) / 1048576.0);
+    if (!trace_only) {
     printf("| variant | blocks | us a token | us a layer | us a stage | GB/s | exchange errors |\n| --- | --- | --- | --- | --- | --- | --- |\n");
     run_skeleton<4, 0>("cluster barrier, nothing exchanged", 16, w, w_int4, empty, act, bar, errors, sink);
     run_skeleton<0, 0>("barriers only, cluster, global", 16, w, w_int4, empty, act, bar, errors, sink);
@@ -458,5 +518,12 @@ int main() {
     run_skeleton<3, 3, 1>("st.async, 2 stages ahead (bulk), 10 layers in L2", 16, w, w_int4, warm10, act, bar, errors, sink, true);
     run_skeleton<5, 3, 1>("no barrier, nothing exchanged, bulk, 10 layers in L2", 16, w, w_int4, warm10, act, bar, errors, sink, true);
     run_skeleton<2, 3>("grid, global, 2 stages ahead", sms, w, w_int4, smol, act, bar, errors, sink);
+    }
+    printf("\n## Where a stage's time goes (session 36): block 0's cycles a job, by stage\n\n");
+    printf("| variant | blocks | us a token | us a layer | us a stage | GB/s | exchange errors |\n| --- | --- | --- | --- | --- | --- | --- |\n");
+    run_skeleton<5, 3, 1, 0, 1>("no barrier, nothing exchanged, bulk 2 ahead, all threads wait", 16, w, w_int4, smol, act, bar, errors, sink);
+    run_skeleton<5, 3, 1, 1, 1>("no barrier, nothing exchanged, bulk 2 ahead, thread 0 waits", 16, w, w_int4, smol, act, bar, errors, sink);
+    run_skeleton<3, 3, 1, 0, 1>("st.async, bulk 2 ahead, all threads wait", 16, w, w_int4, smol, act, bar, errors, sink);
+    run_skeleton<3, 3, 1, 1, 1>("st.async, bulk 2 ahead, thread 0 waits", 16, w, w_int4, smol, act, bar, errors, sink);
     return 0;
 }

@@ -1034,7 +1034,9 @@ fn cuda_int8_chain_gives_the_logits_of_the_graph_without_it() {
 /// fit), after a prompt of ~20 tokens (the last blocks of the cluster attend to no position) and
 /// one of ~2000, more than the rows the kernel prefetches (16 blocks x 42 rows; past them each block
 /// copies its further K / V rows itself). Every decode step's logits within 5 % relative L2
-/// of the CPU's; the launch without the cluster is run beside it for comparison.
+/// of the CPU's, or no further than 1.25 x the layer launches' distance (both stage int8
+/// activations), within 2 % of the layer launches', and the greedy token the CPU's at all but
+/// two steps.
 #[test]
 #[cfg_attr(not(feature = "cuda"), ignore = "SKIP gpu parity: no CUDA backend compiled in (build with --features cuda)")]
 fn cuda_cluster_layers_match_the_cpu_path() {
@@ -1080,15 +1082,21 @@ fn cuda_cluster_layers_match_the_cpu_path() {
                     return;
                 }
                 assert!(!without.explain_table().contains("cluster"), "with_cluster(false) still took the cluster");
-                let (mut worst, mut worst_plain, mut same) = (0f32, 0f32, 0);
+                let (mut worst, mut worst_plain, mut apart, mut same) = (0f32, 0f32, 0f32, 0);
                 for ((c, g), p) in cpu.iter().zip(&got).zip(&plain).skip(1) {
                     assert!(g.iter().all(|v| v.is_finite()), "smollm2 {codec}: NaN in the cluster path's logits");
                     worst = worst.max(rel_l2(c, g));
                     worst_plain = worst_plain.max(rel_l2(c, p));
+                    apart = apart.max(rel_l2(p, g));
                     same += usize::from(cortiq_engine::sample::argmax(c) == cortiq_engine::sample::argmax(g));
                 }
-                eprintln!("cuda smollm2 {codec}, {} prompt tokens: cluster layers vs CPU worst relative L2 {worst:.2e} (layer launches {worst_plain:.2e}), argmax agreement {same}/{steps}", prompt.len());
-                assert!(worst < 5e-2, "smollm2 {codec}: the cluster path's logits differ from the CPU's by {worst}");
+                eprintln!("cuda smollm2 {codec}, {} prompt tokens: cluster layers vs CPU worst relative L2 {worst:.2e} (layer launches {worst_plain:.2e}, cluster vs layer launches {apart:.2e}), argmax agreement {same}/{steps}", prompt.len());
+                // Both device paths stage activations as int8 (the CPU's reference does not), so
+                // over ~2000 positions both drift from the CPU alike (6.1e-2 on the H200): the
+                // cluster may not drift further than the layer launches, and must follow them.
+                assert!(worst < 5e-2_f32.max(1.25 * worst_plain), "smollm2 {codec}: the cluster path's logits differ from the CPU's by {worst} (the layer launches' by {worst_plain})");
+                assert!(apart < 2e-2, "smollm2 {codec}: the cluster path's logits differ from the layer launches' by {apart}");
+                assert!(same + 2 >= steps, "smollm2 {codec}: the cluster path's greedy token differs from the CPU's at {} of {steps} steps", steps - same);
             }
         }
     }

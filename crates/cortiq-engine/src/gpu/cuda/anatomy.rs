@@ -6,7 +6,8 @@
 //! (`CMF_GRAPH_HOSTPROF=1`) shows what those parts cost in the captured chain. Outputs are
 //! wrong while one of those is set; `bench/anatomy.sh` runs it with the stage ablation
 //! (`gpu/stage_skip.rs`) and tabulates both. `CORTIQ_TRACE` leaves outputs right and records
-//! the decode kernels' block timeline (`trace.rs`, `bench/timeline.sh`); beside it
+//! the decode kernels' block timeline (`trace.rs`, `bench/timeline.sh`; with
+//! `CMF_CUDA_CLUSTER=1` the cluster kernel's stage marks, `bench/cluster_timeline.py`); beside it
 //! `CORTIQ_TRACE_LOADED` / `CORTIQ_TRACE_STAGED` / `CORTIQ_TRACE_DOTTED` start a row kernel's
 //! block time when its normed activation row's loads are back / the row is staged / its dot
 //! products are done instead of at its wait release, so two timelines give a phase's time.

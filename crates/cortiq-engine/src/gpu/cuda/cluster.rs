@@ -3,8 +3,8 @@
 //! fits shared memory twice over (two prefetch slots), the token graph runs its layers as one
 //! launch of CLUSTER_BLOCKS blocks that trade vectors through distributed shared memory
 //! instead of six kernel boundaries a layer. The layout sums here mirror the kernel's.
-//! Off unless `CMF_CUDA_CLUSTER=1`: run once on the H200 so far, its parity and speed not yet
-//! established (bench/NOTES.md, session 35).
+//! Off unless `CMF_CUDA_CLUSTER=1`: it matches the layer launches on the H200 but decodes
+//! smollm2 at 0.58x their speed (bench/NOTES.md, session 36).
 
 use crate::gpu::backend::Activation;
 use crate::model::LlamaConfig;
@@ -16,6 +16,10 @@ pub(super) const CLUSTER_THREADS: u32 = 512;
 pub(super) const KERNELS: [&str; 6] = ["cluster_layers_k0_h64", "cluster_layers_k1_h64", "cluster_layers_k2_h64", "cluster_layers_k0_h128", "cluster_layers_k1_h128", "cluster_layers_k2_h128"];
 /// Bytes before the layer rows in the table the kernel reads (the shape, padded).
 const SHAPE_BYTES: usize = 64;
+/// Shared bytes the kernel declares statically beyond the 512 the backend's limit leaves every
+/// kernel (the block's decoder state and barriers: 1072 bytes on sm_90, ptxas): its dynamic
+/// shared memory may reach the limit less these.
+pub(super) const STATIC_SMEM: usize = 1536;
 
 /// The model's geometry as the kernel reads it (cluster.cu's ClusterShape, the same layout).
 #[repr(C)]
@@ -105,8 +109,8 @@ pub(super) fn plan(c: &LlamaConfig, kind: i32, smem_limit: usize) -> Result<Clus
     let part_w = hd + 4;
     let rows = hd.max(share(d)).max(2 * share(ff)).max(c.n_head * part_w);
     let boxes = [qd + 2 * kvd, CLUSTER_BLOCKS * c.n_head * part_w, d, ff, d];
-    let smem = align16(4 * d) + align16(widest + 12 * (widest / 32)) + align16(4 * rows) + align16(4 * qd.max(hd)) + boxes.iter().map(|n| align16(4 * n)).sum::<usize>() + 2 * slot;
-    if smem > smem_limit {
+    let smem = align16(4 * d) + align16(widest + 12 * (widest / 32)) + align16(4 * rows) + align16(4 * qd.max(hd)) + boxes.iter().map(|n| align16(4 * n)).sum::<usize>() + 2 * slot + c.n_layer * std::mem::size_of::<ClusterLayer>();
+    if smem + STATIC_SMEM > smem_limit {
         return Err("the cluster kernel's slots and inboxes exceed the shared memory");
     }
     let shape = ClusterShape {

@@ -369,7 +369,7 @@ impl CudaBackend {
         if major >= 9 {
             for name in cluster::KERNELS {
                 let f = module.load_function(name).map_err(err)?;
-                f.set_attribute(F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem_limit as i32).map_err(err)?;
+                f.set_attribute(F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem_limit.saturating_sub(cluster::STATIC_SMEM) as i32).map_err(err)?;
                 f.set_attribute(F::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1).map_err(err)?;
                 funcs.insert(name.to_string(), f);
             }

@@ -157,9 +157,40 @@ __device__ __forceinline__ void cl_share(int n, int b, int& lo, int& hi) {
 // The five stages' inboxes (floats, each 16-byte aligned) and their mbarriers.
 enum { BOX_QKV, BOX_PART, BOX_XO, BOX_H, BOX_XD, BOXES };
 
+// Stage timeline (profiling, with the block timeline's `CMF_CUDA_DEFINES=CORTIQ_TRACE`):
+// thread 0 of every block appends a record a stage: (8 << 48 | rank << 32 | job, globaltimer
+// ns at the stage's start, then ns from the start (16 bits each, capped) to: the next stage's
+// copies issued | this stage's slot ready << 16 | its inbox ready << 32 | its input staged
+// << 48, and its dot products done | its output sent << 16 | its end << 32). A mark a stage
+// does not reach reads as the one before it. `bench/cluster_timeline.py` sums them.
+#ifdef CORTIQ_TRACE
+struct StageMarks {
+    unsigned long long begin, issued, slot, box, staged, dotted, sent;
+    __device__ void mark(unsigned long long& t) {
+        if (threadIdx.x == 0) t = global_ns();
+    }
+    __device__ void record(int rank, int job) {
+        if (threadIdx.x != 0) return;
+        unsigned long long end = global_ns(), last = begin, d[7];
+        unsigned long long at[7] = {issued, slot, box, staged, dotted, sent, end};
+        for (int i = 0; i < 7; i++) {
+            last = at[i] ? at[i] : last;
+            d[i] = min(last - begin, 65535ull);
+        }
+        unsigned long long i = atomicAdd(&cortiq_trace_count, 1ull) % TRACE_RING;
+        cortiq_trace_ring[i] = make_ulonglong4(8ull << 48 | (unsigned long long)rank << 32 | (unsigned)job, begin,
+                                               d[0] | d[1] << 16 | d[2] << 32 | d[3] << 48, d[4] | d[5] << 16 | d[6] << 32);
+    }
+};
+#define CL_MARK(m, t) (m).mark((m).t)
+#else
+struct StageMarks {};
+#define CL_MARK(m, t)
+#endif
+
 template <int K, int HD> struct ClusterDecoder {
     static constexpr int DPL = HD / 32;  // head dimensions a lane
-    const ClusterLayer* layers;
+    const ClusterLayer* layers;  // (n_layer) the table's rows, copied into shared memory after the slots
     ClusterShape c;
     int rank, pos, n;
     int qd, kvd, slabs, part_w;
@@ -174,11 +205,11 @@ template <int K, int HD> struct ClusterDecoder {
     unsigned long long* box_bar;   // [BOXES]
     unsigned long long* slot_bar;  // [2]
     unsigned long long* kv_bar;    // stage B's copies past the prefetched rows
-    unsigned kv_phase;             // phases of kv_bar completed
     int norm_at[2];                // where a slot holds the stage's norm weights (stages A, D)
     Piece pieces[2][CL_MAX_PIECES];
     int npieces[2];
     int kv_lo[2], kv_hi[2];  // the K / V positions a slot holds (stage B)
+    StageMarks marks;        // this stage's timeline (CORTIQ_TRACE only)
 
     __device__ int box_floats(int b) const {
         return b == BOX_QKV ? qd + 2 * kvd : b == BOX_PART ? CL_BLOCKS * c.n_head * part_w : b == BOX_H ? c.ff : c.d;
@@ -198,9 +229,10 @@ template <int K, int HD> struct ClusterDecoder {
         hi = min(n, lo + per);
     }
 
-    // Lay out what job j (layer j / 5, stage j % 5) reads from slot j & 1 and start copying it
-    // (thread 0 issues; every thread computes the same layout).
+    // Thread 0: lay out what job j (layer j / 5, stage j % 5) reads from slot j & 1 and start
+    // copying it (the other threads read the layout after the barrier that ends a stage).
     __device__ void prefetch(int j) {
+        if (threadIdx.x != 0) return;
         int s = j & 1, layer = j / 5, stage = j % 5;
         int np = 0, at = 0;
         kv_lo[s] = kv_hi[s] = 0;
@@ -239,7 +271,6 @@ template <int K, int HD> struct ClusterDecoder {
             }
         }
         npieces[s] = np;
-        if (threadIdx.x != 0) return;
         long bytes = at;
         if (kv_hi[s] > kv_lo[s]) bytes = 2L * (kv_hi[s] - kv_lo[s]) * kvd * 4;
         cl_mbar_expect(&slot_bar[s], (unsigned)bytes);
@@ -263,11 +294,13 @@ template <int K, int HD> struct ClusterDecoder {
     // block, K / V also into this layer's mirror at pos.
     __device__ void stage_qkv(const ClusterLayer& L, int s) {
         stage_x(K, x, (const float*)(slot[s] + norm_at[s]), c.eps, c.d, staged);
+        CL_MARK(marks, staged);
         int half = c.rot >> 1;
         for (int i = 0; i < npieces[s]; i++) {
             const Piece& p = pieces[s][i];
             piece_rows<K, 4>(p, slot[s], staged, c.d, rows);
             __syncthreads();
+            CL_MARK(marks, dotted);
             int t, h;
             slab_of(rank + i * CL_BLOCKS, t, h);
             float* out = att;  // scratch: the slab after RoPE
@@ -301,12 +334,13 @@ template <int K, int HD> struct ClusterDecoder {
             cl_gather_send(out, HD, box[BOX_QKV], at, &box_bar[BOX_QKV]);
             __syncthreads();
         }
+        CL_MARK(marks, sent);
     }
 
     // Stage B: every head over this block's positions as an online softmax (the slot's K / V
     // rows, then rows past the slot's capacity copied into it a slot at a time, then the new
     // row from the inbox); its (max, sum, V sums) to every block. Warp w takes heads w, w + 16, ...
-    __device__ void stage_attention(const ClusterLayer& L, int s) {
+    __device__ void stage_attention(const ClusterLayer& L, int s, unsigned& kv_phase) {
         const float* qkv = box[BOX_QKV];
         int lo, hi;
         positions(lo, hi);
@@ -315,6 +349,7 @@ template <int K, int HD> struct ClusterDecoder {
         for (int h = warp; h < c.n_head; h += CL_WARPS)
             for (int d = lane; d < part_w; d += 32) part[h * part_w + d] = d == HD ? -__int_as_float(0x7f800000) : 0.f;
         __syncthreads();
+        CL_MARK(marks, staged);
         float* ks = (float*)slot[s];
         int pre = kv_hi[s] - kv_lo[s], old_hi = min(hi, pos);
         if (pre > 0) attend_rows(ks, ks + (long)pre * kvd, pre, qkv, part);
@@ -331,7 +366,9 @@ template <int K, int HD> struct ClusterDecoder {
             attend_rows(ks, ks + (long)cnt * kvd, cnt, qkv, part);
         }
         if (pos >= lo && pos < hi) attend_rows(qkv + qd, qkv + qd + kvd, 1, qkv, part);
+        CL_MARK(marks, dotted);
         cl_gather_send(part, c.n_head * part_w, box[BOX_PART], rank * c.n_head * part_w, &box_bar[BOX_PART]);
+        CL_MARK(marks, sent);
     }
 
     // Scores of positions [first, first + cnt) (K rows ks, V rows vs, kvd floats apart) for
@@ -406,6 +443,7 @@ template <int K, int HD> struct ClusterDecoder {
         }
         __syncthreads();
         stage_x(K, att, nullptr, 0.f, qd, staged);
+        CL_MARK(marks, staged);
         residual_rows(pieces[s][0], s, qd, BOX_XO);
     }
 
@@ -414,28 +452,34 @@ template <int K, int HD> struct ClusterDecoder {
     __device__ void residual_rows(const Piece& p, int s, int cols, int bx) {
         piece_rows<K, 4>(p, slot[s], staged, cols, rows);
         __syncthreads();
+        CL_MARK(marks, dotted);
         for (int r = threadIdx.x; r < p.rows; r += CL_THREADS) rows[r] += x[p.r0 + r];
         __syncthreads();
         cl_gather_send(rows, p.rows, box[bx], p.r0, &box_bar[bx]);
+        CL_MARK(marks, sent);
     }
 
     // Stage D: x RMS-normed, gate and up rows of this block's share of the hidden values,
     // silu(gate) * up to every block.
     __device__ void stage_glu(const ClusterLayer& L, int s) {
         stage_x(K, x, (const float*)(slot[s] + norm_at[s]), c.eps, c.d, staged);
+        CL_MARK(marks, staged);
         const Piece& g = pieces[s][0];
         piece_rows<K, 4>(g, slot[s], staged, c.d, rows);
         piece_rows<K, 4>(pieces[s][1], slot[s], staged, c.d, rows + g.rows);
         __syncthreads();
+        CL_MARK(marks, dotted);
         for (int i = threadIdx.x; i < g.rows; i += CL_THREADS) rows[i] = silu_times(rows[i], rows[g.rows + i]);
         __syncthreads();
         cl_gather_send(rows, g.rows, box[BOX_H], g.r0, &box_bar[BOX_H]);
+        CL_MARK(marks, sent);
     }
 
     // Stage E: the hidden row staged, this block's down rows added to the residual, to
     // every block.
     __device__ void stage_down(int s) {
         stage_x(K, box[BOX_H], nullptr, 0.f, c.ff, staged);
+        CL_MARK(marks, staged);
         residual_rows(pieces[s][0], s, c.ff, BOX_XD);
     }
 
@@ -455,76 +499,93 @@ __device__ void cluster_layers(const unsigned char* table, const int* pos_ptr, f
     const ClusterLayer* layers = (const ClusterLayer*)(table + CL_SHAPE_BYTES);
     extern __shared__ __align__(16) unsigned char cl_sm[];
     __shared__ unsigned long long bars[BOXES + 3];
-    ClusterDecoder<K, HD> dec;
-    dec.layers = layers;
-    dec.c = c;
-    dec.rank = (int)cl_rank();
-    dec.pos = *pos_ptr;
-    dec.n = dec.pos + 1;
-    dec.qd = c.n_head * HD;
-    dec.kvd = c.n_head_kv * HD;
-    dec.slabs = c.n_head + 2 * c.n_head_kv;
-    dec.part_w = HD + 4;
-    int widest = max(c.d, max(dec.qd, c.ff));
-    int rows_max = max(max(HD, (((c.d + CL_BLOCKS - 1) / CL_BLOCKS + 3) & ~3)), max(2 * (((c.ff + CL_BLOCKS - 1) / CL_BLOCKS + 3) & ~3), c.n_head * dec.part_w));
-    unsigned char* at = cl_sm;
-    dec.x = (float*)at;
-    at += cl_align(4 * c.d);
-    dec.staged = (int*)at;
-    at += cl_align(widest + 12 * (widest >> 5));
-    dec.rows = (float*)at;
-    at += cl_align(4 * rows_max);
-    dec.att = (float*)at;
-    at += cl_align(4 * max(dec.qd, HD));
-    for (int b = 0; b < BOXES; b++) {
-        dec.box[b] = (float*)at;
-        at += cl_align(4 * dec.box_floats(b));
-    }
-    dec.slot[0] = (char*)at;
-    dec.slot[1] = (char*)at + c.slot_bytes;
-    dec.box_bar = bars;
-    dec.slot_bar = bars + BOXES;
-    dec.kv_bar = bars + BOXES + 2;
-    dec.kv_phase = 0;
+    // The decoder's state is the block's, in shared memory: as a per-thread object its arrays
+    // went to local memory (~1 KB a thread, 512 KB a block), which the L1 left beside ~200 KB
+    // of shared memory cannot hold, so its reads went to L2 (NOTES.md, session 36).
+    __shared__ ClusterDecoder<K, HD> dec;
     if (threadIdx.x == 0) {
+        dec.c = c;
+        dec.rank = (int)cl_rank();
+        dec.qd = c.n_head * HD;
+        dec.kvd = c.n_head_kv * HD;
+        dec.slabs = c.n_head + 2 * c.n_head_kv;
+        dec.part_w = HD + 4;
+        int widest = max(c.d, max(dec.qd, c.ff));
+        int rows_max = max(max(HD, (((c.d + CL_BLOCKS - 1) / CL_BLOCKS + 3) & ~3)), max(2 * (((c.ff + CL_BLOCKS - 1) / CL_BLOCKS + 3) & ~3), c.n_head * dec.part_w));
+        unsigned char* at = cl_sm;
+        dec.x = (float*)at;
+        at += cl_align(4 * c.d);
+        dec.staged = (int*)at;
+        at += cl_align(widest + 12 * (widest >> 5));
+        dec.rows = (float*)at;
+        at += cl_align(4 * rows_max);
+        dec.att = (float*)at;
+        at += cl_align(4 * max(dec.qd, HD));
+        for (int b = 0; b < BOXES; b++) {
+            dec.box[b] = (float*)at;
+            at += cl_align(4 * dec.box_floats(b));
+        }
+        dec.slot[0] = (char*)at;
+        dec.slot[1] = (char*)at + c.slot_bytes;
+        dec.layers = (const ClusterLayer*)(at + 2 * c.slot_bytes);  // filled below
+        dec.box_bar = bars;
+        dec.slot_bar = bars + BOXES;
+        dec.kv_bar = bars + BOXES + 2;
         for (int b = 0; b < BOXES + 3; b++) cl_mbar_init(&bars[b], 1);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
+    // The layer table in shared memory: thread 0 reads a row for each prefetch it lays out,
+    // and a global read there sat on every stage's critical path.
+    for (int i = threadIdx.x; i < c.n_layer * (int)(sizeof(ClusterLayer) / 8); i += CL_THREADS)
+        ((unsigned long long*)dec.layers)[i] = ((const unsigned long long*)layers)[i];
+    __syncthreads();
+    unsigned kv_phase = 0;  // phases of dec.kv_bar completed
     // The weights of the first stage depend on nothing the kernel before writes.
     dec.prefetch(0);
     cl_sync();  // every block's barriers are set before any store reaches them
 #if __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
-    dec.take_x(xg);
+    if (threadIdx.x == 0) {  // the position may come from the token before's pick
+        dec.pos = *pos_ptr;
+        dec.n = dec.pos + 1;
+    }
+    dec.take_x(xg);  // ends with a barrier
     for (int layer = 0; layer < c.n_layer; layer++) {
-        const ClusterLayer& L = layers[layer];
+        const ClusterLayer& L = dec.layers[layer];
         unsigned phase = layer & 1;
         dec.expect_layer();
         for (int stage = 0; stage < 5; stage++) {
             int j = layer * 5 + stage, s = j & 1;
+#ifdef CORTIQ_TRACE
+            if (threadIdx.x == 0) dec.marks = StageMarks{};
+#endif
+            CL_MARK(dec.marks, begin);
             dec.prefetch(j + 1);
+            CL_MARK(dec.marks, issued);
             cl_mbar_wait(&dec.slot_bar[s], (j >> 1) & 1);
+            CL_MARK(dec.marks, slot);
+            if (stage > 0) cl_mbar_wait(&dec.box_bar[stage - 1], phase);  // stage k reads inbox k - 1
+            CL_MARK(dec.marks, box);
             if (stage == 0) {
                 dec.stage_qkv(L, s);
             } else if (stage == 1) {
-                cl_mbar_wait(&dec.box_bar[BOX_QKV], phase);
-                dec.stage_attention(L, s);
+                dec.stage_attention(L, s, kv_phase);
             } else if (stage == 2) {
-                cl_mbar_wait(&dec.box_bar[BOX_PART], phase);
                 dec.stage_o(s);
             } else if (stage == 3) {
-                cl_mbar_wait(&dec.box_bar[BOX_XO], phase);
                 dec.take_x(dec.box[BOX_XO]);
                 dec.stage_glu(L, s);
             } else {
-                cl_mbar_wait(&dec.box_bar[BOX_H], phase);
                 dec.stage_down(s);
                 cl_mbar_wait(&dec.box_bar[BOX_XD], phase);
                 dec.take_x(dec.box[BOX_XD]);
             }
             __syncthreads();
+#ifdef CORTIQ_TRACE
+            dec.marks.record(dec.rank, j);
+#endif
         }
     }
     if (dec.rank == 0)

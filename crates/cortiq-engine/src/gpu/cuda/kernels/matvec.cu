@@ -63,7 +63,8 @@ __device__ float block_sum(float v) { return block_reduce<SumOp>(v); }
 // every graph run: (family << 48 | SM << 32 | linear block index, globaltimer ns at entry,
 // when its wait for the kernel before returned (0 where it never waited), when its last
 // thread left). Families: 1 embed_row, 2 qkv_rope, 3 the split attention, 4 attention_merge,
-// 5 matvec, 6 matvec_img, 7 gate_up. Adds a barrier at each traced kernel's entry. TRACE_RING
+// 5 matvec, 6 matvec_img, 7 gate_up; 8 is cluster.cu's record a stage (its own layout, its
+// reader `bench/cluster_timeline.py`). Adds a barrier at each traced kernel's entry. TRACE_RING
 // (records) comes from the host.
 #ifdef CORTIQ_TRACE
 __device__ unsigned long long cortiq_trace_count;
