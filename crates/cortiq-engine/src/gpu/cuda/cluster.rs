@@ -8,6 +8,7 @@
 
 use crate::gpu::backend::Activation;
 use crate::model::LlamaConfig;
+use cudarc::driver::LaunchConfig;
 
 /// Blocks of the cluster and threads of a block (cluster.cu's CL_BLOCKS, CL_THREADS).
 pub(super) const CLUSTER_BLOCKS: usize = 16;
@@ -60,6 +61,13 @@ pub(super) struct ClusterPlan {
     pub kernel: String,
     pub smem: usize,
     shape: ClusterShape,
+}
+
+impl ClusterPlan {
+    /// The kernel's launch: one cluster of CLUSTER_BLOCKS blocks with the plan's shared bytes.
+    pub(super) fn launch_config(&self) -> LaunchConfig {
+        LaunchConfig { grid_dim: (CLUSTER_BLOCKS as u32, 1, 1), block_dim: (CLUSTER_THREADS, 1, 1), shared_mem_bytes: self.smem as u32 }
+    }
 }
 
 /// A stage's share of n rows for one block, in multiples of 4 (cluster.cu's cl_share).

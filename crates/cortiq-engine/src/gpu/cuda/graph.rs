@@ -19,7 +19,7 @@
 //! FP32 for other head sizes), and only the last row goes through the head.
 
 use super::chain::image_bytes;
-use super::cluster::{self, ClusterLayer, ClusterPlan, CLUSTER_BLOCKS, CLUSTER_THREADS};
+use super::cluster::{self, ClusterLayer, ClusterPlan, CLUSTER_BLOCKS};
 use super::launch::{active_clusters, launch, launch_in_clusters, KernelArgs};
 use super::top_k::{read_candidates, NextPick, PickTo, TopKBuffers, TOPK_MAX};
 use super::{err, kind, row_smem, CudaBackend, MatvecHow, Resident, Unfit};
@@ -794,8 +794,7 @@ impl CudaBackend {
         }
         let plan = cluster::plan(&m.cfg, first, self.smem_limit).ok()?;
         let f = self.funcs.get(&plan.kernel)?;
-        let cfg = LaunchConfig { grid_dim: (CLUSTER_BLOCKS as u32, 1, 1), block_dim: (CLUSTER_THREADS, 1, 1), shared_mem_bytes: plan.smem as u32 };
-        (active_clusters(&self.stream, f, cfg, CLUSTER_BLOCKS as u32).ok()? > 0).then_some(plan)
+        (active_clusters(&self.stream, f, plan.launch_config(), CLUSTER_BLOCKS as u32).ok()? > 0).then_some(plan)
     }
 
     /// Upload the cluster kernel's table for `mirror`: per layer the resident weights' and
@@ -898,17 +897,17 @@ impl CudaBackend {
         // and matvec.cu.
         unsafe { launch(s, &self.funcs["embed_row"], grid(c.n_embd, 256), &a, false) }.map_err(err)?;
         // The layers as one cluster launch where the model has a plan, else launch by launch.
-        let mut looped_layers = c.n_layer;
-        if let (Some(plan), Some(table)) = (&g.cluster, &mirror.cluster_table) {
-            looped_layers = 0;
+        let looped_layers = if let (Some(plan), Some(table)) = (&g.cluster, &mirror.cluster_table) {
             let mut a = KernelArgs::default();
             a.buf(table, s).buf(&pos_ptr, s).buf(&g.x, s);
-            let cfg = LaunchConfig { grid_dim: (CLUSTER_BLOCKS as u32, 1, 1), block_dim: (CLUSTER_THREADS, 1, 1), shared_mem_bytes: plan.smem as u32 };
             // SAFETY: the table holds this model's resident weights, norms and this mirror's
             // K / V rows (`cluster_table`), and the plan's shared bytes are the kernel's
             // layout for this geometry (`cluster::plan`); x is (n_embd).
-            unsafe { launch_in_clusters(s, &self.funcs[&plan.kernel], cfg, &a, ov, CLUSTER_BLOCKS as u32) }.map_err(err)?;
-        }
+            unsafe { launch_in_clusters(s, &self.funcs[&plan.kernel], plan.launch_config(), &a, ov, CLUSTER_BLOCKS as u32) }.map_err(err)?;
+            0
+        } else {
+            c.n_layer
+        };
         for li in 0..looped_layers {
             let w = &args[li * 7..li * 7 + 7];
             let (wq, wk, wv, wg, wu) = (dev(&w[0])?, dev(&w[1])?, dev(&w[2])?, dev(&w[4])?, dev(&w[5])?);

@@ -147,9 +147,12 @@ template <int K, int R> __device__ void piece_rows(const Piece& p, const char* s
     }
 }
 
-// Shares of n items over the cluster's blocks in multiples of 4: block b takes [lo, hi).
+// One block's share of n items over the cluster's blocks, a multiple of 4 (host: `share`).
+__device__ __forceinline__ int cl_share_len(int n) { return ((n + CL_BLOCKS - 1) / CL_BLOCKS + 3) & ~3; }
+
+// Shares of n items over the cluster's blocks: block b takes [lo, hi).
 __device__ __forceinline__ void cl_share(int n, int b, int& lo, int& hi) {
-    int per = ((n + CL_BLOCKS - 1) / CL_BLOCKS + 3) & ~3;
+    int per = cl_share_len(n);
     lo = min(n, b * per);
     hi = min(n, lo + per);
 }
@@ -177,9 +180,8 @@ struct StageMarks {
             last = at[i] ? at[i] : last;
             d[i] = min(last - begin, 65535ull);
         }
-        unsigned long long i = atomicAdd(&cortiq_trace_count, 1ull) % TRACE_RING;
-        cortiq_trace_ring[i] = make_ulonglong4(8ull << 48 | (unsigned long long)rank << 32 | (unsigned)job, begin,
-                                               d[0] | d[1] << 16 | d[2] << 32 | d[3] << 48, d[4] | d[5] << 16 | d[6] << 32);
+        trace_append(make_ulonglong4(8ull << 48 | (unsigned long long)rank << 32 | (unsigned)job, begin, d[0] | d[1] << 16 | d[2] << 32 | d[3] << 48,
+                                     d[4] | d[5] << 16 | d[6] << 32));
     }
 };
 #define CL_MARK(m, t) (m).mark((m).t)
@@ -511,7 +513,7 @@ __device__ void cluster_layers(const unsigned char* table, const int* pos_ptr, f
         dec.slabs = c.n_head + 2 * c.n_head_kv;
         dec.part_w = HD + 4;
         int widest = max(c.d, max(dec.qd, c.ff));
-        int rows_max = max(max(HD, (((c.d + CL_BLOCKS - 1) / CL_BLOCKS + 3) & ~3)), max(2 * (((c.ff + CL_BLOCKS - 1) / CL_BLOCKS + 3) & ~3), c.n_head * dec.part_w));
+        int rows_max = max(max(HD, cl_share_len(c.d)), max(2 * cl_share_len(c.ff), c.n_head * dec.part_w));
         unsigned char* at = cl_sm;
         dec.x = (float*)at;
         at += cl_align(4 * c.d);

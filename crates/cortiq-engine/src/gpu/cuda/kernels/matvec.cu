@@ -69,6 +69,8 @@ __device__ float block_sum(float v) { return block_reduce<SumOp>(v); }
 #ifdef CORTIQ_TRACE
 __device__ unsigned long long cortiq_trace_count;
 __device__ ulonglong4 cortiq_trace_ring[TRACE_RING];
+// One record into the ring (the host drains it in write order).
+__device__ __forceinline__ void trace_append(ulonglong4 record) { cortiq_trace_ring[atomicAdd(&cortiq_trace_count, 1ull) % TRACE_RING] = record; }
 __shared__ unsigned long long trace_enter, trace_wait, trace_exit;
 __shared__ unsigned int trace_left;
 __device__ __forceinline__ unsigned long long global_ns() {
@@ -102,8 +104,7 @@ struct BlockTrace {
         unsigned sm;
         asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
         unsigned long long block = blockIdx.x + (unsigned long long)gridDim.x * (blockIdx.y + (unsigned long long)gridDim.y * blockIdx.z);
-        unsigned long long i = atomicAdd(&cortiq_trace_count, 1ull) % TRACE_RING;
-        cortiq_trace_ring[i] = make_ulonglong4(family << 48 | (unsigned long long)sm << 32 | block, trace_enter, atomicMax(&trace_wait, 0ull), atomicMax(&trace_exit, 0ull));
+        trace_append(make_ulonglong4(family << 48 | (unsigned long long)sm << 32 | block, trace_enter, atomicMax(&trace_wait, 0ull), atomicMax(&trace_exit, 0ull)));
     }
 };
 #define TRACE_BLOCK(family) BlockTrace block_trace_(family)
