@@ -14,23 +14,22 @@ of each part, and its 90th percentile:
   send    the residual add / SiLU / RoPE and the stores into every block's inbox
   tail    the rest (stage E: waiting for the new residual and taking it)
 then the median token's span over all blocks and its us a layer."""
-import struct
 import sys
 from collections import defaultdict
 from statistics import median
+
+from timeline import records
 
 STAGES = ["A qkv", "B attention", "C merge+o", "D gate/up", "E down"]
 PARTS = ["issue", "slot", "inbox", "stage", "dots", "send", "tail"]
 
 
 def stage_records(path):
-    data = open(path, "rb").read()
-    for i in range(0, len(data) - len(data) % 32, 32):
-        key, begin, d1, d2 = struct.unpack_from("<4Q", data, i)
-        if key >> 48 != 8:
-            continue
-        marks = [(d1 >> (16 * k)) & 0xFFFF for k in range(4)] + [(d2 >> (16 * k)) & 0xFFFF for k in range(3)]
-        yield (key >> 32) & 0xFFFF, key & 0xFFFFFFFF, begin, marks
+    """(rank, job, start ns, the 7 marks) of each family-8 record; timeline.py reads the ring's
+    32-byte records, whose (SM, block, entry, wait, exit) fields hold these here."""
+    for family, rank, job, begin, d1, d2 in records(path):
+        if family == 8:
+            yield rank, job, begin, [(d1 >> (16 * k)) & 0xFFFF for k in range(4)] + [(d2 >> (16 * k)) & 0xFFFF for k in range(3)]
 
 
 def tokens(recs):
