@@ -191,6 +191,28 @@ pub fn repack(codec: Codec, rows: usize, cols: usize, bytes: &[u8]) -> Option<Pl
     Some(bld.finish(units))
 }
 
+/// Repack a Q4_0 / Q4_1 / Q8_0 matrix (`rows x cols`, GGUF blocks of 32 values) into the
+/// planar layout in unit-major order: unit (row r, unit u) at planar unit u * rows + r, so the
+/// units of one column block over every row are contiguous (the fused FFN's down projection,
+/// whose blocks each take a few columns of it: `ffn_fused` in graph.cu). It is the planar
+/// layout of the matrix whose row u is column block u gathered over the rows; `None` for other
+/// codecs or a shape the bytes do not match.
+pub fn repack_unit_major(codec: Codec, rows: usize, cols: usize, bytes: &[u8]) -> Option<Planar> {
+    if !matches!(codec, Codec::Q4_0 | Codec::Q4_1 | Codec::Q8_0) || !supports(codec, cols) || codec.tensor_bytes(rows as u64, cols as u64)? != bytes.len() as u64 {
+        return None;
+    }
+    let units = cols / 32;
+    let block = bytes.len() / (rows * units).max(1);
+    let mut gathered = Vec::with_capacity(bytes.len());
+    for u in 0..units {
+        for r in 0..rows {
+            let at = (r * units + u) * block;
+            gathered.extend_from_slice(&bytes[at..at + block]);
+        }
+    }
+    repack(codec, units, rows * 32, &gathered)
+}
+
 /// Q4_K's 6-bit scale and min of sub-block `j` (ggml's `get_scale_min_k4`).
 fn scale_min(j: usize, s: &[u8]) -> (u8, u8) {
     if j < 4 {
@@ -290,6 +312,29 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_unit_major_layout_holds_each_unit_at_its_column_block_over_the_rows() {
+        let mut rng = SplitMix64::fresh();
+        let seed = rng.seed();
+        for codec in [Codec::Q4_0, Codec::Q4_1, Codec::Q8_0] {
+            for (rows, cols) in [(1, 32), (3, 96), (64, 256), (33, 160)] {
+                let data = rng.normals(rows * cols, 0.5);
+                let bytes: Vec<u8> = data.chunks(cols).flat_map(|r| codec.pack_row(r).unwrap()).collect();
+                let (plain, major) = (repack(codec, rows, cols, &bytes).unwrap(), repack_unit_major(codec, rows, cols, &bytes).unwrap());
+                assert_eq!(plain.words.len(), major.words.len(), "{codec} {rows}x{cols}");
+                let units = cols / 32;
+                for r in 0..rows {
+                    for u in 0..units {
+                        // Unit u * rows + r of the unit-major matrix: its planar row u, unit r.
+                        assert_eq!(decode_unit(codec, &major, u, r), decode_unit(codec, &plain, r, u), "{codec} {rows}x{cols} unit ({r}, {u}), seed {seed}");
+                    }
+                }
+            }
+        }
+        assert!(repack_unit_major(Codec::F16, 1, 32, &[0u8; 64]).is_none());
+        assert!(repack_unit_major(Codec::Q4_0, 2, 32, &[0u8; 18]).is_none(), "byte count must match the shape");
     }
 
     #[test]

@@ -11,11 +11,14 @@
 //! `CORTIQ_TRACE_LOADED` / `CORTIQ_TRACE_STAGED` / `CORTIQ_TRACE_DOTTED` start a row kernel's
 //! block time when its normed activation row's loads are back / the row is staged / its dot
 //! products are done instead of at its wait release, so two timelines give a phase's time.
+//! For the fused FFN (`ffn.rs`), `CORTIQ_FFN_NO_REDUCE` drops its blocks' adds into the
+//! pending part (outputs wrong) and `CORTIQ_FFN_NO_PREFETCH` its L2 prefetch of the down
+//! columns (outputs right).
 
 use crate::gpu::stage_skip::known_names;
 
 /// The switches `CMF_CUDA_DEFINES` may set.
-pub(super) const DEFINES: [&str; 7] = ["CORTIQ_NO_STAGING", "CORTIQ_NO_STREAM", "CORTIQ_ATT_NO_MERGE", "CORTIQ_TRACE", "CORTIQ_TRACE_LOADED", "CORTIQ_TRACE_STAGED", "CORTIQ_TRACE_DOTTED"];
+pub(super) const DEFINES: [&str; 9] = ["CORTIQ_NO_STAGING", "CORTIQ_NO_STREAM", "CORTIQ_ATT_NO_MERGE", "CORTIQ_TRACE", "CORTIQ_TRACE_LOADED", "CORTIQ_TRACE_STAGED", "CORTIQ_TRACE_DOTTED", "CORTIQ_FFN_NO_REDUCE", "CORTIQ_FFN_NO_PREFETCH"];
 
 /// Switches the kernels are compiled with (none by default).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -44,7 +47,13 @@ impl KernelSwitches {
 
     /// A one-line warning when any switch is set, for `cortiq gpu` and the log.
     pub(super) fn warning(&self) -> Option<String> {
-        let effect = if self.0.iter().all(|&d| d.starts_with("CORTIQ_TRACE")) { "a block timeline is recorded, timings perturbed" } else { "outputs are wrong, timings only" };
+        let effect = if self.0.iter().all(|&d| d.starts_with("CORTIQ_TRACE")) {
+            "a block timeline is recorded, timings perturbed"
+        } else if self.0 == ["CORTIQ_FFN_NO_PREFETCH"] {
+            "a profiling variant, outputs unchanged"
+        } else {
+            "outputs are wrong, timings only"
+        };
         (!self.0.is_empty()).then(|| format!("CMF_CUDA_DEFINES compiles the kernels with {}: {effect}", self.0.join(", ")))
     }
 }

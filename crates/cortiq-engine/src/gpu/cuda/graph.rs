@@ -86,6 +86,9 @@ pub(super) struct ModelGraph {
     /// (n_head * head_dim), the hidden row (n_ff).
     img_att: CudaSlice<u8>,
     img_h: CudaSlice<u8>,
+    /// x's pending part where the FFN runs fused (`ffn.rs`): (n_embd) fixed-point values,
+    /// then the word that marks a share that was not a number.
+    pending: CudaSlice<i64>,
     logits: CudaSlice<f32>, // (vocab)
     /// The logits' argmax as matvec.cu's `argmax_key` (zeroed by embed_row, set by the head).
     best: CudaSlice<u64>,
@@ -342,6 +345,7 @@ impl CudaBackend {
             h: zeros(c.n_ff)?,
             img_att: s.alloc_zeros::<u8>(image_bytes(c.q_dim())).map_err(err)?,
             img_h: s.alloc_zeros::<u8>(image_bytes(c.n_ff)).map_err(err)?,
+            pending: s.alloc_zeros::<i64>(c.n_embd + 1).map_err(err)?,
             logits: zeros(c.vocab)?,
             best: s.alloc_zeros::<u64>(1).map_err(err)?,
             top: TopKBuffers::new(self, c.vocab)?,
@@ -594,17 +598,21 @@ impl CudaBackend {
         if mirror.captured.is_none() {
             if let (Some(plan), None) = (&g.cluster, &mirror.cluster_table) {
                 mirror.cluster_table = Some(self.cluster_table(m, plan, &args(), map, g, mirror)?);
-                let note = format!("layers as one launch of a {CLUSTER_BLOCKS}-block cluster ({})", plan.kernel);
-                let mut p = self.profile.lock().unwrap_or_else(|e| e.into_inner());
-                if !p.graph_notes.contains(&note) {
-                    p.graph_notes.push(note);
-                }
+                self.note_graph(format!("layers as one launch of a {CLUSTER_BLOCKS}-block cluster ({})", plan.kernel));
             }
             mirror.captured = self.capture(m, &args(), map, g, mirror)?;
         }
         match &mirror.captured {
             Some(c) => c.0.launch().map_err(err),
             None => self.queue_token(m, &args(), map, g, mirror, mirror.k[0].len() / m.cfg.kv_dim().max(1)),
+        }
+    }
+
+    /// Add `note` to what `--explain` says of the graphs (once).
+    fn note_graph(&self, note: String) {
+        let mut p = self.profile.lock().unwrap_or_else(|e| e.into_inner());
+        if !p.graph_notes.contains(&note) {
+            p.graph_notes.push(note);
         }
     }
 
@@ -711,7 +719,8 @@ impl CudaBackend {
             // per token: that would hash every tensor on the hot path).
             let args: Vec<WeightArg> = all_weights(m).iter().map(|w| m.weight_arg(w)).collect();
             let refs: Vec<&WeightArg> = args.iter().collect();
-            cold = match self.ensure(&refs) {
+            let downs: Vec<&WeightArg> = if self.ffn_fuses(m) { args[..m.cfg.n_layer * 7].iter().skip(6).step_by(7).collect() } else { Vec::new() };
+            cold = match self.ensure(&refs).and_then(|c| Ok(self.ensure_layout(&downs, true)? || c)) {
                 Ok(c) => c,
                 Err(Unfit::Budget) => return DeviceOutcome::Declined("cannot build a graph: weights exceed the budget"),
                 Err(Unfit::Failed(e)) => return DeviceOutcome::Failed(e),
@@ -779,6 +788,15 @@ impl CudaBackend {
                 GraphRead::Argmax(argmax_of_key(key[0]))
             }
         })
+    }
+
+    /// Whether the token graph runs `m`'s FFNs fused (`ffn.rs`): the setting takes its size,
+    /// both links of the int8 chain are on (the output projection folds the pending part), and
+    /// each layer's down projection has gate's quantized codec.
+    fn ffn_fuses(&self, m: &Llama) -> bool {
+        let quantized = m.layers.iter().flat_map(|l| l.matrices()).all(|w| kind(w.codec).is_some_and(|k| k <= 2));
+        let chain = self.int8_chain.for_model(quantized, m.cfg.head_dim);
+        self.fused_ffn.takes(m.cfg.n_ff, m.cfg.n_embd) && chain.attn && chain.glu && m.layers.iter().all(|l| kind(l.down.codec) == kind(l.gate.codec))
     }
 
     /// The cluster kernel's plan for `m`, where the path is on (`with_cluster`), its layers
@@ -877,7 +895,14 @@ impl CudaBackend {
         // balances the warps of the grid (as wide for both); writing the hidden row's int8
         // image, 4 (its blocks take whole units of 32 pairs). The row kernels the chain
         // feeds, and those feeding it, keep their blocks spread (`spread.rs`).
-        let (qkv_f, qkv_cfg) = self.spread_row_launch(&super::row_kernel("qkv_rope", qkind, 2), c.q_dim() + 2 * c.kv_dim(), 2, row_smem(qkind, c.n_embd))?;
+        // Where the FFN runs fused, x has a pending part that QKV and the head stage with it.
+        let fused = if self.ffn_fuses(m) { self.fused_ffn_launch(gkind, c.n_ff / 32, c.n_embd)? } else { None };
+        let pending = fused.is_some().then_some(&g.pending);
+        if let Some((_, cfg, nu)) = fused {
+            self.note_graph(format!("FFN as one launch a layer ({}, {} blocks)", super::ffn::kernel(gkind, nu), cfg.grid_dim.0));
+        }
+        let qkv_name = if pending.is_some() { "qkv_rope_pend" } else { "qkv_rope" };
+        let (qkv_f, qkv_cfg) = self.spread_row_launch(&super::row_kernel(qkv_name, qkind, 2), c.q_dim() + 2 * c.kv_dim(), 2, row_smem(qkind, c.n_embd))?;
         let (glu_f, glu_cfg) = if chain.glu {
             self.unit_launch(&super::row_kernel("gate_up_q8", gkind, 4), c.n_ff / 32, row_smem(gkind, c.n_embd))?
         } else {
@@ -889,6 +914,10 @@ impl CudaBackend {
         let ov = self.overlap;
         let mut a = KernelArgs::default();
         a.buf(&e.data, s).int(ekind).int(e.a_off).buf(&tok_ptr, s).buf(&g.x, s).int(d).buf(&g.best, s);
+        match pending {
+            Some(xa) => a.buf(xa, s),
+            None => a.null(),
+        };
         // SAFETY (every launch below): buffer sizes are the model's geometry, allocated in
         // build_graph / mirror_at for exactly these shapes (images: `image_bytes` of each
         // width); positions are bounded by the mirror capacity (the session checks it
@@ -912,8 +941,11 @@ impl CudaBackend {
             let w = &args[li * 7..li * 7 + 7];
             let (wq, wk, wv, wg, wu) = (dev(&w[0])?, dev(&w[1])?, dev(&w[2])?, dev(&w[4])?, dev(&w[5])?);
             let mut a = KernelArgs::default();
-            a.buf(&wq.data, s).buf(&wk.data, s).buf(&wv.data, s).int(wq.a_off).int(wk.a_off).int(wv.a_off);
-            a.buf(&g.x, s).buf(&g.norms[li].0, s).float(eps).buf(&g.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s);
+            a.buf(&wq.data, s).buf(&wk.data, s).buf(&wv.data, s).int(wq.a_off).int(wk.a_off).int(wv.a_off).buf(&g.x, s);
+            if let Some(xa) = pending {
+                a.buf(xa, s);
+            }
+            a.buf(&g.norms[li].0, s).float(eps).buf(&g.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s);
             a.int(nh).int(nkv).int(hd).int(rot).int(neox).float(base).buf(&pos_ptr, s).int(d);
             if self.skip.runs("qkv") {
                 unsafe { launch(s, qkv_f, qkv_cfg, &a, ov) }.map_err(err)?;
@@ -925,7 +957,7 @@ impl CudaBackend {
             }
             if self.skip.runs("o") {
                 if chain.attn {
-                    self.launch_image_matvec(&w[3], map, &g.img_att, &g.x)?;
+                    self.launch_image_matvec(&w[3], map, &g.img_att, &g.x, pending)?;
                 } else {
                     self.launch_matvec(&w[3], map, &g.att, &mut g.x, 1, MatvecHow { add: true, overlap: true, ..Default::default() })?;
                 }
@@ -933,6 +965,17 @@ impl CudaBackend {
             let mut a = KernelArgs::default();
             a.buf(&wg.data, s).buf(&wu.data, s).int(wg.a_off).int(wu.a_off);
             a.buf(&g.x, s).buf(&g.norms[li].1, s).float(eps);
+            if let (Some((f, cfg, _)), Some(xa)) = (fused, pending) {
+                let wd = map.get(&super::ffn::unit_major_key(w[6].key)).ok_or("unit-major down projection not resident")?;
+                a.buf(&wd.data, s).int(wd.a_off).buf(xa, s).int(ff).int(d);
+                if self.skip.runs("glu") {
+                    // SAFETY: as gate_up_q8's launch, plus down's unit-major copy (n_embd x
+                    // n_ff of gate's codec, `ffn_fuses`) and the pending part (n_embd + 1);
+                    // the shared memory holds the block's image (`fused_ffn_launch`).
+                    unsafe { launch(s, f, cfg, &a, ov) }.map_err(err)?;
+                }
+                continue;
+            }
             if chain.glu {
                 a.buf(&g.img_h, s);
             } else {
@@ -944,28 +987,33 @@ impl CudaBackend {
             }
             if self.skip.runs("down") {
                 if chain.glu {
-                    self.launch_image_matvec(&w[6], map, &g.img_h, &g.x)?;
+                    self.launch_image_matvec(&w[6], map, &g.img_h, &g.x, None)?;
                 } else {
                     self.launch_matvec(&w[6], map, &g.h, &mut g.x, 1, MatvecHow { add: true, overlap: true, ..Default::default() })?;
                 }
             }
         }
-        let head = MatvecHow { norm: Some((&g.out_norm, eps)), argmax: Some(&g.best), overlap: true, ..Default::default() };
+        let head = MatvecHow { norm: Some((&g.out_norm, eps)), argmax: Some(&g.best), overlap: true, pending, ..Default::default() };
         self.launch_matvec(&args[args.len() - 2], map, &g.x, &mut g.logits, 1, head)
     }
 
     /// Queue y += x . W^T for weight `w` (a quantized codec), x given by its int8 image
     /// `img` (the token graph's int8 chain; matvec.cu's `matvec_img`), its blocks spread
-    /// (`spread.rs`).
-    fn launch_image_matvec(&self, w: &WeightArg, map: &HashMap<u64, Resident>, img: &CudaSlice<u8>, y: &CudaSlice<f32>) -> Result<(), String> {
+    /// (`spread.rs`); the pending part (`ffn.rs`) folded into y and zeroed where given.
+    fn launch_image_matvec(&self, w: &WeightArg, map: &HashMap<u64, Resident>, img: &CudaSlice<u8>, y: &CudaSlice<f32>, pending: Option<&CudaSlice<i64>>) -> Result<(), String> {
         let k = kind(w.view.codec).filter(|&k| k <= 2).ok_or("the int8 chain takes quantized codecs only")?;
         let res = map.get(&w.key).ok_or("weight not resident")?;
         let (rows, cols) = (w.view.rows, w.view.cols);
         let r = super::matvec_rows_per_group(rows);
-        let (f, cfg) = self.spread_row_launch(&super::row_kernel("matvec_img", k, r), rows, r, row_smem(k, cols))?;
+        let name = if pending.is_some() { "matvec_img_fold" } else { "matvec_img" };
+        let (f, cfg) = self.spread_row_launch(&super::row_kernel(name, k, r), rows, r, row_smem(k, cols))?;
         let s = &self.stream;
         let mut a = KernelArgs::default();
-        a.buf(&res.data, s).int(res.a_off).buf(img, s).buf(y, s).int(rows as i32).int(cols as i32).int(1);
+        a.buf(&res.data, s).int(res.a_off).buf(img, s).buf(y, s).int(rows as i32).int(cols as i32);
+        match pending {
+            Some(xa) => a.buf(xa, s),
+            None => a.int(1),
+        };
         // SAFETY: the kernel reads the resident planar weight (rows x cols of its codec) and
         // the image of a cols-value row (`image_bytes(cols)`), and adds into rows floats of
         // y: the graph's buffers are allocated for exactly the model's widths.
@@ -1018,7 +1066,7 @@ impl CudaBackend {
         }
         let ov = self.overlap;
         let mut a = KernelArgs::default();
-        a.buf(&e.data, s).int(ekind).int(e.a_off).buf(&pb.tokens, s).buf(&pb.x, s).int(d).buf(&g.best, s);
+        a.buf(&e.data, s).int(ekind).int(e.a_off).buf(&pb.tokens, s).buf(&pb.x, s).int(d).buf(&g.best, s).null();
         let embed_cfg = LaunchConfig { grid_dim: ((c.n_embd as u32).div_ceil(256), rows as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         // SAFETY (every launch below): the prefill buffers hold pb.rows >= rows rows of
         // the model's geometry (run_prefill checks rows; xq / xd are as wide as the widest

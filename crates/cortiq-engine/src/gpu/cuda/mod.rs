@@ -19,6 +19,7 @@ mod anatomy;
 mod blas;
 mod chain;
 mod cluster;
+mod ffn;
 mod graph;
 mod launch;
 mod probe;
@@ -49,10 +50,10 @@ const KERNELS: [&str; 6] = [include_str!("kernels/matvec.cu"), include_str!("ker
 const FIXED_KERNELS: [&str; 13] = ["attention_merge", "silu_mul", "embed_row", "dequant_f16", "to_f16", "rms_norm_f16", "rope_append_rows", "silu_mul_f16", graph::FLASH_ROWS[0].1, graph::FLASH_ROWS[1].1, graph::ATTENTION_SPLIT[0].1, graph::ATTENTION_SPLIT[1].1, graph::ATTENTION_SPLIT[2].1];
 /// Kernels instantiated per codec kind (0..=4) and rows per warp group, which stage their
 /// activation row in dynamic shared memory: (name prefix, row counts).
-const ROW_KERNELS: [(&str, &[usize]); 6] = [("matvec", &[1, 2, 4]), ("qkv_rope", &[2]), ("gate_up_silu", &[2, 4]), ("matmul", &[2]), ("qkv_rope_tile", &[2]), ("gate_up_silu_tile", &[2])];
+const ROW_KERNELS: [(&str, &[usize]); 8] = [("matvec", &[1, 2, 4]), ("qkv_rope", &[2]), ("gate_up_silu", &[2, 4]), ("matmul", &[2]), ("qkv_rope_tile", &[2]), ("gate_up_silu_tile", &[2]), ("matvec_pend", &[1, 2, 4]), ("qkv_rope_pend", &[2])];
 /// Row kernels of the token graph's int8 chain (`chain.rs`), instantiated per quantized
 /// codec kind (0..=2) and rows per warp group: (name prefix, row counts).
-const CHAIN_KERNELS: [(&str, &[usize]); 2] = [("matvec_img", &[1, 2, 4]), ("gate_up_q8", &[4])];
+const CHAIN_KERNELS: [(&str, &[usize]); 3] = [("matvec_img", &[1, 2, 4]), ("gate_up_q8", &[4]), ("matvec_img_fold", &[1, 2, 4])];
 /// Tensor-core GEMMs (mma.cu) for a prompt's rows, per codec kind they take (Q4_0, Q4_1, Q8_0):
 /// name prefixes; `quantize_rows` prepares their int8 input.
 const MMA_KERNELS: [&str; 3] = ["mma_matmul", "mma_qkv_rope", "mma_gate_up_silu"];
@@ -214,6 +215,8 @@ struct MatvecHow<'a> {
     /// Int8 scratch (xq, xd) for the tensor-core path, sized for the batch (allocated per
     /// call when None).
     quant: Option<(&'a CudaSlice<u8>, &'a CudaSlice<f32>)>,
+    /// x's pending part (`ffn.rs`), staged with x (one activation row, no add).
+    pending: Option<&'a CudaSlice<i64>>,
 }
 
 /// Why weights could not be made resident.
@@ -272,6 +275,8 @@ pub struct CudaBackend {
     int8_chain: chain::Int8Chain,
     /// Whether the token graph may run its layers as one cluster launch (`cluster.rs`).
     cluster: bool,
+    /// Where the token graph runs each FFN as one launch (`ffn.rs`, `CMF_CUDA_FFN_FUSED`).
+    fused_ffn: ffn::Fusing,
     /// The block timeline's reader where the kernels record one (`trace.rs`).
     trace: Mutex<Option<trace::Trace>>,
     info: DeviceInfo,
@@ -322,6 +327,7 @@ impl CudaBackend {
         let (skip, switches) = (StageSkip::from_env()?, KernelSwitches::from_env()?);
         let long_prefill_rows = graph::long_prefill_rows(std::env::var("CMF_CUDA_PREFILL_ROWS").ok().as_deref())?;
         let int8_chain = chain::Int8Chain::parse(std::env::var("CMF_CUDA_INT8_CHAIN").ok().as_deref())?;
+        let fused_ffn = ffn::Fusing::parse(std::env::var("CMF_CUDA_FFN_FUSED").ok().as_deref())?;
         for w in skip.warning().iter().chain(&switches.warning()) {
             eprintln!("cortiq: CUDA: {w}");
         }
@@ -359,6 +365,7 @@ impl CudaBackend {
             }
         }
         let mut names: Vec<String> = MMA_KERNELS.iter().flat_map(|p| MMA_KINDS.map(|k| format!("{p}_k{k}"))).collect();
+        names.extend((0..=2).flat_map(|k| ffn::UNITS_PER_BLOCK.map(|nu| ffn::kernel(k, nu))));
         names.push("quantize_rows".into());
         names.extend(graph::ATTENTION_ROWS_DIMS.map(|hd| format!("attention_rows_d{}", hd / 32)));
         for name in names {
@@ -381,7 +388,7 @@ impl CudaBackend {
         let hostprof = super::hostprof_level() > 0;
         let trace = Mutex::new(if switches.has("CORTIQ_TRACE") { Some(trace::Trace::open(module.clone())?) } else { None });
         let info = DeviceInfo { backend: "cuda", name: ctx.name().map_err(err)?, discrete: true, memory_bytes: total, f16: true, subgroups: true, matrix_units: true, max_binding_bytes: total, q8_activations: true, q8_matvec: true };
-        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, kernel_cache, skip, switches, blas, flash: !crate::gpu::selection::switched_off("CMF_CUDA_FLASH"), long_prefill_rows, readback, hostprof, int8_chain, cluster: cluster::enabled(), trace, info })
+        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, kernel_cache, skip, switches, blas, flash: !crate::gpu::selection::switched_off("CMF_CUDA_FLASH"), long_prefill_rows, readback, hostprof, int8_chain, cluster: cluster::enabled(), fused_ffn, trace, info })
     }
 
     /// This backend with the token graph's int8 chain set to `chain` (`CMF_CUDA_INT8_CHAIN`;
@@ -399,6 +406,14 @@ impl CudaBackend {
         self
     }
 
+    /// This backend with the token graph's FFN as one launch wherever the kernels can take it
+    /// (`on`, as `CMF_CUDA_FFN_FUSED=1`), or gate/up and down launched apart (`CMF_CUDA_FFN_FUSED=0`;
+    /// the parity tests run both paths).
+    pub fn with_fused_ffn(mut self, on: bool) -> CudaBackend {
+        self.fused_ffn = if on { ffn::Fusing::Always } else { ffn::Fusing::Never };
+        self
+    }
+
     /// This backend with the prefill graph on the int8 tensor-core GEMMs, cuBLAS left out
     /// (as `CMF_CUDA_CUBLAS=0` does; the parity tests run both paths).
     pub fn without_cublas(mut self) -> CudaBackend {
@@ -408,22 +423,30 @@ impl CudaBackend {
 
     /// Make sure every weight is resident; `Ok(true)` when something was uploaded (cold).
     fn ensure(&self, ws: &[&WeightArg]) -> Result<bool, Unfit> {
+        self.ensure_layout(ws, false)
+    }
+
+    /// `ensure` for the planar layout, or (`unit_major`) the unit-major one under its own key
+    /// (`ffn::unit_major_key`).
+    fn ensure_layout(&self, ws: &[&WeightArg], unit_major: bool) -> Result<bool, Unfit> {
         let mut map = self.weights.lock().unwrap_or_else(|e| e.into_inner());
         let mut cold = false;
         for w in ws {
             let fp = fingerprint(w.view.bytes);
-            if map.get(&w.key).is_some_and(|r| r.fingerprint == fp) {
+            let key = if unit_major { ffn::unit_major_key(w.key) } else { w.key };
+            if map.get(&key).is_some_and(|r| r.fingerprint == fp) {
                 continue;
             }
             let v = &w.view;
-            let p = planar::repack(v.codec, v.rows, v.cols, v.bytes).ok_or_else(|| Unfit::Failed(format!("{} {}x{}: no planar layout", v.codec, v.rows, v.cols)))?;
+            let p = if unit_major { planar::repack_unit_major(v.codec, v.rows, v.cols, v.bytes) } else { planar::repack(v.codec, v.rows, v.cols, v.bytes) };
+            let p = p.ok_or_else(|| Unfit::Failed(format!("{} {}x{}: no planar layout", v.codec, v.rows, v.cols)))?;
             let bytes = p.words.len() as u64 * 4;
             if self.resident.load(Ordering::SeqCst) + bytes > self.budget {
                 return Err(Unfit::Budget);
             }
             let data = self.stream.clone_htod(bytemuck::cast_slice::<u32, u8>(&p.words)).map_err(|e| Unfit::Failed(err(e)))?;
             let a_off = i32::try_from(p.a).map_err(|_| Unfit::Failed("scale region offset beyond i32".into()))?;
-            if let Some(old) = map.insert(w.key, Resident { data, a_off, fingerprint: fp }) {
+            if let Some(old) = map.insert(key, Resident { data, a_off, fingerprint: fp }) {
                 self.resident.fetch_sub(old.data.len() as u64, Ordering::SeqCst);
             }
             self.resident.fetch_add(bytes, Ordering::SeqCst);
@@ -458,6 +481,27 @@ impl CudaBackend {
         let blocks = chain::unit_blocks(units, cap as usize);
         let smem = self.spread_smem(name, smem, blocks)?;
         Ok((f, LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (ROW_THREADS, 1, 1), shared_mem_bytes: smem as u32 }))
+    }
+
+    /// The fused FFN's launch (`ffn.rs`) of codec kind `kind` over `units` hidden units of 32
+    /// and an activation row of `cols` values, and the units a block takes: the fewest units a
+    /// block at which the grid fits the chip at once, spread as `unit_launch` spreads. None
+    /// where no grid fits.
+    pub(super) fn fused_ffn_launch(&self, kind: i32, units: usize, cols: usize) -> Result<Option<(&CudaFunction, LaunchConfig, usize)>, String> {
+        let smem_of = |nu: usize| row_smem(kind, cols) + chain::image_bytes(32 * nu);
+        let mut caps = HashMap::new();
+        for nu in ffn::UNITS_PER_BLOCK {
+            if smem_of(nu) <= self.smem_limit {
+                caps.insert(nu, self.row_blocks(&ffn::kernel(kind, nu), smem_of(nu))?.1 as usize);
+            }
+        }
+        let Some(nu) = ffn::units_per_block(units, |nu| caps.get(&nu).copied().unwrap_or(0)) else {
+            return Ok(None);
+        };
+        let name = ffn::kernel(kind, nu);
+        let smem = self.spread_smem(&name, smem_of(nu), units / nu)?;
+        let f = self.funcs.get(&name).ok_or_else(|| format!("no kernel {name}"))?;
+        Ok(Some((f, LaunchConfig { grid_dim: ((units / nu) as u32, 1, 1), block_dim: (ROW_THREADS, 1, 1), shared_mem_bytes: smem as u32 }, nu)))
     }
 
     /// Dynamic shared memory for a launch of `blocks` blocks of row kernel `name` that stages
@@ -527,6 +571,27 @@ impl CudaBackend {
             return unsafe { launch::launch(s, f, cfg, &a, how.overlap && self.overlap) }.map_err(err);
         }
         let r = matvec_rows_per_group(w.view.rows);
+        if let Some(xa) = how.pending {
+            if batch != 1 || how.add {
+                return Err("a pending part is staged for one activation row, not added into".into());
+            }
+            let (f, cfg) = self.row_launch(&row_kernel("matvec_pend", kind, r), w.view.rows, r, row_smem(kind, w.view.cols), 1)?;
+            let s = &self.stream;
+            let mut a = KernelArgs::default();
+            a.buf(&res.data, s).int(res.a_off).buf(x, s).buf(xa, s);
+            match how.norm {
+                Some((nw, _)) => a.buf(nw, s),
+                None => a.null(),
+            };
+            a.float(how.norm.map_or(0.0, |n| n.1)).buf(y, s).int(w.view.rows as i32).int(w.view.cols as i32);
+            match how.argmax {
+                Some(best) => a.buf(best, s),
+                None => a.null(),
+            };
+            // SAFETY: as the matvec launch below, for one activation row; xa holds cols + 1
+            // words (`ModelGraph::pending`).
+            return unsafe { launch::launch(s, f, cfg, &a, how.overlap && self.overlap) }.map_err(err);
+        }
         let (f, cfg) = self.row_launch(&row_kernel("matvec", kind, r), w.view.rows, r, row_smem(kind, w.view.cols), batch)?;
         let s = &self.stream;
         let mut a = KernelArgs::default();
@@ -716,7 +781,12 @@ impl Backend for CudaBackend {
             Err(why) => format!("int8 tensor-core GEMMs (cuBLAS: {why})"),
         };
         let chain = self.int8_chain.describe();
-        let mut lines = vec![format!("kernels: {}", self.kernel_cache), format!("prompt chunks: {prompt}"), format!("token graph int8 chain: {chain} (CMF_CUDA_INT8_CHAIN)")];
+        let fused = match self.fused_ffn {
+            ffn::Fusing::BySize => format!("where a layer's adds are at most {} (CMF_CUDA_FFN_FUSED)", ffn::MAX_ADDS),
+            ffn::Fusing::Always => "wherever the kernels can (CMF_CUDA_FFN_FUSED=1)".to_string(),
+            ffn::Fusing::Never => "never (CMF_CUDA_FFN_FUSED=0)".to_string(),
+        };
+        let mut lines = vec![format!("kernels: {}", self.kernel_cache), format!("prompt chunks: {prompt}"), format!("token graph int8 chain: {chain} (CMF_CUDA_INT8_CHAIN)"), format!("token graph FFN as one launch: {fused}")];
         lines.extend(self.skip.warning());
         lines.extend(self.switches.warning());
         lines

@@ -4,12 +4,14 @@
 
 // out (rows, cols): row b (blockIdx.y) = row token[b] of a planar matrix (see matvec.cu),
 // decoded; *best = 0 for the head's argmax (the first kernel of a token or a prefill chunk,
-// so nothing else touches it meanwhile).
-extern "C" __global__ void embed_row(const unsigned char* w, int kind, int a_off, const int* token, float* out, int cols, unsigned long long* best) {
+// so nothing else touches it meanwhile), and the pending part xa (cols + 1) zeroed where
+// given (one row: a token graph with the fused FFN).
+extern "C" __global__ void embed_row(const unsigned char* w, int kind, int a_off, const int* token, float* out, int cols, unsigned long long* best, long long* xa) {
     TRACE_BLOCK(1);
     pdl_wait_then_release();
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i == 0 && blockIdx.y == 0) *best = 0ull;
+    if (xa && i <= cols) xa[i] = 0ll;
     if (i >= cols) return;
     long row = token[blockIdx.y];
     out += (long)blockIdx.y * cols;
@@ -463,6 +465,19 @@ struct RopeQkvMap {
     }
 QKV_ROPE(0) QKV_ROPE(1) QKV_ROPE(2) QKV_ROPE(3) QKV_ROPE(4)
 
+// The same of x plus the pending part xa (`pending_value`: the token graph with the fused FFN).
+#define QKV_ROPE_PEND(K)                                                                                              \
+    extern "C" __global__ void __launch_bounds__(ROW_THREADS) qkv_rope_pend_k##K##_r2(const unsigned char* wq, const unsigned char* wk, \
+            const unsigned char* wv, int aq, int ak, int av, const float* x, const long long* xa, const float* nw,     \
+            float eps, float* q, float* kc, float* vc, int n_head, int n_head_kv, int head_dim, int rot, int neox,     \
+            float base, const int* pos, int cols) {                                                                   \
+        extern __shared__ int sm[];                                                                                   \
+        TRACE_BLOCK(2);                                                                                               \
+        RopeQkvMap m{wq, wk, wv, aq, ak, av, q, kc, vc, n_head, n_head_kv, head_dim, rot, neox, *pos, base};          \
+        run_rows<K, 2, 1, X_PENDING>(m, (n_head + 2 * n_head_kv) * head_dim, cols, x, 1, 1, nw, eps, sm, xa);         \
+    }
+QKV_ROPE_PEND(0) QKV_ROPE_PEND(1) QKV_ROPE_PEND(2) QKV_ROPE_PEND(3) QKV_ROPE_PEND(4)
+
 // The same for `batch` prompt rows at positions *pos.. in tiles of nb <= MATMUL_TILE
 // (blockIdx.y: tile): q (batch, n_head * head_dim). Dynamic shared memory: nb staged rows,
 // then the weight ring (host: `tile_smem`).
@@ -515,16 +530,22 @@ template <int R> struct GluMap : GluRows {
 #define GATE_UP_R(K) GATE_UP(K, 2) GATE_UP(K, 4)
 GATE_UP_R(0) GATE_UP_R(1) GATE_UP_R(2) GATE_UP_R(3) GATE_UP_R(4)
 
-// GluRows whose hidden values are written, a unit of 32 at a time, as the int8
-// image of h (the down projection's input in the token graph's int8 chain) instead.
-template <int R> struct GluUnitMap : GluRows {
+// GluRows whose blocks take whole units of 32 hidden values, each value kept in the block's
+// unit buffer (`unit_values`) as its (gate, up) pair finishes, for unit_done.
+template <int R> struct GluUnits : GluRows {
     static constexpr int UNIT = 64;  // 32 (gate, up) row pairs
-    unsigned char* img;  // image_bytes(total / 2)
     __device__ void finish(int, int i0, int, const float* s) const {
         float* v = unit_values(i0 >> 6);
         #pragma unroll
         for (int p = 0; p < R / 2; p++) v[((i0 >> 1) + p) & 31] = silu_times(s[2 * p], s[2 * p + 1]);
     }
+    __device__ void flush() const {}
+};
+
+// GluUnits whose hidden values are written, a unit of 32 at a time, as the int8
+// image of h (the down projection's input in the token graph's int8 chain) instead.
+template <int R> struct GluUnitMap : GluUnits<R> {
+    unsigned char* img;  // image_bytes(total / 2)
     __device__ void unit_done(int u, int total) const {
         __syncthreads();
         if (threadIdx.x < 32) {
@@ -532,7 +553,6 @@ template <int R> struct GluUnitMap : GluRows {
             store_unit(h, u, total >> 1, img);
         }
     }
-    __device__ void flush() const {}
 };
 
 // h_img = the int8 image of silu(gate . xn) * (up . xn) (rows values, a multiple of 32),
@@ -543,10 +563,111 @@ template <int R> struct GluUnitMap : GluRows {
             int cols) {                                                                                              \
         extern __shared__ int sm[];                                                                                  \
         TRACE_BLOCK(7);                                                                                              \
-        GluUnitMap<R> m{{wg, wu, ag, au}, h_img};                                                                      \
+        GluUnitMap<R> m{{{wg, wu, ag, au}}, h_img};                                                                      \
         run_rows<K, R, 1>(m, 2 * rows, cols, x, 1, 1, nw, eps, sm);                                                  \
     }
 GATE_UP_Q8(0, 4) GATE_UP_Q8(1, 4) GATE_UP_Q8(2, 4)
+
+// GluUnits whose hidden values go, a unit of 32 at a time, into the block's own int8 image of
+// its hidden units in shared memory (stage_x's layout of a row of `values` = NU x 32 values,
+// unit u at u - u0), the down projection's input after them (`ffn_fused`).
+template <int R> struct GluLocalMap : GluUnits<R> {
+    unsigned char* himg;
+    int u0, values;
+    __device__ void unit_done(int u, int) const {
+        __syncthreads();
+        if (threadIdx.x < 32) store_unit(unit_values(u)[threadIdx.x], u - u0, values, himg);
+    }
+};
+
+// Units of the down projection a thread loads together (`down_columns`).
+#define FFN_UNITS_AHEAD 8
+
+// L2 prefetch of the down projection's columns a block of `ffn_fused` takes (hidden units u0
+// .. u0 + NU - 1 over `rows` output rows; unit-major, so one run of payload words and one of
+// scales), in 4 KB pieces over the block's threads: issued before the gate/up stream, so the
+// down columns come from L2 after it.
+template <int K, int NU> __device__ __forceinline__ void prefetch_down(const unsigned char* w, int a_off, int rows, int u0) {
+#if __CUDA_ARCH__ >= 900 && !defined(CORTIQ_FFN_NO_PREFETCH)
+    constexpr long PAY = K == 2 ? 32 : 16, SC = K == 1 ? 4 : 2, PIECE = 4096;
+    const unsigned char* pay = w + (long)u0 * rows * PAY;
+    const unsigned char* sc = w + 4L * a_off + (long)u0 * rows * SC;  // rows % 32 == 0: 64-byte aligned
+    long pay_bytes = (long)NU * rows * PAY, sc_bytes = (long)NU * rows * SC;
+    long pay_pieces = (pay_bytes + PIECE - 1) / PIECE, pieces = pay_pieces + (sc_bytes + PIECE - 1) / PIECE;
+    for (long q = threadIdx.x; q < pieces; q += blockDim.x) {
+        bool in_pay = q < pay_pieces;
+        long at = (in_pay ? q : q - pay_pieces) * PIECE;
+        unsigned n = (unsigned)min(PIECE, (in_pay ? pay_bytes : sc_bytes) - at);
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"((in_pay ? pay : sc) + at), "r"(n) : "memory");
+    }
+#endif
+}
+
+// The down projection's columns of a block's hidden units: output row i (< rows) gains
+// sum_j W[i, unit u0 + j] . h_j (j < NU), added into the pending part xa (`add_pending`). W
+// is unit-major planar (unit (i, u) at u * rows + i: `planar::repack_unit_major`), so a warp's
+// loads of one unit over 32 rows are contiguous; h is the block's int8 image (himg, NU x 32
+// values). Each thread takes rows threadIdx.x + k * blockDim.x, FFN_UNITS_AHEAD units loaded
+// at once.
+template <int K, int NU> __device__ void down_columns(const unsigned char* w, int a_off, int rows, int u0, const int* himg, long long* xa) {
+    constexpr int WORDS = K == 2 ? 2 : 1, AHEAD = FFN_UNITS_AHEAD / NU > 0 ? FFN_UNITS_AHEAD / NU : 1;
+    const uint4* pay = (const uint4*)w;
+    const unsigned int* sc = (const unsigned int*)w + a_off;
+    for (int i0 = threadIdx.x; i0 < rows; i0 += AHEAD * blockDim.x) {
+        Unit u[AHEAD][NU];
+        #pragma unroll
+        for (int k = 0; k < AHEAD; k++) {
+            int i = min(i0 + k * (int)blockDim.x, rows - 1);
+            #pragma unroll
+            for (int j = 0; j < NU; j++) {
+                long iu = (long)(u0 + j) * rows + i;
+                u[k][j].a = __ldg(pay + WORDS * iu);
+                if (WORDS == 2) u[k][j].b = __ldg(pay + WORDS * iu + 1);
+                unsigned int s = __ldg(K == 1 ? sc + iu : sc + (iu >> 1));
+                u[k][j].s = K == 1 ? s : (s >> ((iu & 1) << 4)) & 0xffff;
+            }
+        }
+        #pragma unroll
+        for (int k = 0; k < AHEAD; k++) {
+            int i = i0 + k * (int)blockDim.x;
+            if (i < rows) {
+                float acc = 0.f;
+                #pragma unroll
+                for (int j = 0; j < NU; j++) acc += unit_dot<K>(u[k][j], himg, NU * 32, j);
+#ifdef CORTIQ_FFN_NO_REDUCE
+                if (acc == 1.2345e-30f) add_pending(xa, i, rows, acc);  // profiling (anatomy.rs): no adds
+#else
+                add_pending(xa, i, rows, acc);
+#endif
+            }
+        }
+    }
+}
+
+// The FFN in one launch (token graph, quantized codec kinds): block b takes hidden units
+// u0 = NU b .. u0 + NU - 1 (32 values each) of h = silu(gate . xn) * (up . xn), xn = x
+// RMS-normed with nw, as gate_up_q8 does but into its own shared int8 image, then adds those
+// units' share of the down projection (wd unit-major, `down_columns`) into the pending part
+// xa: no kernel boundary between gate/up and down, the down columns prefetched into L2 while
+// gate/up streams. rows: hidden values (n_ff), cols: x's (n_embd). Dynamic shared memory:
+// the staged x and the weight ring (host: `row_smem`), then the image (`image_bytes(NU x 32)`).
+#define FFN_FUSED(K, NU)                                                                                             \
+    extern "C" __global__ void __launch_bounds__(ROW_THREADS) ffn_fused_k##K##_n##NU(const unsigned char* wg,         \
+            const unsigned char* wu, int ag, int au, const float* x, const float* nw, float eps,                     \
+            const unsigned char* wd, int ad, long long* xa, int rows, int cols) {                                    \
+        extern __shared__ int sm[];                                                                                  \
+        TRACE_BLOCK(9);                                                                                              \
+        int u0 = blockIdx.x * NU;                                                                                    \
+        prefetch_down<K, NU>(wd, ad, cols, u0);                                                                      \
+        constexpr int RING = ROW_THREADS * Ring<K>::UNITS * (16 * Ring<K>::WORDS + 4);                               \
+        unsigned char* himg = (unsigned char*)sm + staged_stride<K>(cols) + RING;                                    \
+        GluLocalMap<4> m{{{wg, wu, ag, au}}, himg, u0, NU * 32};                                                       \
+        run_rows<K, 4, 1>(m, 2 * rows, cols, x, 1, 1, nw, eps, sm);                                                  \
+        __syncthreads();                                                                                             \
+        down_columns<K, NU>(wd, ad, cols, u0, (const int*)himg, xa);                                                 \
+    }
+#define FFN_FUSED_N(K) FFN_FUSED(K, 1) FFN_FUSED(K, 2) FFN_FUSED(K, 4)
+FFN_FUSED_N(0) FFN_FUSED_N(1) FFN_FUSED_N(2)
 
 // The same for `batch` prompt rows in tiles of nb <= MATMUL_TILE (blockIdx.y: tile):
 // h (batch, rows). Dynamic shared memory: nb staged rows, then the weight ring.

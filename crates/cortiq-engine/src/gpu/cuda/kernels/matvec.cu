@@ -159,6 +159,41 @@ __device__ __forceinline__ void load8(const float* p, float* v) {
     v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
 }
 
+// The residual stream's pending part in a token graph with the fused FFN (host: `ffn.rs`):
+// `ffn_fused` adds each block's share of the down projection into xa (cols + 1 words) as
+// fixed-point integers, FIX_ONE a unit, so the sum has the same bits in any order of adds;
+// word cols is set nonzero where a share was not a finite number below FIX_LIMIT (every value
+// then reads as NaN). embed_row zeroes it; the next output projection folds it into the
+// stream and zeroes the values; qkv_rope_pend and matvec_pend stage x plus it.
+#define FIX_ONE 67108864.f
+#define FIX_LIMIT 268435456.f
+__device__ __forceinline__ float pending_value(const long long* xa, int i, int cols) {
+    return xa[cols] ? __int_as_float(0x7fc00000) : __ll2float_rn(xa[i]) * (1.f / FIX_ONE);
+}
+// v added into value i of the pending part (xa, cols values).
+__device__ __forceinline__ void add_pending(long long* xa, int i, int cols, float v) {
+    if (fabsf(v) < FIX_LIMIT) atomicAdd((unsigned long long*)xa + i, (unsigned long long)__float2ll_rn(v * FIX_ONE));
+    else atomicOr((unsigned long long*)xa + cols, 1ull);
+}
+
+// Piece j of x (8 floats) into v, plus the pending part where PENDING (`poison`: NaN where
+// xa's flag word is set, else 0, added to every value).
+template <bool PENDING> __device__ __forceinline__ void load_x8(const float* x, const long long* xa, float poison, int j, float* v) {
+    load8(x + 8 * j, v);
+    if (PENDING) {
+        const longlong2* p = (const longlong2*)(xa + 8 * j);
+        #pragma unroll
+        for (int k = 0; k < 4; k++) {
+            longlong2 a = p[k];
+            v[2 * k] += __ll2float_rn(a.x) * (1.f / FIX_ONE) + poison;
+            v[2 * k + 1] += __ll2float_rn(a.y) * (1.f / FIX_ONE) + poison;
+        }
+    }
+}
+template <bool PENDING> __device__ __forceinline__ float pending_poison(const long long* xa, int cols) {
+    return PENDING && xa[cols] ? __int_as_float(0x7fc00000) : 0.f;
+}
+
 // Codec kinds shared with the host: 0 q4_0, 1 q4_1, 2 q8_0, 3 f16, 4 f32. Quantized
 // kinds stage x as int8, the others as floats: staged_bytes(kind, cols) on the host is
 // cols + 12 * (cols / 32), or 4 * cols.
@@ -183,14 +218,15 @@ __device__ __forceinline__ void store_group_scales(float* gd, int groups, int g,
     ((int*)gd)[2 * groups + g] = sum;
 }
 
-// 1 / rms of x (cols floats, eps added to the mean square), for every thread of the block.
+// 1 / rms of x (cols floats, plus the pending part xa where PENDING; eps added to the mean
+// square), for every thread of the block.
 // Not inlined: stage_x calls it for rows too wide to scale in registers only, and inlined
 // it raised the registers of kernels that never take it.
-__device__ __noinline__ float rms_scale(const float* x, int cols, float eps) {
-    float ss = 0.f;
+template <bool PENDING> __device__ __noinline__ float rms_scale(const float* x, const long long* xa, int cols, float eps) {
+    float ss = 0.f, poison = pending_poison<PENDING>(xa, cols);
     for (int j = threadIdx.x; j < (cols >> 3); j += blockDim.x) {
         float v[8];
-        load8(x + 8 * j, v);
+        load_x8<PENDING>(x, xa, poison, j, v);
         #pragma unroll
         for (int k = 0; k < 8; k++) ss += v[k] * v[k];
     }
@@ -204,20 +240,22 @@ __device__ __noinline__ float rms_scale(const float* x, int cols, float eps) {
 // STAGE_PASSES pieces at once so their latencies overlap. A normed row that one round of
 // loads holds (cols <= 8 * blockDim * STAGE_PASSES) is scaled in registers; a wider one is
 // read twice, its squares summed first (measured slower where both work: NOTES.md). A NaN
-// or infinity in a group makes its d NaN, so it reaches the output. Ends with a barrier.
-__device__ void stage_x(int kind, const float* x, const float* nw, float eps, int cols, int* sm) {
+// or infinity in a group makes its d NaN, so it reaches the output. Where PENDING, the row is
+// x plus the pending part xa (`pending_value`). Ends with a barrier.
+template <bool PENDING = false> __device__ void stage_x(int kind, const float* x, const float* nw, float eps, int cols, int* sm, const long long* xa = nullptr) {
     int pieces = cols >> 3, passes = (pieces + blockDim.x - 1) / blockDim.x;
     int groups = cols >> 5;
     float* gd = (float*)(sm + (cols >> 2));
     bool one_round = passes <= STAGE_PASSES;
-    float scale = nw && !one_round ? rms_scale(x, cols, eps) : 1.f;
+    float scale = nw && !one_round ? rms_scale<PENDING>(x, xa, cols, eps) : 1.f;
+    float poison = pending_poison<PENDING>(xa, cols);
     for (int p0 = 0; p0 < passes; p0 += STAGE_PASSES) {
         float v[STAGE_PASSES][8];
         #pragma unroll
         for (int p = 0; p < STAGE_PASSES; p++) {
             int j = (p0 + p) * blockDim.x + threadIdx.x;
             if (j < pieces) {
-                load8(x + 8 * j, v[p]);
+                load_x8<PENDING>(x, xa, poison, j, v[p]);
             } else {
                 #pragma unroll
                 for (int k = 0; k < 8; k++) v[p][k] = 0.f;
@@ -476,9 +514,11 @@ template <int K> struct Ring {
 };
 
 // Where a row kernel's activation row comes from: floats (staged by stage_x, normed when
-// nw is given), or an int8 image (stage_image).
+// nw is given), an int8 image (stage_image), or floats plus the pending part (stage_x's
+// PENDING; one row).
 #define X_FLOATS 0
 #define X_IMAGE 1
+#define X_PENDING 2
 
 // The rows of one launch, R consecutive rows per warp group (a Map gives row(i); begin(first
 // row, total), which single-row kernels (NB = 1) call once per group before its dot products,
@@ -493,13 +533,15 @@ template <int K> struct Ring {
 // cp.async (no registers held), the first ones before x is staged (and before waiting for the
 // kernel that wrote x). x holds n activation rows (n <= NB, the tile the shared memory was laid
 // out for: NB_alloc rows of staged x, then the ring); every weight unit is dotted with all of
-// them. A norm (nw) is for one row only. XS (X_*) says what x is: floats, or (one row, never
-// normed) an int8 image. Row addresses are looked up once per group, not per unit.
+// them. A norm (nw) is for one row only. XS (X_*) says what x is: floats, (one row, never
+// normed) an int8 image, or (one row) floats plus the pending part xa. Row addresses are
+// looked up once per group, not per unit.
 template <int K, int R, int NB, int XS = X_FLOATS, class Map>
-__device__ __forceinline__ void run_rows(Map& map, int total, int cols, const float* x, int n, int nb_alloc, const float* nw, float eps, int* sm) {
+__device__ __forceinline__ void run_rows(Map& map, int total, int cols, const float* x, int n, int nb_alloc, const float* nw, float eps, int* sm, const long long* xa = nullptr) {
     constexpr int P = Ring<K>::UNITS / R;
     static_assert(P * R == Ring<K>::UNITS && (P & (P - 1)) == 0, "ring slots: a power of two of items");
-    static_assert(XS == X_FLOATS || (NB == 1 && K <= 2), "an int8 image: one row, a quantized codec");
+    static_assert(XS != X_IMAGE || (NB == 1 && K <= 2), "an int8 image: one row, a quantized codec");
+    static_assert(XS != X_PENDING || NB == 1, "a pending part: one row");
     constexpr int PASS = R * (ROW_THREADS / 32);  // rows a block's pass (UNIT maps)
     static_assert(Map::UNIT % PASS == 0, "a unit: whole passes");
     int stride = staged_stride<K>(cols);
@@ -575,6 +617,8 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
 #else
     if (XS == X_FLOATS) {
         for (int b = 0; b < n; b++) stage_x(K, x + (long)b * cols, nw, eps, cols, sm + b * (stride >> 2));
+    } else if (XS == X_PENDING) {
+        stage_x<true>(K, x, nw, eps, cols, sm, xa);
     } else {
         stage_image((const unsigned char*)x, cols, sm);
     }
@@ -649,8 +693,9 @@ __device__ __forceinline__ unsigned long long argmax_key(float v, int i) {
 
 // One matrix; y[b * total + i] = sum for activation row b (or += sum when add). With
 // `best` (one activation row), the block's largest argmax_key of its outputs is folded into
-// *best (atomicMax; the caller zeroes it first).
-template <int R> struct PlainMap {
+// *best (atomicMax; the caller zeroes it first). FOLD (an add, one activation row): the
+// pending part xa is folded into y and zeroed.
+template <int R, bool FOLD = false> struct PlainMap {
     static constexpr int UNIT = 0;
     static constexpr bool EARLY = false;  // begin loads y, which the kernel before may write
     const unsigned char* w;
@@ -661,14 +706,17 @@ template <int R> struct PlainMap {
     unsigned long long mine;  // lane 0's best key so far
     float ahead[R];           // lane 0, add: activation row 0's y values of the rows `begin` named
     bool primed = false;      // whether `begin` loaded them (tile kernels and mma_rows never call it)
+    long long* xa = nullptr;  // FOLD: the pending part
     __device__ Row row(int i) const { return Row{w, a_off, i}; }
+    // y's value i for an add, with the pending part folded in (FOLD).
+    __device__ float base(const float* yb, int i, int total) const { return FOLD ? yb[i] + pending_value(xa, i, total) : yb[i]; }
     // Lane 0 loads the y values rows i0 .. i0 + R - 1 are added to (activation row 0), so
     // that their finish does not wait a round trip for them.
     __device__ void begin(int i0, int total) {
         if (!add || (threadIdx.x & 31) != 0) return;
         #pragma unroll
         for (int r = 0; r < R; r++)
-            if (i0 + r < total) ahead[r] = y[i0 + r];
+            if (i0 + r < total) ahead[r] = base(y, i0 + r, total);
         primed = true;
     }
     __device__ void finish(int b, int i0, int total, const float* s) {
@@ -676,8 +724,9 @@ template <int R> struct PlainMap {
         #pragma unroll
         for (int r = 0; r < R; r++) {
             if (i0 + r < total) {
-                float v = add ? (b == 0 && primed ? ahead[r] : yb[i0 + r]) + s[r] : s[r];
+                float v = add ? (b == 0 && primed ? ahead[r] : base(yb, i0 + r, total)) + s[r] : s[r];
                 yb[i0 + r] = v;
+                if (FOLD) xa[i0 + r] = 0ll;
                 if (best) mine = max(mine, argmax_key(v, i0 + r));
             }
         }
@@ -722,6 +771,21 @@ __device__ __forceinline__ float* unit_values(int unit) {
 #define MATVEC_R(K) MATVEC(K, 1) MATVEC(K, 2) MATVEC(K, 4)
 MATVEC_R(0) MATVEC_R(1) MATVEC_R(2) MATVEC_R(3) MATVEC_R(4)
 
+// y = x plus the pending part xa (one row; `pending_value`), then as matvec: RMS-normed with nw
+// when nw is not null, . W^T, the argmax folded into *best when best is not null (the token
+// graph's head where the FFN is fused).
+#define MATVEC_PEND(K, R)                                                                                 \
+    extern "C" __global__ void __launch_bounds__(ROW_THREADS) matvec_pend_k##K##_r##R(const unsigned char* w, int a_off, \
+            const float* x, const long long* xa, const float* nw, float eps, float* y, int rows, int cols, \
+            unsigned long long* best) {                                                                    \
+        extern __shared__ int sm[];                                                                       \
+        TRACE_BLOCK(5);                                                                                   \
+        PlainMap<R> m{w, a_off, y, 0, best, 0ull};                                                        \
+        run_rows<K, R, 1, X_PENDING>(m, rows, cols, x, 1, 1, nw, eps, sm, xa);                            \
+    }
+#define MATVEC_PEND_R(K) MATVEC_PEND(K, 1) MATVEC_PEND(K, 2) MATVEC_PEND(K, 4)
+MATVEC_PEND_R(0) MATVEC_PEND_R(1) MATVEC_PEND_R(2) MATVEC_PEND_R(3) MATVEC_PEND_R(4)
+
 // The token graph's int8 chain (host: `chain.rs`): y (rows) = a . W^T (added into y when
 // add != 0), a given by its int8 image img (one row; quantized codec kinds only).
 #define MATVEC_IMG(K, R)                                                                                  \
@@ -734,6 +798,20 @@ MATVEC_R(0) MATVEC_R(1) MATVEC_R(2) MATVEC_R(3) MATVEC_R(4)
     }
 #define MATVEC_IMG_R(K) MATVEC_IMG(K, 1) MATVEC_IMG(K, 2) MATVEC_IMG(K, 4)
 MATVEC_IMG_R(0) MATVEC_IMG_R(1) MATVEC_IMG_R(2)
+
+// The same, y += a . W^T, with x's pending part xa folded into y and zeroed (the output
+// projection where the FFN is fused).
+#define MATVEC_IMG_FOLD(K, R)                                                                             \
+    extern "C" __global__ void __launch_bounds__(ROW_THREADS) matvec_img_fold_k##K##_r##R(const unsigned char* w, int a_off, \
+            const unsigned char* img, float* y, int rows, int cols, long long* xa) {                      \
+        extern __shared__ int sm[];                                                                       \
+        TRACE_BLOCK(6);                                                                                   \
+        PlainMap<R, true> m{w, a_off, y, 1, nullptr, 0ull};                                               \
+        m.xa = xa;                                                                                        \
+        run_rows<K, R, 1, X_IMAGE>(m, rows, cols, (const float*)img, 1, 1, nullptr, 0.f, sm);             \
+    }
+MATVEC_IMG_FOLD(0, 1) MATVEC_IMG_FOLD(0, 2) MATVEC_IMG_FOLD(0, 4) MATVEC_IMG_FOLD(1, 1) MATVEC_IMG_FOLD(1, 2) MATVEC_IMG_FOLD(1, 4)
+MATVEC_IMG_FOLD(2, 1) MATVEC_IMG_FOLD(2, 2) MATVEC_IMG_FOLD(2, 4)
 
 // Prefill: y (batch, rows) = x (batch, cols) . W^T (added into y when add != 0) in tiles of
 // nb <= MATMUL_TILE activation rows (blockIdx.y: tile), each weight unit read once per tile
