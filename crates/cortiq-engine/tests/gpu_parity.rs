@@ -979,6 +979,39 @@ fn cuda_device_or_skip(test: &str) -> bool {
     cortiq_engine::gpu::cuda::CudaBackend::new(0).map_err(|e| missing(test, "cuda", "no CUDA device", e)).is_ok()
 }
 
+/// The logits of `prompt`'s prefill, then of `steps` decode steps, on `gpu` (the CPU path where
+/// None): step i fed `fed[i]` where given, else the greedy token of the logits before.
+#[cfg(feature = "cuda")]
+fn decode_fed(model: &std::sync::Arc<cortiq_engine::model::llama::Llama>, prompt: &[u32], steps: usize, gpu: Option<std::sync::Arc<cortiq_engine::gpu::Gpu>>, fed: &[u32]) -> Vec<Vec<f32>> {
+    use cortiq_engine::gpu::{Gpu, GpuConfig};
+    let gpu = gpu.unwrap_or_else(|| std::sync::Arc::new(Gpu::new(None, GpuConfig::for_tests())));
+    let mut s = cortiq_engine::pipeline::Session::with_gpu(std::sync::Arc::clone(model), prompt.len() + steps + 1, gpu);
+    let mut logits = vec![s.prefill(prompt).unwrap()];
+    s.begin_generation();
+    for i in 0..steps {
+        let t = fed.get(i).copied().unwrap_or_else(|| cortiq_engine::sample::argmax(logits.last().unwrap()));
+        logits.push(s.step(t).unwrap());
+    }
+    logits
+}
+
+/// Over the decode steps (the prefill's logits left out) of a device path `got`, the other
+/// device path `plain` and the CPU path `cpu`: the worst relative L2 of got and of plain
+/// against the CPU, of got against plain, and the steps at which got's greedy token is the
+/// CPU's. `what` names got in the message where its logits are not all numbers.
+#[cfg(feature = "cuda")]
+fn decode_distances(what: &str, cpu: &[Vec<f32>], got: &[Vec<f32>], plain: &[Vec<f32>]) -> (f32, f32, f32, usize) {
+    let (mut worst, mut worst_plain, mut apart, mut same) = (0f32, 0f32, 0f32, 0);
+    for ((c, g), p) in cpu.iter().zip(got).zip(plain).skip(1) {
+        assert!(g.iter().all(|v| v.is_finite()), "{what}: NaN in the logits");
+        worst = worst.max(rel_l2(c, g));
+        worst_plain = worst_plain.max(rel_l2(c, p));
+        apart = apart.max(rel_l2(p, g));
+        same += usize::from(cortiq_engine::sample::argmax(c) == cortiq_engine::sample::argmax(g));
+    }
+    (worst, worst_plain, apart, same)
+}
+
 /// The CUDA token graph's int8 chain (`CMF_CUDA_INT8_CHAIN`: attention and gate/up write
 /// their consumers' int8 input) quantizes the values the consumers would have quantized by
 /// the same rule, so every link setting gives the same logits, bit for bit, as the graph
@@ -1043,7 +1076,6 @@ fn cuda_cluster_layers_match_the_cpu_path() {
     #[cfg(feature = "cuda")]
     {
         use cortiq_engine::gpu::{Gpu, GpuConfig};
-        use cortiq_engine::pipeline::Session;
         use std::sync::Arc;
         if !cuda_device_or_skip("cuda_cluster_layers_match_the_cpu_path") {
             return;
@@ -1057,17 +1089,7 @@ fn cuda_cluster_layers_match_the_cpu_path() {
                 let prompt = engine.tokenize(&"one two 3 4 ".repeat(words)).unwrap();
                 let steps = 24;
                 // Every run is fed the CPU's greedy tokens, so the logits compare step by step.
-                let run = |gpu: Option<Arc<Gpu>>, fed: &[u32]| -> Vec<Vec<f32>> {
-                    let gpu = gpu.unwrap_or_else(|| Arc::new(Gpu::new(None, GpuConfig::for_tests())));
-                    let mut s = Session::with_gpu(Arc::clone(&engine.model), prompt.len() + steps + 1, gpu);
-                    let mut logits = vec![s.prefill(&prompt).unwrap()];
-                    s.begin_generation();
-                    for i in 0..steps {
-                        let t = fed.get(i).copied().unwrap_or_else(|| cortiq_engine::sample::argmax(logits.last().unwrap()));
-                        logits.push(s.step(t).unwrap());
-                    }
-                    logits
-                };
+                let run = |gpu: Option<Arc<Gpu>>, fed: &[u32]| decode_fed(&engine.model, &prompt, steps, gpu, fed);
                 let device = |cluster: bool| {
                     let be = cortiq_engine::gpu::cuda::CudaBackend::new(0).unwrap().with_cluster(cluster);
                     Arc::new(Gpu::new(Some(Box::new(be)), GpuConfig { min_rows: Some(usize::MAX), ..GpuConfig::for_tests() }))
@@ -1082,14 +1104,7 @@ fn cuda_cluster_layers_match_the_cpu_path() {
                     return;
                 }
                 assert!(!without.explain_table().contains("cluster"), "with_cluster(false) still took the cluster");
-                let (mut worst, mut worst_plain, mut apart, mut same) = (0f32, 0f32, 0f32, 0);
-                for ((c, g), p) in cpu.iter().zip(&got).zip(&plain).skip(1) {
-                    assert!(g.iter().all(|v| v.is_finite()), "smollm2 {codec}: NaN in the cluster path's logits");
-                    worst = worst.max(rel_l2(c, g));
-                    worst_plain = worst_plain.max(rel_l2(c, p));
-                    apart = apart.max(rel_l2(p, g));
-                    same += usize::from(cortiq_engine::sample::argmax(c) == cortiq_engine::sample::argmax(g));
-                }
+                let (worst, worst_plain, apart, same) = decode_distances(&format!("smollm2 {codec}, the cluster path"), &cpu, &got, &plain);
                 eprintln!("cuda smollm2 {codec}, {} prompt tokens: cluster layers vs CPU worst relative L2 {worst:.2e} (layer launches {worst_plain:.2e}, cluster vs layer launches {apart:.2e}), argmax agreement {same}/{steps}", prompt.len());
                 // Both device paths stage activations as int8 (the CPU's reference does not), so
                 // over ~2000 positions both drift from the CPU alike (6.1e-2 on the H200): the
@@ -1119,7 +1134,6 @@ fn cuda_fused_ffn_matches_the_cpu_path() {
     #[cfg(feature = "cuda")]
     {
         use cortiq_engine::gpu::{Gpu, GpuConfig};
-        use cortiq_engine::pipeline::Session;
         use std::sync::Arc;
         if !cuda_device_or_skip("cuda_fused_ffn_matches_the_cpu_path") {
             return;
@@ -1131,17 +1145,7 @@ fn cuda_fused_ffn_matches_the_cpu_path() {
             let engine = cortiq_engine::generate::Engine::load(&path).unwrap();
             let prompt = engine.tokenize(&"one two 3 4 ".repeat(25)).unwrap();
             let steps = 24;
-            let run = |gpu: Option<Arc<Gpu>>, fed: &[u32]| -> Vec<Vec<f32>> {
-                let gpu = gpu.unwrap_or_else(|| Arc::new(Gpu::new(None, GpuConfig::for_tests())));
-                let mut s = Session::with_gpu(Arc::clone(&engine.model), prompt.len() + steps + 1, gpu);
-                let mut logits = vec![s.prefill(&prompt).unwrap()];
-                s.begin_generation();
-                for i in 0..steps {
-                    let t = fed.get(i).copied().unwrap_or_else(|| cortiq_engine::sample::argmax(logits.last().unwrap()));
-                    logits.push(s.step(t).unwrap());
-                }
-                logits
-            };
+            let run = |gpu: Option<Arc<Gpu>>, fed: &[u32]| decode_fed(&engine.model, &prompt, steps, gpu, fed);
             let device = |fused: bool| {
                 let be = cortiq_engine::gpu::cuda::CudaBackend::new(0).unwrap().with_fused_ffn(fused);
                 Arc::new(Gpu::new(Some(Box::new(be)), GpuConfig { min_rows: Some(usize::MAX), ..GpuConfig::for_tests() }))
@@ -1154,14 +1158,7 @@ fn cuda_fused_ffn_matches_the_cpu_path() {
             let table = with.explain_table();
             assert!(table.contains("FFN as one launch"), "{shape} {codec}: the fused FFN did not run:\n{table}");
             assert!(!without.explain_table().contains("FFN as one launch"), "with_fused_ffn(false) still fused");
-            let (mut worst, mut worst_plain, mut apart, mut same) = (0f32, 0f32, 0f32, 0);
-            for ((c, g), p) in cpu.iter().zip(&got).zip(&plain).skip(1) {
-                assert!(g.iter().all(|v| v.is_finite()), "{shape} {codec}: NaN in the fused FFN's logits");
-                worst = worst.max(rel_l2(c, g));
-                worst_plain = worst_plain.max(rel_l2(c, p));
-                apart = apart.max(rel_l2(p, g));
-                same += usize::from(cortiq_engine::sample::argmax(c) == cortiq_engine::sample::argmax(g));
-            }
+            let (worst, worst_plain, apart, same) = decode_distances(&format!("{shape} {codec}, the fused FFN"), &cpu, &got, &plain);
             let repeat = got.iter().zip(&again).position(|(a, b)| a.iter().zip(b).any(|(x, y)| x.to_bits() != y.to_bits()));
             eprintln!("cuda {shape} {codec}: fused FFN vs CPU worst relative L2 {worst:.2e} (two launches {worst_plain:.2e}, fused vs two launches {apart:.2e}), argmax agreement {same}/{steps}, first step differing between two fused runs {repeat:?}");
             assert!(worst < 5e-2_f32.max(1.25 * worst_plain), "{shape} {codec}: the fused FFN's logits differ from the CPU's by {worst} (the two launches' by {worst_plain})");

@@ -1010,6 +1010,7 @@ impl CudaBackend {
         let s = &self.stream;
         let mut a = KernelArgs::default();
         a.buf(&res.data, s).int(res.a_off).buf(img, s).buf(y, s).int(rows as i32).int(cols as i32);
+        // matvec_img_fold always adds (and folds xa in); matvec_img takes `add`.
         match pending {
             Some(xa) => a.buf(xa, s),
             None => a.int(1),

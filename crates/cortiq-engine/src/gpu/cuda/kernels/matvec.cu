@@ -163,10 +163,11 @@ __device__ __forceinline__ void load8(const float* p, float* v) {
 // `ffn_fused` adds each block's share of the down projection into xa (cols + 1 words) as
 // fixed-point integers, FIX_ONE a unit, so the sum has the same bits in any order of adds;
 // word cols is set nonzero where a share was not a finite number below FIX_LIMIT (every value
-// then reads as NaN). embed_row zeroes it; the next output projection folds it into the
-// stream and zeroes the values; qkv_rope_pend and matvec_pend stage x plus it.
+// then reads as NaN; a share below 2^24 is below 2^50 fixed, so up to 8192 shares of a value
+// cannot overflow). embed_row zeroes it; the next output projection folds it into the stream
+// and zeroes the values; qkv_rope_pend and matvec_pend stage x plus it.
 #define FIX_ONE 67108864.f
-#define FIX_LIMIT 268435456.f
+#define FIX_LIMIT 16777216.f
 __device__ __forceinline__ float pending_value(const long long* xa, int i, int cols) {
     return xa[cols] ? __int_as_float(0x7fc00000) : __ll2float_rn(xa[i]) * (1.f / FIX_ONE);
 }
