@@ -13,7 +13,8 @@
 //! Q4_1 and Q8_0 weights go through int8 tensor-core GEMMs instead (mma.cu), whose input is
 //! quantized once per op by the same rule; the prefill graph takes cuBLAS's f16 GEMMs behind
 //! a dequant step where libcublas loads (`blas.rs`). Launches in the graphs may overlap the
-//! kernel before them (`launch.rs`).
+//! kernel before them (`launch.rs`); a small model's token-graph FFN is one launch a layer
+//! (`ffn.rs`).
 
 mod anatomy;
 mod blas;
