@@ -23,7 +23,9 @@ from collections import Counter, defaultdict
 from statistics import mean, median
 
 FAMILY = {1: "embed", 2: "qkv", 3: "attention", 4: "merge", 5: "matvec", 6: "matvec_img", 7: "gate_up", 9: "ffn"}
-LAYER = ["qkv", "attention", "merge", "o", "gate_up", "down", "ffn"]
+# A layer's launches in order; the fused FFN (family 9) stands for gate_up and down.
+LAUNCHES = ["qkv", "attention", "merge", "o", "gate_up", "down"]
+LAYER = LAUNCHES + ["ffn"]
 
 
 def records(path):
@@ -72,7 +74,7 @@ def tokens(ls):
         for l in t[1:-1]:
             if l["family"] == 2:
                 k = 0
-            labels.append("ffn" if l["family"] == 9 else (LAYER[k] if k < 6 else "?"))
+            labels.append("ffn" if FAMILY.get(l["family"]) == "ffn" else (LAUNCHES[k] if k < len(LAUNCHES) else "?"))
             k += 1
         labels.append("head")
         if "?" in labels or labels.count("qkv") == 0:

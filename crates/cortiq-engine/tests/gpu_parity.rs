@@ -76,6 +76,14 @@ fn backends(test: &str) -> Vec<(&'static str, Box<dyn Backend>)> {
     v
 }
 
+/// A facade on `be` that sends it no per-op job (`min_rows` past any row count), so only the
+/// graphs run on the device.
+#[cfg(any(feature = "gpu", feature = "cuda"))]
+fn graphs_only(be: impl Backend + 'static) -> std::sync::Arc<cortiq_engine::gpu::Gpu> {
+    use cortiq_engine::gpu::{Gpu, GpuConfig};
+    std::sync::Arc::new(Gpu::new(Some(Box::new(be)), GpuConfig { min_rows: Some(usize::MAX), ..GpuConfig::for_tests() }))
+}
+
 /// The synthesized tiny llama (q4_0, seed `seed`) loaded, with the directory that holds it.
 #[cfg(any(feature = "gpu", feature = "cuda"))]
 fn tiny_engine(seed: u64) -> (tempfile::TempDir, cortiq_engine::generate::Engine) {
@@ -519,7 +527,7 @@ fn wgpu_qkv_inside_the_attention_split_follows_the_cpu_path_at_every_head_size()
             cortiq_engine::synth::synth_shape(&shape, "q4_0", &path, 13).unwrap();
             let engine = cortiq_engine::generate::Engine::load(&path).unwrap();
             let be = cortiq_engine::gpu::wgpu::WgpuBackend::new().unwrap().with_int8_graph(true).with_qkv_attn(true);
-            let gpu = Arc::new(Gpu::new(Some(Box::new(be)), GpuConfig { min_rows: Some(usize::MAX), ..GpuConfig::for_tests() }));
+            let gpu = graphs_only(be);
             if !discrete {
                 gpu.record_generation(GraphArm::PerOp, &[]);
             }
@@ -574,7 +582,7 @@ fn wgpu_token_graph_on_split_weights_says_what_it_fell_back_from() {
         let path = dir.path().join("tiny-q4_0.gguf");
         cortiq_engine::synth::synth("tiny", "q4_0", &path, 11).unwrap();
         let engine = cortiq_engine::generate::Engine::load(&path).unwrap();
-        let gpu = Arc::new(Gpu::new(Some(Box::new(be)), GpuConfig { min_rows: Some(usize::MAX), ..GpuConfig::for_tests() }));
+        let gpu = graphs_only(be);
         if !discrete {
             gpu.record_generation(GraphArm::PerOp, &[]);
         }
@@ -1024,7 +1032,6 @@ fn decode_distances(what: &str, cpu: &[Vec<f32>], got: &[Vec<f32>], plain: &[Vec
 fn cuda_int8_chain_gives_the_logits_of_the_graph_without_it() {
     #[cfg(feature = "cuda")]
     {
-        use cortiq_engine::gpu::{Gpu, GpuConfig};
         use cortiq_engine::pipeline::Session;
         use std::sync::Arc;
         if !cuda_device_or_skip("cuda_int8_chain_gives_the_logits_of_the_graph_without_it") {
@@ -1040,7 +1047,7 @@ fn cuda_int8_chain_gives_the_logits_of_the_graph_without_it() {
             assert!(prompt.len() > 64, "{}", prompt.len());
             let run = |chain: &str| -> Vec<Vec<f32>> {
                 let be = cortiq_engine::gpu::cuda::CudaBackend::new(0).unwrap().with_int8_chain(chain).unwrap();
-                let gpu = Arc::new(Gpu::new(Some(Box::new(be)), GpuConfig { min_rows: Some(usize::MAX), ..GpuConfig::for_tests() }));
+                let gpu = graphs_only(be);
                 let mut s = Session::with_gpu(Arc::clone(&engine.model), prompt.len() + 32, Arc::clone(&gpu));
                 let mut logits = vec![s.prefill(&prompt).unwrap()];
                 s.begin_generation();
@@ -1075,7 +1082,7 @@ fn cuda_int8_chain_gives_the_logits_of_the_graph_without_it() {
 fn cuda_cluster_layers_match_the_cpu_path() {
     #[cfg(feature = "cuda")]
     {
-        use cortiq_engine::gpu::{Gpu, GpuConfig};
+        use cortiq_engine::gpu::Gpu;
         use std::sync::Arc;
         if !cuda_device_or_skip("cuda_cluster_layers_match_the_cpu_path") {
             return;
@@ -1092,7 +1099,7 @@ fn cuda_cluster_layers_match_the_cpu_path() {
                 let run = |gpu: Option<Arc<Gpu>>, fed: &[u32]| decode_fed(&engine.model, &prompt, steps, gpu, fed);
                 let device = |cluster: bool| {
                     let be = cortiq_engine::gpu::cuda::CudaBackend::new(0).unwrap().with_cluster(cluster);
-                    Arc::new(Gpu::new(Some(Box::new(be)), GpuConfig { min_rows: Some(usize::MAX), ..GpuConfig::for_tests() }))
+                    graphs_only(be)
                 };
                 let cpu = run(None, &[]);
                 let fed: Vec<u32> = cpu[..steps].iter().map(|l| cortiq_engine::sample::argmax(l)).collect();
@@ -1133,7 +1140,7 @@ fn cuda_cluster_layers_match_the_cpu_path() {
 fn cuda_fused_ffn_matches_the_cpu_path() {
     #[cfg(feature = "cuda")]
     {
-        use cortiq_engine::gpu::{Gpu, GpuConfig};
+        use cortiq_engine::gpu::Gpu;
         use std::sync::Arc;
         if !cuda_device_or_skip("cuda_fused_ffn_matches_the_cpu_path") {
             return;
@@ -1148,7 +1155,7 @@ fn cuda_fused_ffn_matches_the_cpu_path() {
             let run = |gpu: Option<Arc<Gpu>>, fed: &[u32]| decode_fed(&engine.model, &prompt, steps, gpu, fed);
             let device = |fused: bool| {
                 let be = cortiq_engine::gpu::cuda::CudaBackend::new(0).unwrap().with_fused_ffn(fused);
-                Arc::new(Gpu::new(Some(Box::new(be)), GpuConfig { min_rows: Some(usize::MAX), ..GpuConfig::for_tests() }))
+                graphs_only(be)
             };
             let cpu = run(None, &[]);
             let fed: Vec<u32> = cpu[..steps].iter().map(|l| cortiq_engine::sample::argmax(l)).collect();
@@ -1196,7 +1203,7 @@ fn cuda_graphs_norm_rows_wider_than_one_staging_round() {
         for cublas in [true, false] {
             let be = cortiq_engine::gpu::cuda::CudaBackend::new(0).unwrap();
             let be = if cublas { be } else { be.without_cublas() };
-            let gpu = Arc::new(Gpu::new(Some(Box::new(be)), GpuConfig { min_rows: Some(usize::MAX), ..GpuConfig::for_tests() }));
+            let gpu = graphs_only(be);
             let mut cpu = Session::with_gpu(Arc::clone(&engine.model), ctx, Arc::new(Gpu::new(None, GpuConfig::for_tests())));
             let mut dev = Session::with_gpu(Arc::clone(&engine.model), ctx, Arc::clone(&gpu));
             let (mut a, mut b) = (cpu.prefill(&prompt).unwrap(), dev.prefill(&prompt).unwrap());

@@ -538,6 +538,9 @@ impl CudaBackend {
     fn launch_matvec(&self, w: &WeightArg, weights: &HashMap<u64, Resident>, x: &impl DevicePtr<f32>, y: &mut CudaSlice<f32>, batch: usize, how: MatvecHow) -> Result<(), String> {
         let kind = kind(w.view.codec).ok_or("codec has no CUDA kernel")?;
         let res = weights.get(&w.key).ok_or("weight not resident")?;
+        if how.pending.is_some() && (batch != 1 || how.add) {
+            return Err("a pending part is staged for one activation row, not added into".into());
+        }
         if batch > 1 {
             if how.norm.is_some() || how.argmax.is_some() {
                 return Err("a prefill tile takes no norm or argmax".into());
@@ -572,36 +575,23 @@ impl CudaBackend {
             return unsafe { launch::launch(s, f, cfg, &a, how.overlap && self.overlap) }.map_err(err);
         }
         let r = matvec_rows_per_group(w.view.rows);
-        if let Some(xa) = how.pending {
-            if batch != 1 || how.add {
-                return Err("a pending part is staged for one activation row, not added into".into());
-            }
-            let (f, cfg) = self.row_launch(&row_kernel("matvec_pend", kind, r), w.view.rows, r, row_smem(kind, w.view.cols), 1)?;
-            let s = &self.stream;
-            let mut a = KernelArgs::default();
-            a.buf(&res.data, s).int(res.a_off).buf(x, s).buf(xa, s);
-            match how.norm {
-                Some((nw, _)) => a.buf(nw, s),
-                None => a.null(),
-            };
-            a.float(how.norm.map_or(0.0, |n| n.1)).buf(y, s).int(w.view.rows as i32).int(w.view.cols as i32);
-            match how.argmax {
-                Some(best) => a.buf(best, s),
-                None => a.null(),
-            };
-            // SAFETY: as the matvec launch below, for one activation row; xa holds cols + 1
-            // words (`ModelGraph::pending`).
-            return unsafe { launch::launch(s, f, cfg, &a, how.overlap && self.overlap) }.map_err(err);
-        }
-        let (f, cfg) = self.row_launch(&row_kernel("matvec", kind, r), w.view.rows, r, row_smem(kind, w.view.cols), batch)?;
+        // matvec_pend: x's pending part after x, and no `add`.
+        let name = if how.pending.is_some() { "matvec_pend" } else { "matvec" };
+        let (f, cfg) = self.row_launch(&row_kernel(name, kind, r), w.view.rows, r, row_smem(kind, w.view.cols), batch)?;
         let s = &self.stream;
         let mut a = KernelArgs::default();
         a.buf(&res.data, s).int(res.a_off).buf(x, s);
+        if let Some(xa) = how.pending {
+            a.buf(xa, s);
+        }
         match how.norm {
             Some((nw, _)) => a.buf(nw, s),
             None => a.null(),
         };
-        a.float(how.norm.map_or(0.0, |n| n.1)).buf(y, s).int(w.view.rows as i32).int(w.view.cols as i32).int(how.add as i32);
+        a.float(how.norm.map_or(0.0, |n| n.1)).buf(y, s).int(w.view.rows as i32).int(w.view.cols as i32);
+        if how.pending.is_none() {
+            a.int(how.add as i32);
+        }
         match how.argmax {
             Some(best) if batch == 1 => a.buf(best, s),
             Some(_) => return Err("an argmax is taken of one output row only".into()),
@@ -609,7 +599,8 @@ impl CudaBackend {
         };
         // SAFETY: the kernel reads the resident planar weight (rows x cols of its codec),
         // batch * cols floats of x (and cols norm weights) and writes batch * rows floats of
-        // y (and one u64 of the argmax); every buffer was sized for exactly that, and
+        // y (and one u64 of the argmax; with a pending part, its cols + 1 words,
+        // `ModelGraph::pending`); every buffer was sized for exactly that, and
         // `supported` checked that the staged row fits the shared memory granted at load time.
         unsafe { launch::launch(s, f, cfg, &a, how.overlap && self.overlap) }.map_err(err)
     }

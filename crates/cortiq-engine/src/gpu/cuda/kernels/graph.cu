@@ -659,8 +659,7 @@ template <int K, int NU> __device__ void down_columns(const unsigned char* w, in
         TRACE_BLOCK(9);                                                                                              \
         int u0 = blockIdx.x * NU;                                                                                    \
         prefetch_down<K, NU>(wd, ad, cols, u0);                                                                      \
-        constexpr int RING = ROW_THREADS * Ring<K>::UNITS * (16 * Ring<K>::WORDS + 4);                               \
-        unsigned char* himg = (unsigned char*)sm + staged_stride<K>(cols) + RING;                                    \
+        unsigned char* himg = (unsigned char*)sm + staged_stride<K>(cols) + Ring<K>::BYTES;                          \
         GluLocalMap<4> m{{{wg, wu, ag, au}}, himg, u0, NU * 32};                                                       \
         run_rows<K, 4, 1>(m, 2 * rows, cols, x, 1, 1, nw, eps, sm);                                                  \
         __syncthreads();                                                                                             \

@@ -168,17 +168,21 @@ __device__ __forceinline__ void load8(const float* p, float* v) {
 // and zeroes the values; qkv_rope_pend and matvec_pend stage x plus it.
 #define FIX_ONE 67108864.f
 #define FIX_LIMIT 16777216.f
-__device__ __forceinline__ float pending_value(const long long* xa, int i, int cols) {
-    return xa[cols] ? __int_as_float(0x7fc00000) : __ll2float_rn(xa[i]) * (1.f / FIX_ONE);
+// A fixed-point value as a float.
+__device__ __forceinline__ float fix_to_float(long long v) { return __ll2float_rn(v) * (1.f / FIX_ONE); }
+// NaN where xa's flag word is set (PENDING), else 0: added to each value read.
+template <bool PENDING> __device__ __forceinline__ float pending_poison(const long long* xa, int cols) {
+    return PENDING && xa[cols] ? __int_as_float(0x7fc00000) : 0.f;
 }
+__device__ __forceinline__ float pending_value(const long long* xa, int i, int cols) { return fix_to_float(xa[i]) + pending_poison<true>(xa, cols); }
 // v added into value i of the pending part (xa, cols values).
 __device__ __forceinline__ void add_pending(long long* xa, int i, int cols, float v) {
     if (fabsf(v) < FIX_LIMIT) atomicAdd((unsigned long long*)xa + i, (unsigned long long)__float2ll_rn(v * FIX_ONE));
     else atomicOr((unsigned long long*)xa + cols, 1ull);
 }
 
-// Piece j of x (8 floats) into v, plus the pending part where PENDING (`poison`: NaN where
-// xa's flag word is set, else 0, added to every value).
+// Piece j of x (8 floats) into v, plus the pending part where PENDING (`poison`: its
+// `pending_poison`).
 template <bool PENDING> __device__ __forceinline__ void load_x8(const float* x, const long long* xa, float poison, int j, float* v) {
     load8(x + 8 * j, v);
     if (PENDING) {
@@ -186,13 +190,10 @@ template <bool PENDING> __device__ __forceinline__ void load_x8(const float* x, 
         #pragma unroll
         for (int k = 0; k < 4; k++) {
             longlong2 a = p[k];
-            v[2 * k] += __ll2float_rn(a.x) * (1.f / FIX_ONE) + poison;
-            v[2 * k + 1] += __ll2float_rn(a.y) * (1.f / FIX_ONE) + poison;
+            v[2 * k] += fix_to_float(a.x) + poison;
+            v[2 * k + 1] += fix_to_float(a.y) + poison;
         }
     }
-}
-template <bool PENDING> __device__ __forceinline__ float pending_poison(const long long* xa, int cols) {
-    return PENDING && xa[cols] ? __int_as_float(0x7fc00000) : 0.f;
 }
 
 // Codec kinds shared with the host: 0 q4_0, 1 q4_1, 2 q8_0, 3 f16, 4 f32. Quantized
@@ -471,6 +472,7 @@ template <int K> struct Ring {
     static constexpr int UNITS = K == 2 ? RING_UNITS_Q8 : RING_UNITS;
     static constexpr int WORDS = K == 2 ? 2 : 1;
     static constexpr bool SCALED = K <= 2;
+    static constexpr int BYTES = ROW_THREADS * UNITS * (16 * WORDS + (SCALED ? 4 : 0));  // the block's ring (host: `ring_bytes`)
     uint4* pay;          // this thread's slot 0 payload word
     unsigned int* sc;    // this thread's slot 0 scale word
     __device__ Ring(int* sm, int staged_bytes) {
