@@ -450,7 +450,7 @@ impl CudaBackend {
                 Some(_) => return Err("an attention image is of one row of whole 32-value groups".into()),
                 None => args.null(),
             };
-            args.int(nh).int(nkv).int(hd).buf(a.pos, s).float(scale).int(a.part_splits as i32);
+            args.int(nh).int(nkv).int(hd).buf(a.pos, s).float(scale).int(a.part_splits as i32).int(super::att_group::group_from(self.att_group_from, c.n_head_kv, self.sms));
             let split_cfg = LaunchConfig { grid_dim: (c.n_head as u32, a.splits as u32, a.rows as u32), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
             // SAFETY: as the launch below.
             unsafe { launch(s, &self.funcs[attention_split_kernel(c.head_dim)], split_cfg, &args, overlap) }.map_err(err)?;

@@ -17,6 +17,7 @@
 //! (`ffn.rs`).
 
 mod anatomy;
+mod att_group;
 mod blas;
 mod chain;
 mod cluster;
@@ -278,6 +279,9 @@ pub struct CudaBackend {
     cluster: bool,
     /// Where the token graph runs each FFN as one launch (`ffn.rs`, `CMF_CUDA_FFN_FUSED`).
     fused_ffn: ffn::Fusing,
+    /// Context length from which decode attention runs by KV-head groups where set
+    /// (`CMF_CUDA_ATT_GROUP_FROM`; i32::MAX: never), else `att_group.rs`'s rule.
+    att_group_from: Option<i32>,
     /// The block timeline's reader where the kernels record one (`trace.rs`).
     trace: Mutex<Option<trace::Trace>>,
     info: DeviceInfo,
@@ -329,6 +333,7 @@ impl CudaBackend {
         let long_prefill_rows = graph::long_prefill_rows(std::env::var("CMF_CUDA_PREFILL_ROWS").ok().as_deref())?;
         let int8_chain = chain::Int8Chain::parse(std::env::var("CMF_CUDA_INT8_CHAIN").ok().as_deref())?;
         let fused_ffn = ffn::Fusing::parse(std::env::var("CMF_CUDA_FFN_FUSED").ok().as_deref())?;
+        let att_group_from = att_group::parse(std::env::var("CMF_CUDA_ATT_GROUP_FROM").ok().as_deref())?;
         for w in skip.warning().iter().chain(&switches.warning()) {
             eprintln!("cortiq: CUDA: {w}");
         }
@@ -389,7 +394,7 @@ impl CudaBackend {
         let hostprof = super::hostprof_level() > 0;
         let trace = Mutex::new(if switches.has("CORTIQ_TRACE") { Some(trace::Trace::open(module.clone())?) } else { None });
         let info = DeviceInfo { backend: "cuda", name: ctx.name().map_err(err)?, discrete: true, memory_bytes: total, f16: true, subgroups: true, matrix_units: true, max_binding_bytes: total, q8_activations: true, q8_matvec: true };
-        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, kernel_cache, skip, switches, blas, flash: !crate::gpu::selection::switched_off("CMF_CUDA_FLASH"), long_prefill_rows, readback, hostprof, int8_chain, cluster: cluster::enabled(), fused_ffn, trace, info })
+        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, kernel_cache, skip, switches, blas, flash: !crate::gpu::selection::switched_off("CMF_CUDA_FLASH"), long_prefill_rows, readback, hostprof, int8_chain, cluster: cluster::enabled(), fused_ffn, att_group_from, trace, info })
     }
 
     /// This backend with the token graph's int8 chain set to `chain` (`CMF_CUDA_INT8_CHAIN`;
@@ -412,6 +417,13 @@ impl CudaBackend {
     /// the parity tests run both paths).
     pub fn with_fused_ffn(mut self, on: bool) -> CudaBackend {
         self.fused_ffn = if on { ffn::Fusing::Always } else { ffn::Fusing::Never };
+        self
+    }
+
+    /// This backend with decode attention by KV-head groups (128-wide heads) from `positions`
+    /// on (None: never; as `CMF_CUDA_ATT_GROUP_FROM`; the parity tests run both paths).
+    pub fn with_attention_groups_from(mut self, positions: Option<usize>) -> CudaBackend {
+        self.att_group_from = Some(positions.map_or(i32::MAX, |n| n.min(i32::MAX as usize) as i32));
         self
     }
 
@@ -778,7 +790,7 @@ impl Backend for CudaBackend {
             ffn::Fusing::Always => "wherever the kernels can (CMF_CUDA_FFN_FUSED=1)".to_string(),
             ffn::Fusing::Never => "never (CMF_CUDA_FFN_FUSED=0)".to_string(),
         };
-        let mut lines = vec![format!("kernels: {}", self.kernel_cache), format!("prompt chunks: {prompt}"), format!("token graph int8 chain: {chain} (CMF_CUDA_INT8_CHAIN)"), format!("token graph FFN as one launch: {fused}")];
+        let mut lines = vec![format!("kernels: {}", self.kernel_cache), format!("prompt chunks: {prompt}"), format!("token graph int8 chain: {chain} (CMF_CUDA_INT8_CHAIN)"), format!("token graph FFN as one launch: {fused}"), format!("decode attention by KV-head groups: {}", att_group::describe(self.att_group_from, self.sms))];
         lines.extend(self.skip.warning());
         lines.extend(self.switches.warning());
         lines

@@ -49,7 +49,9 @@ extern "C" __global__ void embed_row(const unsigned char* w, int kind, int a_off
 // of mirror rows older than this launch's go out before the wait for the kernel before
 // (programmatic dependent launch), so they overlap its tail. Blocks past the row's position
 // exit at once, so the grid is sized for the whole context and captured once. 256 threads (4
-// per position of a chunk); head_dim <= HD, a multiple of 16.
+// per position of a chunk); head_dim <= HD, a multiple of 16. From `group_from` positions
+// (the host's `att_group.rs`) the 128-wide kernel takes each KV head's chunk for all its
+// query heads in one block instead (attention_group).
 #define ATT_CHUNK 64
 
 // Chunks of the split attention for a query at context length n (its position + 1): the split
@@ -68,19 +70,143 @@ __device__ __forceinline__ float rescale_weight(float m, float top) { return m =
 // at 256 the rows would not fit static shared memory.
 __host__ __device__ constexpr bool att_v_shared(int hd) { return hd == 128; }
 
+// Most query heads a KV head's grouped block takes (attention_group: warp w the softmax of
+// head w, and G x head_dim / 4 <= 256 threads for the V sums).
+#define ATT_GROUP_MAX 8
+
+// Whether the split kernel for heads up to HD takes the grouped path for a query at context
+// length n: the kernel whose V rows go through shared memory (att_v_shared; the others would
+// need that shared memory only for this path, and at HD 64 it cost llama-1b 2.8 % at 640
+// positions, NOTES.md session 42), G query heads a KV head (2 .. ATT_GROUP_MAX), a context of
+// two chunks or more and at least `group_from` positions (the host's setting).
 template <int HD>
-__device__ __forceinline__ void attention_split(const float* q, const float* kc, const float* vc, float* part, float* out, unsigned char* oimg, int n_head, int n_head_kv, int head_dim, const int* pos, float scale, int splits) {
+__device__ __forceinline__ bool att_grouped(int G, int n, int group_from) {
+    return att_v_shared(HD) && G >= 2 && G <= ATT_GROUP_MAX && n > ATT_CHUNK && n >= group_from;
+}
+
+// The split attention's chunk for all G query heads of one KV head (heads h0 .. h0 + G - 1,
+// block (h0, c, z) with h0 a multiple of G; the other blocks of the group exit): K and V are
+// loaded once for the group instead of once per query head (llama's 4 query heads a KV head:
+// llama-8b decodes 14 % faster after a 4096-token prompt, 5 % slower after 512, where the
+// grouped grid leaves SMs idle; NOTES.md session 42). K as the per-head path holds it (a
+// quarter of one position's row a thread, in registers), V copied into shared memory (the
+// per-head path's `vs`); scores of every head from the same K registers; warp w the softmax
+// of head w; thread (slice s, head, float4 column) sums V over positions s, s + S, ... and
+// the slices meet in shared memory. Writes the G heads' partials as the per-head path does, so
+// attention_merge is the same. Shared buffers are the per-head path's: vs (ATT_CHUNK,
+// head_dim), qg (G, head_dim) the group's queries, then the V sums' slices (in `acc`), sc
+// (G, ATT_CHUNK), msum the heads' maxima then sums of exps.
+template <int HD>
+__device__ __forceinline__ void attention_group(const float* q, const float* kc, const float* vc, float* part, int n_head, int n_head_kv, int head_dim, int p0, int n, float scale, int splits, float* vs, float* qg, float* sc, float* msum) {
+    constexpr int NV = HD / 16;
+    int h0 = blockIdx.x, c = blockIdx.y, z = blockIdx.z, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    int G = n_head / n_head_kv, t0 = c * ATT_CHUNK;
+    q += ((long)z * n_head + h0) * head_dim;
+    part += (long)z * n_head * splits * (head_dim + 2);
+    int cnt = min(ATT_CHUNK, n - t0);
+    int kvd = n_head_kv * head_dim;
+    const float* kb = kc + (long)t0 * kvd + h0 / G * head_dim;
+    const float* vb = vc + (kb - kc);
+    int j = tid >> 2, quarter = tid & 3, span4 = head_dim >> 4, v4 = head_dim >> 2;
+    const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+    float4 kr[NV];
+    auto load = [&](bool fresh) {
+        #pragma unroll
+        for (int e = 0; e < NV; e++) {
+            if (j < cnt && e < span4 && (t0 + j >= p0) == fresh) kr[e] = ((const float4*)(kb + (long)j * kvd))[e * 4 + quarter];
+            // V's float4 i of the chunk: position i / v4, column i % v4 (ATT_CHUNK x HD / 4
+            // float4s over 256 threads: NV each).
+            int i = tid + e * 256, jj = i / v4, c4 = i - jj * v4;
+            if (jj < cnt && (t0 + jj >= p0) == fresh) cp_async16(vs + jj * head_dim + 4 * c4, (const float4*)(vb + (long)jj * kvd) + c4);
+        }
+        cp_commit();
+    };
+    #pragma unroll
+    for (int e = 0; e < NV; e++) kr[e] = zero;
+    load(false);
+    pdl_wait_then_release();
+    load(true);
+    for (int d = tid; d < G * head_dim; d += blockDim.x) qg[d] = q[d];
+    __syncthreads();
+    for (int hh = 0; hh < G; hh++) {
+        float s = 0.f;
+        #pragma unroll
+        for (int e = 0; e < NV; e++) {
+            if (e < span4) {
+                float4 q4 = ((const float4*)(qg + hh * head_dim))[e * 4 + quarter];
+                s += kr[e].x * q4.x + kr[e].y * q4.y + kr[e].z * q4.z + kr[e].w * q4.w;
+            }
+        }
+        s += __shfl_xor_sync(0xffffffffu, s, 1);
+        s += __shfl_xor_sync(0xffffffffu, s, 2);
+        if (quarter == 0) sc[hh * ATT_CHUNK + j] = j < cnt ? s * scale : -__int_as_float(0x7f800000);
+    }
+    __syncthreads();
+    if (warp < G) {
+        float* sw = sc + warp * ATT_CHUNK;
+        float a0 = sw[lane], a1 = sw[lane + 32];
+        float m = warp_max(fmaxf(a0, a1));
+        float e0 = expf(a0 - m), e1 = expf(a1 - m);
+        float sum = warp_sum(e0 + e1);
+        sw[lane] = e0;
+        sw[lane + 32] = e1;
+        if (lane == 0) {
+            msum[warp] = m;
+            msum[ATT_GROUP_MAX + warp] = sum;
+        }
+    }
+    cp_wait<0>();
+    __syncthreads();
+    // pairs = G x v4 <= 256 (head, float4 column) pairs, S position slices of them.
+    int pairs = G * v4, S = blockDim.x / pairs;
+    float4* slices = (float4*)qg;  // (S, pairs), the queries no longer needed
+    if (tid < pairs * S) {
+        int s = tid / pairs, pr = tid - s * pairs, hh = pr / v4, c4 = pr - hh * v4;
+        const float* p = sc + hh * ATT_CHUNK;
+        float4 a = zero;
+        for (int jj = s; jj < cnt; jj += S) {
+            float w = p[jj];
+            float4 v = ((const float4*)vs)[jj * v4 + c4];
+            a.x += w * v.x;
+            a.y += w * v.y;
+            a.z += w * v.z;
+            a.w += w * v.w;
+        }
+        slices[tid] = a;
+    }
+    __syncthreads();
+    for (int o = tid; o < G * head_dim; o += blockDim.x) {
+        int hh = o / head_dim, d = o - hh * head_dim;
+        float vsum = 0.f;
+        for (int s = 0; s < S; s++) vsum += qg[(s * pairs + hh * v4 + (d >> 2)) * 4 + (d & 3)];
+        float* pp = part + ((long)(h0 + hh) * splits + c) * (head_dim + 2);
+        pp[d] = vsum;
+        if (d == 0) {
+            pp[head_dim] = msum[hh];
+            pp[head_dim + 1] = msum[ATT_GROUP_MAX + hh];
+        }
+    }
+}
+
+template <int HD>
+__device__ __forceinline__ void attention_split(const float* q, const float* kc, const float* vc, float* part, float* out, unsigned char* oimg, int n_head, int n_head_kv, int head_dim, const int* pos, float scale, int splits, int group_from) {
     constexpr int NV = HD / 16;
     constexpr bool VS = att_v_shared(HD);
     __shared__ __align__(16) float vs[VS ? ATT_CHUNK * HD : 4];  // (positions, head_dim) the chunk's V rows where VS
     __shared__ __align__(16) float qs[HD];
-    __shared__ float sc[ATT_CHUNK];
+    __shared__ float sc[(VS ? ATT_GROUP_MAX : 1) * ATT_CHUNK];  // scores (heads of the grouped path, positions)
     __shared__ __align__(16) float acc[1024];  // (groups, head_dim) V sums of each position group
+    __shared__ float msum[2 * ATT_GROUP_MAX];
     // *pos was written before the token's first kernel; the mirror rows before it by earlier
     // tokens or chunks: both may be read before waiting for the kernel before this one.
     int h = blockIdx.x, c = blockIdx.y, z = blockIdx.z, tid = threadIdx.x, lane = tid & 31;
     int p0 = *pos, n = p0 + z + 1, t0 = c * ATT_CHUNK;
     if (t0 >= n) return;
+    int G = n_head / n_head_kv;
+    if (att_grouped<HD>(G, n, group_from)) {
+        if (h % G == 0) attention_group<HD>(q, kc, vc, part, n_head, n_head_kv, head_dim, p0, n, scale, splits, vs, acc, sc, msum);
+        return;
+    }
     q += (long)z * n_head * head_dim;
     out += (long)z * n_head * head_dim + h * head_dim;
     part += (long)z * n_head * splits * (head_dim + 2);
@@ -188,9 +314,9 @@ __device__ __forceinline__ void attention_split(const float* q, const float* kc,
 #define ATTENTION(HD)                                                                                                 \
     extern "C" __global__ void __launch_bounds__(256, ATT_MIN_BLOCKS(HD)) attention_h##HD(const float* q, const float* kc, const float* vc,  \
             float* part, float* out, unsigned char* oimg, int n_head, int n_head_kv, int head_dim, const int* pos,           \
-            float scale, int splits) {                                                                                  \
+            float scale, int splits, int group_from) {                                                                  \
         TRACE_BLOCK(3);                                                                                               \
-        attention_split<HD>(q, kc, vc, part, out, oimg, n_head, n_head_kv, head_dim, pos, scale, splits);              \
+        attention_split<HD>(q, kc, vc, part, out, oimg, n_head, n_head_kv, head_dim, pos, scale, splits, group_from);  \
     }
 ATTENTION(64) ATTENTION(128) ATTENTION(256)
 
