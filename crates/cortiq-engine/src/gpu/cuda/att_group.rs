@@ -1,15 +1,18 @@
 //! Where the decode attention takes one block per KV head's chunk for all its query heads
-//! (graph.cu's `attention_group`, the 128-wide head kernel) instead of one block per query
-//! head. At long contexts the per-head blocks read each K / V chunk once per query head
+//! (graph.cu's `attention_group` in the 128-wide head kernel, `attention_group64` for heads of
+//! 64) instead of one block per query head. At long contexts the per-head blocks read each K / V chunk once per query head
 //! (llama: 4 times); grouped, it is read once. With few chunks the grouped grid leaves SMs
 //! idle and each block works G heads in a row, so it loses there. The kernel picks the path
 //! per token from the context length, so one captured graph serves both.
 //!
-//! Measured on the H200 (NOTES.md, session 42; tg128 after a P-token prompt, grouped from 0
-//! positions against never): llama-8b q4_0 P 512 -5 %, 1024 +2 %, 2048 +7 %, 4096 +14 %;
-//! llama-1b and smollm2 (64-wide heads, 4 and 3 query heads a KV head) gained from P 1024 and
-//! 4096 but are not taken: at 64 the path needs 16 KB more shared memory a block, which cost
-//! llama-1b 2.8 % where it ran per head.
+//! Measured on the H200 (NOTES.md, session 42; tg128 after a P-token prompt). Grouped from 0
+//! positions against never: llama-8b q4_0 P 512 -5 %, 1024 +2 %, 2048 +7 %, 4096 +14 %; with
+//! V in shared memory at 64 too, llama-1b and smollm2 (4 and 3 query heads a KV head) gained
+//! from P 1024 and 4096, but those 16 KB a block cost llama-1b 2.8 % where it ran per head,
+//! so heads of 64 keep V in registers on the grouped path (`attention_group64`). By this
+//! rule, against the build before: P 512 unchanged on every shape; llama-8b q4_0 +7.6 % (P
+//! 2048) and +14.4 % (4096), q8_0 +12.2 % (4096); llama-1b q4_0 +12.8 % (2048) and +20.7 %
+//! (4096); smollm2 q4_0 unchanged at 2048 (grouped from 2753) and +12.4 % at 4096.
 
 /// Positions a chunk of the split attention covers (graph.cu's ATT_CHUNK).
 const CHUNK: usize = 64;
@@ -36,9 +39,9 @@ pub(super) fn parse(value: Option<&str>) -> Result<Option<i32>, String> {
 /// The setting as `cortiq gpu` lists it.
 pub(super) fn describe(setting: Option<i32>, sms: u32) -> String {
     match setting {
-        None => format!("128-wide heads, from the context at which KV heads x 64-position chunks reach the {sms} SMs (llama-8b: {} positions; CMF_CUDA_ATT_GROUP_FROM)", group_from(None, 8, sms)),
+        None => format!("heads of 64 or 80-128 values, from the context at which KV heads x 64-position chunks reach the {sms} SMs (llama-8b: {} positions; CMF_CUDA_ATT_GROUP_FROM)", group_from(None, 8, sms)),
         Some(i32::MAX) => "never (CMF_CUDA_ATT_GROUP_FROM=never)".to_string(),
-        Some(n) => format!("128-wide heads, from {n} positions (CMF_CUDA_ATT_GROUP_FROM)"),
+        Some(n) => format!("heads of 64 or 80-128 values, from {n} positions (CMF_CUDA_ATT_GROUP_FROM)"),
     }
 }
 

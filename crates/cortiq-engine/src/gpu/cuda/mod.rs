@@ -420,7 +420,7 @@ impl CudaBackend {
         self
     }
 
-    /// This backend with decode attention by KV-head groups (128-wide heads) from `positions`
+    /// This backend with decode attention by KV-head groups (heads of 64 or 80-128) from `positions`
     /// on (None: never; as `CMF_CUDA_ATT_GROUP_FROM`; the parity tests run both paths).
     pub fn with_attention_groups_from(mut self, positions: Option<usize>) -> CudaBackend {
         self.att_group_from = Some(positions.map_or(i32::MAX, |n| n.min(i32::MAX as usize) as i32));

@@ -50,8 +50,9 @@ extern "C" __global__ void embed_row(const unsigned char* w, int kind, int a_off
 // (programmatic dependent launch), so they overlap its tail. Blocks past the row's position
 // exit at once, so the grid is sized for the whole context and captured once. 256 threads (4
 // per position of a chunk); head_dim <= HD, a multiple of 16. From `group_from` positions
-// (the host's `att_group.rs`) the 128-wide kernel takes each KV head's chunk for all its
-// query heads in one block instead (attention_group).
+// (the host's `att_group.rs`) the 128-wide kernel, and the 64-wide one for heads of 64, take
+// each KV head's chunk for all its query heads in one block instead (attention_group,
+// attention_group64).
 #define ATT_CHUNK 64
 
 // Chunks of the split attention for a query at context length n (its position + 1): the split
@@ -75,13 +76,14 @@ __host__ __device__ constexpr bool att_v_shared(int hd) { return hd == 128; }
 #define ATT_GROUP_MAX 8
 
 // Whether the split kernel for heads up to HD takes the grouped path for a query at context
-// length n: the kernel whose V rows go through shared memory (att_v_shared; the others would
-// need that shared memory only for this path, and at HD 64 it cost llama-1b 2.8 % at 640
-// positions, NOTES.md session 42), G query heads a KV head (2 .. ATT_GROUP_MAX), a context of
-// two chunks or more and at least `group_from` positions (the host's setting).
+// length n: the kernel whose V rows go through shared memory (att_v_shared: attention_group),
+// or the 64-wide kernel for heads of exactly 64 (attention_group64: V in registers, since V in
+// shared memory there cost llama-1b 2.8 % on the per-head path at 640 positions, NOTES.md
+// session 42); G query heads a KV head (2 .. ATT_GROUP_MAX), a context of two chunks or more
+// and at least `group_from` positions (the host's setting).
 template <int HD>
-__device__ __forceinline__ bool att_grouped(int G, int n, int group_from) {
-    return att_v_shared(HD) && G >= 2 && G <= ATT_GROUP_MAX && n > ATT_CHUNK && n >= group_from;
+__device__ __forceinline__ bool att_grouped(int G, int head_dim, int n, int group_from) {
+    return (att_v_shared(HD) || (HD == 64 && head_dim == 64)) && G >= 2 && G <= ATT_GROUP_MAX && n > ATT_CHUNK && n >= group_from;
 }
 
 // The split attention's chunk for all G query heads of one KV head (heads h0 .. h0 + G - 1,
@@ -188,6 +190,101 @@ __device__ __forceinline__ void attention_group(const float* q, const float* kc,
     }
 }
 
+// attention_group for heads of exactly 64 values in the 64-wide kernel, in the per-head
+// path's shared memory: K and V in registers as the per-head path holds them (V: thread (g,
+// c4) float4 column c4 of positions g, g + 16, ...), the group's queries and then its scores
+// in `acc` (G x 64 <= 512 floats each), and each head's V sums reduced in turn: the two
+// position groups of a warp by a shuffle, the 8 warps through acc's first half.
+__device__ __forceinline__ void attention_group64(const float* q, const float* kc, const float* vc, float* part, int n_head, int n_head_kv, int p0, int n, float scale, int splits, float* acc, float* msum) {
+    constexpr int HD = 64, NV = HD / 16;
+    int h0 = blockIdx.x, c = blockIdx.y, z = blockIdx.z, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    int G = n_head / n_head_kv, t0 = c * ATT_CHUNK;
+    q += ((long)z * n_head + h0) * HD;
+    part += (long)z * n_head * splits * (HD + 2);
+    int cnt = min(ATT_CHUNK, n - t0);
+    int kvd = n_head_kv * HD;
+    const float* kb = kc + (long)t0 * kvd + h0 / G * HD;
+    const float* vb = vc + (kb - kc);
+    int j = tid >> 2, quarter = tid & 3, g = tid >> 4, c4 = tid & 15;
+    const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+    float4 kr[NV], vr[NV];
+    auto load = [&](bool fresh) {
+        #pragma unroll
+        for (int e = 0; e < NV; e++) {
+            if (j < cnt && (t0 + j >= p0) == fresh) kr[e] = ((const float4*)(kb + (long)j * kvd))[e * 4 + quarter];
+            int jj = g + e * 16;
+            if (jj < cnt && (t0 + jj >= p0) == fresh) vr[e] = ((const float4*)(vb + (long)jj * kvd))[c4];
+        }
+    };
+    #pragma unroll
+    for (int e = 0; e < NV; e++) kr[e] = vr[e] = zero;
+    load(false);
+    pdl_wait_then_release();
+    load(true);
+    float *qg = acc, *sc = acc + ATT_GROUP_MAX * HD;
+    for (int d = tid; d < G * HD; d += blockDim.x) qg[d] = q[d];
+    __syncthreads();
+    for (int hh = 0; hh < G; hh++) {
+        float s = 0.f;
+        #pragma unroll
+        for (int e = 0; e < NV; e++) {
+            float4 q4 = ((const float4*)(qg + hh * HD))[e * 4 + quarter];
+            s += kr[e].x * q4.x + kr[e].y * q4.y + kr[e].z * q4.z + kr[e].w * q4.w;
+        }
+        s += __shfl_xor_sync(0xffffffffu, s, 1);
+        s += __shfl_xor_sync(0xffffffffu, s, 2);
+        if (quarter == 0) sc[hh * ATT_CHUNK + j] = j < cnt ? s * scale : -__int_as_float(0x7f800000);
+    }
+    __syncthreads();
+    if (warp < G) {
+        float* sw = sc + warp * ATT_CHUNK;
+        float a0 = sw[lane], a1 = sw[lane + 32];
+        float m = warp_max(fmaxf(a0, a1));
+        float e0 = expf(a0 - m), e1 = expf(a1 - m);
+        float sum = warp_sum(e0 + e1);
+        sw[lane] = e0;
+        sw[lane + 32] = e1;
+        if (lane == 0) {
+            msum[warp] = m;
+            msum[ATT_GROUP_MAX + warp] = sum;
+        }
+    }
+    __syncthreads();
+    for (int hh = 0; hh < G; hh++) {
+        const float* p = sc + hh * ATT_CHUNK;
+        float4 a = zero;
+        #pragma unroll
+        for (int e = 0; e < NV; e++) {
+            int jj = g + e * 16;
+            if (jj < cnt) {
+                float w = p[jj];
+                a.x += w * vr[e].x;
+                a.y += w * vr[e].y;
+                a.z += w * vr[e].z;
+                a.w += w * vr[e].w;
+            }
+        }
+        a.x += __shfl_xor_sync(0xffffffffu, a.x, 16);
+        a.y += __shfl_xor_sync(0xffffffffu, a.y, 16);
+        a.z += __shfl_xor_sync(0xffffffffu, a.z, 16);
+        a.w += __shfl_xor_sync(0xffffffffu, a.w, 16);
+        if (lane < 16) ((float4*)acc)[warp * 16 + lane] = a;  // acc (8 warps, 64)
+        __syncthreads();
+        if (tid < HD) {
+            float vsum = 0.f;
+            #pragma unroll
+            for (int w = 0; w < 8; w++) vsum += acc[w * HD + tid];
+            float* pp = part + ((long)(h0 + hh) * splits + c) * (HD + 2);
+            pp[tid] = vsum;
+            if (tid == 0) {
+                pp[HD] = msum[hh];
+                pp[HD + 1] = msum[ATT_GROUP_MAX + hh];
+            }
+        }
+        __syncthreads();
+    }
+}
+
 template <int HD>
 __device__ __forceinline__ void attention_split(const float* q, const float* kc, const float* vc, float* part, float* out, unsigned char* oimg, int n_head, int n_head_kv, int head_dim, const int* pos, float scale, int splits, int group_from) {
     constexpr int NV = HD / 16;
@@ -203,8 +300,11 @@ __device__ __forceinline__ void attention_split(const float* q, const float* kc,
     int p0 = *pos, n = p0 + z + 1, t0 = c * ATT_CHUNK;
     if (t0 >= n) return;
     int G = n_head / n_head_kv;
-    if (att_grouped<HD>(G, n, group_from)) {
-        if (h % G == 0) attention_group<HD>(q, kc, vc, part, n_head, n_head_kv, head_dim, p0, n, scale, splits, vs, acc, sc, msum);
+    if (att_grouped<HD>(G, head_dim, n, group_from)) {
+        if (h % G == 0) {
+            if (VS) attention_group<HD>(q, kc, vc, part, n_head, n_head_kv, head_dim, p0, n, scale, splits, vs, acc, sc, msum);
+            else attention_group64(q, kc, vc, part, n_head, n_head_kv, p0, n, scale, splits, acc, msum);
+        }
         return;
     }
     q += (long)z * n_head * head_dim;
