@@ -12,7 +12,7 @@
 //! so heads of 64 keep V in registers on the grouped path (`attention_group64`). By this
 //! rule, against the build before: P 512 unchanged on every shape; llama-8b q4_0 +7.6 % (P
 //! 2048) and +14.4 % (4096), q8_0 +12.2 % (4096); llama-1b q4_0 +12.8 % (2048) and +20.7 %
-//! (4096); smollm2 q4_0 unchanged at 2048 (grouped from 2753) and +12.4 % at 4096.
+//! (4096); smollm2 q4_0 unchanged at 2048 (grouped from 2753) and +12.3 % at 4096.
 
 /// Positions a chunk of the split attention covers (graph.cu's ATT_CHUNK).
 const CHUNK: usize = 64;

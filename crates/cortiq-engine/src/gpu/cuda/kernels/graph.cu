@@ -86,6 +86,45 @@ __device__ __forceinline__ bool att_grouped(int G, int head_dim, int n, int grou
     return (att_v_shared(HD) || (HD == 64 && head_dim == 64)) && G >= 2 && G <= ATT_GROUP_MAX && n > ATT_CHUNK && n >= group_from;
 }
 
+// The grouped paths' scores: position j's K quarter (this thread's registers) against each of
+// the G heads' queries qg (G, head_dim), summed over the position's 4 threads, into sc (G,
+// ATT_CHUNK) scaled, -inf past the chunk's cnt positions.
+template <int NV>
+__device__ __forceinline__ void group_scores(const float4 (&kr)[NV], const float* qg, int head_dim, int G, int j, int quarter, int cnt, float scale, float* sc) {
+    int span4 = head_dim >> 4;
+    for (int hh = 0; hh < G; hh++) {
+        float s = 0.f;
+        #pragma unroll
+        for (int e = 0; e < NV; e++) {
+            if (e < span4) {
+                float4 q4 = ((const float4*)(qg + hh * head_dim))[e * 4 + quarter];
+                s += kr[e].x * q4.x + kr[e].y * q4.y + kr[e].z * q4.z + kr[e].w * q4.w;
+            }
+        }
+        s += __shfl_xor_sync(0xffffffffu, s, 1);
+        s += __shfl_xor_sync(0xffffffffu, s, 2);
+        if (quarter == 0) sc[hh * ATT_CHUNK + j] = j < cnt ? s * scale : -__int_as_float(0x7f800000);
+    }
+}
+
+// The grouped paths' softmax: warp w < G takes head w's scores sc (G, ATT_CHUNK), replaces
+// them by their exps under the chunk's max and writes that max and the sum of exps to msum
+// (maxima, then sums, ATT_GROUP_MAX apart).
+__device__ __forceinline__ void group_softmax(float* sc, float* msum, int G, int warp, int lane) {
+    if (warp >= G) return;
+    float* sw = sc + warp * ATT_CHUNK;
+    float a0 = sw[lane], a1 = sw[lane + 32];
+    float m = warp_max(fmaxf(a0, a1));
+    float e0 = expf(a0 - m), e1 = expf(a1 - m);
+    float sum = warp_sum(e0 + e1);
+    sw[lane] = e0;
+    sw[lane + 32] = e1;
+    if (lane == 0) {
+        msum[warp] = m;
+        msum[ATT_GROUP_MAX + warp] = sum;
+    }
+}
+
 // The split attention's chunk for all G query heads of one KV head (heads h0 .. h0 + G - 1,
 // block (h0, c, z) with h0 a multiple of G; the other blocks of the group exit): K and V are
 // loaded once for the group instead of once per query head (llama's 4 query heads a KV head:
@@ -130,33 +169,9 @@ __device__ __forceinline__ void attention_group(const float* q, const float* kc,
     load(true);
     for (int d = tid; d < G * head_dim; d += blockDim.x) qg[d] = q[d];
     __syncthreads();
-    for (int hh = 0; hh < G; hh++) {
-        float s = 0.f;
-        #pragma unroll
-        for (int e = 0; e < NV; e++) {
-            if (e < span4) {
-                float4 q4 = ((const float4*)(qg + hh * head_dim))[e * 4 + quarter];
-                s += kr[e].x * q4.x + kr[e].y * q4.y + kr[e].z * q4.z + kr[e].w * q4.w;
-            }
-        }
-        s += __shfl_xor_sync(0xffffffffu, s, 1);
-        s += __shfl_xor_sync(0xffffffffu, s, 2);
-        if (quarter == 0) sc[hh * ATT_CHUNK + j] = j < cnt ? s * scale : -__int_as_float(0x7f800000);
-    }
+    group_scores<NV>(kr, qg, head_dim, G, j, quarter, cnt, scale, sc);
     __syncthreads();
-    if (warp < G) {
-        float* sw = sc + warp * ATT_CHUNK;
-        float a0 = sw[lane], a1 = sw[lane + 32];
-        float m = warp_max(fmaxf(a0, a1));
-        float e0 = expf(a0 - m), e1 = expf(a1 - m);
-        float sum = warp_sum(e0 + e1);
-        sw[lane] = e0;
-        sw[lane + 32] = e1;
-        if (lane == 0) {
-            msum[warp] = m;
-            msum[ATT_GROUP_MAX + warp] = sum;
-        }
-    }
+    group_softmax(sc, msum, G, warp, lane);
     cp_wait<0>();
     __syncthreads();
     // pairs = G x v4 <= 256 (head, float4 column) pairs, S position slices of them.
@@ -224,31 +239,9 @@ __device__ __forceinline__ void attention_group64(const float* q, const float* k
     float *qg = acc, *sc = acc + ATT_GROUP_MAX * HD;
     for (int d = tid; d < G * HD; d += blockDim.x) qg[d] = q[d];
     __syncthreads();
-    for (int hh = 0; hh < G; hh++) {
-        float s = 0.f;
-        #pragma unroll
-        for (int e = 0; e < NV; e++) {
-            float4 q4 = ((const float4*)(qg + hh * HD))[e * 4 + quarter];
-            s += kr[e].x * q4.x + kr[e].y * q4.y + kr[e].z * q4.z + kr[e].w * q4.w;
-        }
-        s += __shfl_xor_sync(0xffffffffu, s, 1);
-        s += __shfl_xor_sync(0xffffffffu, s, 2);
-        if (quarter == 0) sc[hh * ATT_CHUNK + j] = j < cnt ? s * scale : -__int_as_float(0x7f800000);
-    }
+    group_scores<NV>(kr, qg, HD, G, j, quarter, cnt, scale, sc);
     __syncthreads();
-    if (warp < G) {
-        float* sw = sc + warp * ATT_CHUNK;
-        float a0 = sw[lane], a1 = sw[lane + 32];
-        float m = warp_max(fmaxf(a0, a1));
-        float e0 = expf(a0 - m), e1 = expf(a1 - m);
-        float sum = warp_sum(e0 + e1);
-        sw[lane] = e0;
-        sw[lane + 32] = e1;
-        if (lane == 0) {
-            msum[warp] = m;
-            msum[ATT_GROUP_MAX + warp] = sum;
-        }
-    }
+    group_softmax(sc, msum, G, warp, lane);
     __syncthreads();
     for (int hh = 0; hh < G; hh++) {
         const float* p = sc + hh * ATT_CHUNK;
