@@ -14,8 +14,7 @@
 //! 2048) and +14.4 % (4096), q8_0 +12.2 % (4096); llama-1b q4_0 +12.8 % (2048) and +20.7 %
 //! (4096); smollm2 q4_0 unchanged at 2048 (grouped from 2753) and +12.3 % at 4096.
 
-/// Positions a chunk of the split attention covers (graph.cu's ATT_CHUNK).
-const CHUNK: usize = 64;
+use super::graph::ATT_CHUNK as CHUNK;
 
 /// The grouped path's threshold as the kernels' `group_from` argument: `setting` where set
 /// (`CMF_CUDA_ATT_GROUP_FROM`), else the context at which the grouped grid (KV heads x chunks)

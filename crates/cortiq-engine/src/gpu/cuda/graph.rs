@@ -34,7 +34,7 @@ use half::slice::HalfFloatSliceExt;
 use std::collections::HashMap;
 
 /// Positions per split-attention block (`ATT_CHUNK` in graph.cu).
-const ATT_CHUNK: usize = 64;
+pub(super) const ATT_CHUNK: usize = 64;
 /// Largest head size the attention kernels handle.
 const MAX_HEAD_DIM: usize = 256;
 /// Captures a token tries before its launches run uncaptured. Other work on the device can
