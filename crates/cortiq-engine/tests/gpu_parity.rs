@@ -847,16 +847,21 @@ const F16_ATTENTION: f32 = 1e-2;
 /// whose vec4 count does not divide the workgroup (80: 20 vec4s) and the largest (256), then
 /// `extra` cases. The kernels poison their output with NaN first, so an unwritten element
 /// fails. `bound(head_dim, rows)`: the largest difference allowed per output, of V's scale.
+/// `kv_f16`: the backend keeps K and V in f16 (CUDA's mirror, as the CPU path's cache), so
+/// K and V are rounded to f16 before both the kernel and the reference see them.
 #[cfg(any(feature = "gpu", feature = "cuda"))]
 type AttentionRun<'a> = &'a dyn Fn(&[f32], &[f32], &[f32], usize, usize, usize, usize) -> Result<Vec<f32>, String>;
 #[cfg(any(feature = "gpu", feature = "cuda"))]
-fn attention_matches_an_exact_softmax(backend: &str, run: AttentionRun, bound: &dyn Fn(usize, usize) -> f32, extra: &[(usize, usize, usize, usize, usize)]) {
+fn attention_matches_an_exact_softmax(backend: &str, run: AttentionRun, bound: &dyn Fn(usize, usize) -> f32, kv_f16: bool, extra: &[(usize, usize, usize, usize, usize)]) {
     // (n_head, n_head_kv, head_dim, positions, query rows ending at the last position)
     let cases = [(4, 4, 64, 1, 1), (8, 2, 64, 63, 1), (8, 2, 64, 65, 1), (32, 8, 128, 200, 1), (6, 3, 80, 130, 1), (2, 1, 256, 64, 1), (3, 1, 16, 300, 1), (4, 4, 64, 5, 5), (8, 2, 64, 130, 67), (6, 3, 80, 70, 3), (2, 1, 256, 129, 2)];
     let mut rng = SplitMix64::new(0xA77E);
     for (seed, &(n_head, n_head_kv, hd, n, rows)) in cases.iter().chain(extra).enumerate() {
         let (kvd, qd) = (n_head_kv * hd, n_head * hd);
-        let (q, k, v) = (rng.normals(rows * qd, 1.0), rng.normals(n * kvd, 1.0), rng.normals(n * kvd, 1.0));
+        let (q, mut k, mut v) = (rng.normals(rows * qd, 1.0), rng.normals(n * kvd, 1.0), rng.normals(n * kvd, 1.0));
+        if kv_f16 {
+            k.iter_mut().chain(v.iter_mut()).for_each(|x| *x = half::f16::from_f32(*x).to_f32());
+        }
         let got = run(&q, &k, &v, rows, n_head, n_head_kv, hd).unwrap();
         let want = exact_attention(&q, &k, &v, rows, (n_head, n_head_kv, hd));
         let name = format!("{backend} attention {n_head}/{n_head_kv} heads x {hd}, {rows} rows ending at position {}", n - 1);
@@ -950,11 +955,11 @@ fn wgpu_attention_matches_an_exact_softmax() {
         let units = be.info().matrix_units;
         let bound = move |hd: usize, rows: usize| if units && rows > 1 && hd.is_multiple_of(16) && hd <= 128 { F16_ATTENTION } else { F32_ATTENTION };
         let run = |be: &cortiq_engine::gpu::wgpu::WgpuBackend, q: &[f32], k: &[f32], v: &[f32], rows, nh, nkv, hd: usize| be.attention(q, k, v, rows, nh, nkv, hd, 1.0 / (hd as f32).sqrt());
-        attention_matches_an_exact_softmax("wgpu", &|q, k, v, rows, nh, nkv, hd| run(&be, q, k, v, rows, nh, nkv, hd), &bound, &extra);
+        attention_matches_an_exact_softmax("wgpu", &|q, k, v, rows, nh, nkv, hd| run(&be, q, k, v, rows, nh, nkv, hd), &bound, false, &extra);
         match units {
             true => {
                 let without = cortiq_engine::gpu::wgpu::WgpuBackend::new().unwrap().with_matrix_units(false);
-                attention_matches_an_exact_softmax("wgpu without matrix units", &|q, k, v, rows, nh, nkv, hd| run(&without, q, k, v, rows, nh, nkv, hd), &|_, _| F32_ATTENTION, &extra);
+                attention_matches_an_exact_softmax("wgpu without matrix units", &|q, k, v, rows, nh, nkv, hd| run(&without, q, k, v, rows, nh, nkv, hd), &|_, _| F32_ATTENTION, false, &extra);
             }
             false => eprintln!("SKIP wgpu_attention_matches_an_exact_softmax, prompt attention on matrix units: the adapter has no 16 x 16 f16 cooperative matrices with subgroups of 32"),
         }
@@ -980,9 +985,9 @@ fn cuda_attention_matches_an_exact_softmax() {
         // Prompt chunks of head size 64 or 128 take the tensor-core kernel (f16 operands).
         let bound = |hd: usize, rows: usize| if rows > 1 && (hd == 64 || hd == 128) { F16_ATTENTION } else { F32_ATTENTION };
         let extra = [(4, 2, 128, 1000, 1), (2, 1, 48, 17000, 1), (4, 2, 112, 150, 4), (14, 2, 64, 300, 1), (16, 2, 128, 700, 1), (10, 2, 256, 200, 1), (32, 8, 128, 300, 130), (8, 2, 64, 700, 256), (4, 4, 128, 64, 64), (3, 3, 128, 2, 2), (21, 3, 128, 900, 1), (9, 3, 96, 449, 1), (9, 3, 64, 2000, 1), (4, 2, 64, 777, 1), (16, 2, 64, 333, 1)];
-        attention_matches_an_exact_softmax("cuda", &|q, k, v, rows, nh, nkv, hd| be.attention(q, k, v, rows, nh, nkv, hd), &bound, &extra);
+        attention_matches_an_exact_softmax("cuda", &|q, k, v, rows, nh, nkv, hd| be.attention(q, k, v, rows, nh, nkv, hd), &bound, true, &extra);
         let grouped = be.with_attention_groups_from(Some(0));
-        attention_matches_an_exact_softmax("cuda grouped", &|q, k, v, rows, nh, nkv, hd| grouped.attention(q, k, v, rows, nh, nkv, hd), &bound, &extra);
+        attention_matches_an_exact_softmax("cuda grouped", &|q, k, v, rows, nh, nkv, hd| grouped.attention(q, k, v, rows, nh, nkv, hd), &bound, true, &extra);
     }
 }
 
@@ -1010,19 +1015,21 @@ fn decode_fed(model: &std::sync::Arc<cortiq_engine::model::llama::Llama>, prompt
 
 /// Over the decode steps (the prefill's logits left out) of a device path `got`, the other
 /// device path `plain` and the CPU path `cpu`: the worst relative L2 of got and of plain
-/// against the CPU, of got against plain, and the steps at which got's greedy token is the
-/// CPU's. `what` names got in the message where its logits are not all numbers.
+/// against the CPU, of got against plain, and the steps at which got's and plain's greedy
+/// tokens are the CPU's. `what` names got in the message where its logits are not all numbers.
 #[cfg(feature = "cuda")]
-fn decode_distances(what: &str, cpu: &[Vec<f32>], got: &[Vec<f32>], plain: &[Vec<f32>]) -> (f32, f32, f32, usize) {
-    let (mut worst, mut worst_plain, mut apart, mut same) = (0f32, 0f32, 0f32, 0);
+fn decode_distances(what: &str, cpu: &[Vec<f32>], got: &[Vec<f32>], plain: &[Vec<f32>]) -> (f32, f32, f32, usize, usize) {
+    let (mut worst, mut worst_plain, mut apart, mut same, mut same_plain) = (0f32, 0f32, 0f32, 0, 0);
+    let argmax = cortiq_engine::sample::argmax;
     for ((c, g), p) in cpu.iter().zip(got).zip(plain).skip(1) {
         assert!(g.iter().all(|v| v.is_finite()), "{what}: NaN in the logits");
         worst = worst.max(rel_l2(c, g));
         worst_plain = worst_plain.max(rel_l2(c, p));
         apart = apart.max(rel_l2(p, g));
-        same += usize::from(cortiq_engine::sample::argmax(c) == cortiq_engine::sample::argmax(g));
+        same += usize::from(argmax(c) == argmax(g));
+        same_plain += usize::from(argmax(c) == argmax(p));
     }
-    (worst, worst_plain, apart, same)
+    (worst, worst_plain, apart, same, same_plain)
 }
 
 /// The CUDA token graph's int8 chain (`CMF_CUDA_INT8_CHAIN`: attention and gate/up write
@@ -1031,7 +1038,10 @@ fn decode_distances(what: &str, cpu: &[Vec<f32>], got: &[Vec<f32>], plain: &[Vec
 /// without it: a 100-token prompt (two attention chunks), then 24 greedy steps, on the
 /// synthesized tiny llama and smollm2 in each quantized codec (Q4_0, Q4_1, Q8_0), and both
 /// links on llama-8b, whose gate/up has more 32-row units (448) than the H200 holds blocks,
-/// so its blocks take two units each (the units' values double-buffered by parity).
+/// so its blocks take two units each (the units' values double-buffered by parity). The FFN
+/// runs as two launches in every run: with both links the default would fuse it on the small
+/// models (`with_fused_ffn`, whose fixed-point sums give other bits than two launches; its own
+/// test compares them), which the plain graph never does.
 #[test]
 #[cfg_attr(not(feature = "cuda"), ignore = "SKIP gpu parity: no CUDA backend compiled in (build with --features cuda)")]
 fn cuda_int8_chain_gives_the_logits_of_the_graph_without_it() {
@@ -1051,7 +1061,7 @@ fn cuda_int8_chain_gives_the_logits_of_the_graph_without_it() {
             let prompt = engine.tokenize(&"one two 3 4 ".repeat(25)).unwrap();
             assert!(prompt.len() > 64, "{}", prompt.len());
             let run = |chain: &str| -> Vec<Vec<f32>> {
-                let be = cortiq_engine::gpu::cuda::CudaBackend::new(0).unwrap().with_int8_chain(chain).unwrap();
+                let be = cortiq_engine::gpu::cuda::CudaBackend::new(0).unwrap().with_int8_chain(chain).unwrap().with_fused_ffn(false);
                 let gpu = graphs_only(be);
                 let mut s = Session::with_gpu(Arc::clone(&engine.model), prompt.len() + 32, Arc::clone(&gpu));
                 let mut logits = vec![s.prefill(&prompt).unwrap()];
@@ -1116,8 +1126,8 @@ fn cuda_cluster_layers_match_the_cpu_path() {
                     return;
                 }
                 assert!(!without.explain_table().contains("cluster"), "with_cluster(false) still took the cluster");
-                let (worst, worst_plain, apart, same) = decode_distances(&format!("smollm2 {codec}, the cluster path"), &cpu, &got, &plain);
-                eprintln!("cuda smollm2 {codec}, {} prompt tokens: cluster layers vs CPU worst relative L2 {worst:.2e} (layer launches {worst_plain:.2e}, cluster vs layer launches {apart:.2e}), argmax agreement {same}/{steps}", prompt.len());
+                let (worst, worst_plain, apart, same, same_plain) = decode_distances(&format!("smollm2 {codec}, the cluster path"), &cpu, &got, &plain);
+                eprintln!("cuda smollm2 {codec}, {} prompt tokens: cluster layers vs CPU worst relative L2 {worst:.2e} (layer launches {worst_plain:.2e}, cluster vs layer launches {apart:.2e}), argmax agreement {same}/{steps} (layer launches {same_plain}/{steps})", prompt.len());
                 // Both device paths stage activations as int8 (the CPU's reference does not), so
                 // over ~2000 positions both drift from the CPU alike (6.1e-2 on the H200): the
                 // cluster may not drift further than the layer launches, and must follow them.
@@ -1137,9 +1147,10 @@ fn cuda_cluster_layers_match_the_cpu_path() {
 /// part). Each run is fed the CPU's greedy tokens after a ~100-token prompt: every step's
 /// logits finite, within 5 % relative L2 of the CPU's or no further than 1.25 x the two
 /// launches' distance, within 1 % of the two launches' or half their distance from the CPU
-/// (llama-8b's 32 layers carry the adds' different rounding as far as 3.3e-2 while both paths
-/// drift 9.2e-2 from the CPU on the H200), the CPU's greedy token at all but two steps; and
-/// two fused runs bit for bit equal (the integer adds are order-free).
+/// (llama-8b's 32 layers carry the adds' different rounding as far as 4.3e-2 while both paths
+/// drift 9.2e-2 from the CPU on the H200), the CPU's greedy token at all but two steps or as
+/// often as the two launches; and two fused runs bit for bit equal (the integer adds are
+/// order-free).
 #[test]
 #[cfg_attr(not(feature = "cuda"), ignore = "SKIP gpu parity: no CUDA backend compiled in (build with --features cuda)")]
 fn cuda_fused_ffn_matches_the_cpu_path() {
@@ -1170,12 +1181,15 @@ fn cuda_fused_ffn_matches_the_cpu_path() {
             let table = with.explain_table();
             assert!(table.contains("FFN as one launch"), "{shape} {codec}: the fused FFN did not run:\n{table}");
             assert!(!without.explain_table().contains("FFN as one launch"), "with_fused_ffn(false) still fused");
-            let (worst, worst_plain, apart, same) = decode_distances(&format!("{shape} {codec}, the fused FFN"), &cpu, &got, &plain);
+            let (worst, worst_plain, apart, same, same_plain) = decode_distances(&format!("{shape} {codec}, the fused FFN"), &cpu, &got, &plain);
             let repeat = got.iter().zip(&again).position(|(a, b)| a.iter().zip(b).any(|(x, y)| x.to_bits() != y.to_bits()));
-            eprintln!("cuda {shape} {codec}: fused FFN vs CPU worst relative L2 {worst:.2e} (two launches {worst_plain:.2e}, fused vs two launches {apart:.2e}), argmax agreement {same}/{steps}, first step differing between two fused runs {repeat:?}");
+            eprintln!("cuda {shape} {codec}: fused FFN vs CPU worst relative L2 {worst:.2e} (two launches {worst_plain:.2e}, fused vs two launches {apart:.2e}), argmax agreement {same}/{steps} (two launches {same_plain}/{steps}), first step differing between two fused runs {repeat:?}");
             assert!(worst < 5e-2_f32.max(1.25 * worst_plain), "{shape} {codec}: the fused FFN's logits differ from the CPU's by {worst} (the two launches' by {worst_plain})");
             assert!(apart < 1e-2_f32.max(0.5 * worst_plain), "{shape} {codec}: the fused FFN's logits differ from the two launches' by {apart} (they from the CPU's by {worst_plain})");
-            assert!(same + 2 >= steps, "{shape} {codec}: the fused FFN's greedy token differs from the CPU's at {} of {steps} steps", steps - same);
+            // llama-8b's synthesized logits are near ties at many steps (relative L2 ~9e-2 on
+            // both device paths): there the fused FFN must follow the CPU's greedy token as
+            // often as the two launches do (H200, f16 mirror: 21 and 20 of 24).
+            assert!(same + 2 >= steps || same >= same_plain, "{shape} {codec}: the fused FFN's greedy token differs from the CPU's at {} of {steps} steps (the two launches' at {})", steps - same, steps - same_plain);
             assert_eq!(repeat, None, "{shape} {codec}: two fused runs gave different logits");
         }
     }
@@ -1237,8 +1251,9 @@ fn cuda_graphs_norm_rows_wider_than_one_staging_round() {
 /// cuBLAS loads, the chunk's f16 paths must trip the guard and the chunk run again on the int8
 /// and f32 kernels: one rerun in the backend's profile, the logits finite and within 5 %
 /// relative L2 of the CPU path's; the unscaled model trips nothing. And the prompt attention's
-/// tensor-core kernel with V past f16's range (x 1e5) follows the exact softmax to the f32
-/// kernel's bound (the test hook reruns it as the graph does).
+/// tensor-core kernel with the scaled q past f16's range (q x 1e6: K and V are f16 in the
+/// mirror as in the CPU path's cache, so q is the operand the kernel rounds) follows the exact
+/// softmax to the f32 kernel's bound (the test hook reruns it as the graph does).
 #[test]
 #[cfg_attr(not(feature = "cuda"), ignore = "SKIP gpu parity: no CUDA backend compiled in (build with --features cuda)")]
 fn cuda_prefill_past_f16_range_follows_the_cpu_path() {
@@ -1284,13 +1299,14 @@ fn cuda_prefill_past_f16_range_follows_the_cpu_path() {
         let be = cortiq_engine::gpu::cuda::CudaBackend::new(0).unwrap();
         let mut rng = SplitMix64::new(0xF16);
         let (n_head, n_head_kv, hd, n, rows) = (4, 2, 64, 100, 40);
-        let (q, k) = (rng.normals(rows * n_head * hd, 1.0), rng.normals(n * n_head_kv * hd, 1.0));
-        let v: Vec<f32> = rng.normals(n * n_head_kv * hd, 1.0).iter().map(|x| x * 1e5).collect();
+        let q: Vec<f32> = rng.normals(rows * n_head * hd, 1.0).iter().map(|x| x * 1e6).collect();
+        let f16_values = |n: usize, rng: &mut SplitMix64| rng.normals(n, 1.0).iter().map(|&x| half::f16::from_f32(x).to_f32()).collect::<Vec<f32>>();
+        let (k, v) = (f16_values(n * n_head_kv * hd, &mut rng), f16_values(n * n_head_kv * hd, &mut rng));
         let got = be.attention(&q, &k, &v, rows, n_head, n_head_kv, hd).unwrap();
         let want = exact_attention(&q, &k, &v, rows, (n_head, n_head_kv, hd));
         let rel = rel_l2(&want, &got);
-        eprintln!("cuda prompt attention with V x 1e5 ({rows} rows, head 64): relative L2 {rel:.2e} against the exact softmax");
-        assert!(got.iter().all(|v| v.is_finite()) && rel < F32_ATTENTION, "V past f16's range: relative L2 {rel}");
+        eprintln!("cuda prompt attention with q x 1e6 ({rows} rows, head 64): relative L2 {rel:.2e} against the exact softmax");
+        assert!(got.iter().all(|v| v.is_finite()) && rel < F32_ATTENTION, "q past f16's range: relative L2 {rel}");
     }
 }
 

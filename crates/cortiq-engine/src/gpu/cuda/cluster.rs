@@ -109,7 +109,7 @@ pub(super) fn plan(c: &LlamaConfig, kind: i32, smem_limit: usize) -> Result<Clus
     let stage_d = 2 * piece_bytes(kind, share(ff), d / 32) + 4 * d;
     let stage_e = piece_bytes(kind, share(d), ff / 32);
     let slot = align16(stage_a.max(stage_c).max(stage_d).max(stage_e));
-    let kv_cap = slot / (8 * kvd);
+    let kv_cap = slot / (2 * super::graph::KV_BYTES * kvd);
     if kv_cap < 16 {
         return Err("the cluster kernel's slots would hold fewer than 16 K / V rows");
     }
@@ -184,7 +184,7 @@ mod tests {
         let q4 = plan(&smollm2(), 0, limit).expect("smollm2 q4_0 fits");
         // Gate and up of 96 hidden values each over 18 units: 2 x (27 648 + 3 472) + the norm.
         assert_eq!(q4.shape.slot_bytes, 64_544);
-        assert_eq!(q4.shape.kv_cap, 64_544 / (8 * 192));
+        assert_eq!(q4.shape.kv_cap, 64_544 / (4 * 192), "K and V rows of 192 f16 values");
         assert_eq!(q4.kernel, "cluster_layers_k0_h64");
         assert!(KERNELS.contains(&q4.kernel.as_str()));
         assert!(plan(&smollm2(), 1, limit).is_ok());

@@ -30,7 +30,6 @@ use crate::model::llama::{Llama, LlamaConfig, Weight};
 use crate::sample::DrawSpec;
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUresult, CUstreamCaptureMode};
 use cudarc::driver::{CudaEvent, CudaGraph, CudaSlice, CudaView, DevicePtr, LaunchConfig};
-use half::slice::HalfFloatSliceExt;
 use std::collections::HashMap;
 
 /// Positions per split-attention block (`ATT_CHUNK` in graph.cu).
@@ -182,11 +181,15 @@ pub(super) struct CapturedToken(CudaGraph);
 // while the backend's mirror lock is held, which serializes every access.
 unsafe impl Send for CapturedToken {}
 
-/// A sequence's KV mirror: per layer K and V rows of kv_dim floats, and the token's launch
-/// sequence captured as a CUDA graph against these buffers (replayed for every token).
+/// Bytes of one KV-mirror value: f16, as the host's `KvCache` and llama.cpp hold K and V
+/// (kernels: `kv_t`).
+pub(super) const KV_BYTES: usize = 2;
+
+/// A sequence's KV mirror: per layer K and V rows of kv_dim f16 values (bits), and the token's
+/// launch sequence captured as a CUDA graph against these buffers (replayed for every token).
 pub(super) struct Mirror {
-    k: Vec<CudaSlice<f32>>,
-    v: Vec<CudaSlice<f32>>,
+    k: Vec<CudaSlice<u16>>,
+    v: Vec<CudaSlice<u16>>,
     len: usize,
     captured: Option<CapturedToken>,
     /// [token, pos] of this sequence's next graph call: written by the host, or by the device's
@@ -299,8 +302,8 @@ impl Heads {
 struct Attention<'a> {
     heads: Heads,
     q: &'a CudaSlice<f32>,
-    k: &'a CudaSlice<f32>,
-    v: &'a CudaSlice<f32>,
+    k: &'a CudaSlice<u16>, // (capacity, kv_dim) f16
+    v: &'a CudaSlice<u16>,
     part: &'a CudaSlice<f32>,
     out: &'a CudaSlice<f32>,
     /// Also the output's int8 image (one row, the token graph's int8 chain).
@@ -471,10 +474,10 @@ impl CudaBackend {
 
     /// Test hook: attention of `rows` query rows q (rows, n_head * head_dim, after RoPE) at
     /// positions `k.len() / kv_dim - rows ..`, each over the `k` / `v` rows (positions,
-    /// n_head_kv * head_dim) up to its own, through the launch the graphs make (one row: a
-    /// decode token's split kernel; more: a prompt chunk's, rerun in f32 where the f16 guard
-    /// trips, as the prefill graph does). The output (rows, n_head * head_dim) is poisoned
-    /// with NaN before the kernel runs.
+    /// n_head_kv * head_dim, rounded to f16 as the mirror holds them) up to its own, through
+    /// the launch the graphs make (one row: a decode token's split kernel; more: a prompt
+    /// chunk's, rerun in f32 where the f16 guard trips, as the prefill graph does). The output
+    /// (rows, n_head * head_dim) is poisoned with NaN before the kernel runs.
     #[allow(clippy::too_many_arguments)]
     pub fn attention(&self, q: &[f32], k: &[f32], v: &[f32], rows: usize, n_head: usize, n_head_kv: usize, head_dim: usize) -> Result<Vec<f32>, String> {
         let kvd = n_head_kv * head_dim;
@@ -484,7 +487,8 @@ impl CudaBackend {
         }
         let s = &self.stream;
         let splits = n.div_ceil(ATT_CHUNK);
-        let (qd, kd, vd) = (s.clone_htod(q).map_err(err)?, s.clone_htod(k).map_err(err)?, s.clone_htod(v).map_err(err)?);
+        let f16_bits = |x: &[f32]| x.iter().map(|&x| half::f16::from_f32(x).to_bits()).collect::<Vec<u16>>();
+        let (qd, kd, vd) = (s.clone_htod(q).map_err(err)?, s.clone_htod(&f16_bits(k)).map_err(err)?, s.clone_htod(&f16_bits(v)).map_err(err)?);
         let out = s.clone_htod(&vec![f32::NAN; q.len()]).map_err(err)?;
         let part = s.alloc_zeros::<f32>(rows * n_head * splits * (head_dim + 2)).map_err(err)?;
         let pos = s.clone_htod(&[(n - rows) as i32]).map_err(err)?;
@@ -513,8 +517,8 @@ impl CudaBackend {
                     let mut k = Vec::new();
                     let mut v = Vec::new();
                     for _ in 0..c.n_layer {
-                        k.push(self.stream.alloc_zeros::<f32>(cap * kvd).map_err(err)?);
-                        v.push(self.stream.alloc_zeros::<f32>(cap * kvd).map_err(err)?);
+                        k.push(self.stream.alloc_zeros::<u16>(cap * kvd).map_err(err)?);
+                        v.push(self.stream.alloc_zeros::<u16>(cap * kvd).map_err(err)?);
                     }
                     let (params, picks) = (self.stream.alloc_zeros::<i32>(2).map_err(err)?, self.stream.alloc_zeros::<i32>(2).map_err(err)?);
                     let keys = self.stream.alloc_zeros::<u64>(2 * TOPK_MAX).map_err(err)?;
@@ -526,14 +530,12 @@ impl CudaBackend {
         }
         let mirror = mirrors.get_mut(&at.seq).expect("inserted above");
         if mirror.len != at.pos {
-            // Seed from the host cache: a zero state is never assumed.
+            // Seed from the host cache (the same f16 values): a zero state is never assumed.
             let n = at.pos * kvd;
-            let mut buf = vec![0f32; n];
             for l in 0..c.n_layer {
-                at.host_kv.keys(l, at.pos).convert_to_f32_slice(&mut buf);
-                self.stream.memcpy_htod(&buf, &mut mirror.k[l].slice_mut(0..n)).map_err(err)?;
-                at.host_kv.values(l, at.pos).convert_to_f32_slice(&mut buf);
-                self.stream.memcpy_htod(&buf, &mut mirror.v[l].slice_mut(0..n)).map_err(err)?;
+                let (keys, values): (&[u16], &[u16]) = (bytemuck::cast_slice(at.host_kv.keys(l, at.pos)), bytemuck::cast_slice(at.host_kv.values(l, at.pos)));
+                self.stream.memcpy_htod(keys, &mut mirror.k[l].slice_mut(0..n)).map_err(err)?;
+                self.stream.memcpy_htod(values, &mut mirror.v[l].slice_mut(0..n)).map_err(err)?;
             }
             mirror.len = at.pos;
         }
@@ -1207,7 +1209,7 @@ impl CudaBackend {
         for l in 0..host.n_layer() {
             let k = self.stream.clone_dtoh(&mirror.k[l].slice(from * d..to * d)).map_err(err)?;
             let v = self.stream.clone_dtoh(&mirror.v[l].slice(from * d..to * d)).map_err(err)?;
-            host.write(l, from, &k, &v);
+            host.write_f16(l, from, bytemuck::cast_slice(&k), bytemuck::cast_slice(&v));
         }
         host.set_len(to);
         Ok(())

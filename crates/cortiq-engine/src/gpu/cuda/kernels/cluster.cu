@@ -23,8 +23,8 @@ struct ClusterLayer {
     int pad;
     const float* attn_norm;
     const float* ffn_norm;
-    float* kc;  // (capacity, n_head_kv * head_dim) this layer's K mirror
-    float* vc;
+    kv_t* kc;  // (capacity, n_head_kv * head_dim) this layer's K mirror
+    kv_t* vc;
 };
 
 // The model's geometry and the token's place (one struct so the launch takes few arguments).
@@ -34,6 +34,13 @@ struct ClusterShape {
     int slot_bytes;  // one prefetch slot (host: `cluster::plan`)
     int kv_cap;      // K / V positions a slot holds
 };
+
+// attend_rows' K / V reads: four values at p (16-byte aligned floats, 8-byte aligned f16),
+// and one value, as floats.
+__device__ __forceinline__ float4 cl_load4(const float* p) { return *(const float4*)p; }
+__device__ __forceinline__ float4 cl_load4(const kv_t* p) { return kv_load4(p); }
+__device__ __forceinline__ float cl_value(float v) { return v; }
+__device__ __forceinline__ float cl_value(kv_t v) { return h2f(v); }
 
 __device__ __forceinline__ unsigned cl_smem(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
 __device__ __forceinline__ int cl_rank() {
@@ -274,13 +281,13 @@ template <int K, int HD> struct ClusterDecoder {
         }
         npieces[s] = np;
         long bytes = at;
-        if (kv_hi[s] > kv_lo[s]) bytes = 2L * (kv_hi[s] - kv_lo[s]) * kvd * 4;
+        if (kv_hi[s] > kv_lo[s]) bytes = 2L * (kv_hi[s] - kv_lo[s]) * kvd * (long)sizeof(kv_t);
         cl_mbar_expect(&slot_bar[s], (unsigned)bytes);
         for (int i = 0; i < np; i++) piece_copy<K>(pieces[s][i], slot[s], &slot_bar[s]);
         if (norm_at[s] >= 0) cl_bulk(slot[s] + norm_at[s], stage == 0 ? layers[layer].attn_norm : layers[layer].ffn_norm, 4 * c.d, &slot_bar[s]);
         if (kv_hi[s] > kv_lo[s]) {
             const ClusterLayer& L = layers[layer];
-            unsigned b = (unsigned)((kv_hi[s] - kv_lo[s]) * kvd * 4);
+            unsigned b = (unsigned)((kv_hi[s] - kv_lo[s]) * kvd * sizeof(kv_t));
             cl_bulk(slot[s], L.kc + (long)kv_lo[s] * kvd, b, &slot_bar[s]);
             cl_bulk(slot[s] + b, L.vc + (long)kv_lo[s] * kvd, b, &slot_bar[s]);
         }
@@ -323,13 +330,16 @@ template <int K, int HD> struct ClusterDecoder {
                     y0 = r0;
                     y1 = r1;
                 }
+                if (t > 0) {
+                    // The new K / V row as the mirror holds it, for stage B's inbox too.
+                    kv_t* mirror = (t == 1 ? L.kc : L.vc) + (long)pos * kvd + h * HD;
+                    mirror[a] = f2h(y0);
+                    mirror[b] = f2h(y1);
+                    y0 = h2f(mirror[a]);
+                    y1 = h2f(mirror[b]);
+                }
                 out[a] = y0;
                 out[b] = y1;
-                if (t > 0) {
-                    float* mirror = (t == 1 ? L.kc : L.vc) + (long)pos * kvd + h * HD;
-                    mirror[a] = y0;
-                    mirror[b] = y1;
-                }
             }
             __syncthreads();
             int at = t == 0 ? h * HD : (t == 1 ? qd + h * HD : qd + kvd + h * HD);
@@ -352,12 +362,12 @@ template <int K, int HD> struct ClusterDecoder {
             for (int d = lane; d < part_w; d += 32) part[h * part_w + d] = d == HD ? -__int_as_float(0x7f800000) : 0.f;
         __syncthreads();
         CL_MARK(marks, staged);
-        float* ks = (float*)slot[s];
+        kv_t* ks = (kv_t*)slot[s];
         int pre = kv_hi[s] - kv_lo[s], old_hi = min(hi, pos);
         if (pre > 0) attend_rows(ks, ks + (long)pre * kvd, pre, qkv, part);
         for (int first = pre > 0 ? kv_hi[s] : old_hi; first < old_hi; first += c.kv_cap) {
             int cnt = min(old_hi, first + c.kv_cap) - first;
-            unsigned b = (unsigned)(cnt * kvd * 4);
+            unsigned b = (unsigned)(cnt * kvd * sizeof(kv_t));
             if (threadIdx.x == 0) {
                 cl_mbar_expect(kv_bar, 2 * b);
                 cl_bulk(ks, L.kc + (long)first * kvd, b, kv_bar);
@@ -373,9 +383,11 @@ template <int K, int HD> struct ClusterDecoder {
         CL_MARK(marks, sent);
     }
 
-    // Scores of positions [first, first + cnt) (K rows ks, V rows vs, kvd floats apart) for
-    // every head, folded into its running (max, sum, V sums) in part. Ends with a barrier.
-    __device__ void attend_rows(const float* ks, const float* vs, int cnt, const float* qkv, float* part) {
+    // Scores of positions [first, first + cnt) (K rows ks, V rows vs, kvd values apart: the
+    // mirror's f16 copied into a slot, or the new row's floats in the inbox) for every head,
+    // folded into its running (max, sum, V sums) in part. Ends with a barrier.
+    template <typename T>
+    __device__ void attend_rows(const T* ks, const T* vs, int cnt, const float* qkv, float* part) {
         int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, group = c.n_head / c.n_head_kv;
         const float ninf = -__int_as_float(0x7f800000);
         for (int h = warp; h < c.n_head; h += CL_WARPS) {
@@ -390,12 +402,12 @@ template <int K, int HD> struct ClusterDecoder {
                 // Lane l scores position r0 + l, reading its K row's float4s from column l.
                 float sc = ninf;
                 if (r0 + lane < cnt) {
-                    const float4* k4 = (const float4*)(ks + (long)(r0 + lane) * kvd + g * HD);
+                    const T* k4 = ks + (long)(r0 + lane) * kvd + g * HD;
                     float a = 0.f;
                     #pragma unroll
                     for (int i = 0; i < HD / 4; i++) {
                         int cidx = (i + lane) & (HD / 4 - 1);
-                        float4 kv = k4[cidx], qv = q4[cidx];
+                        float4 kv = cl_load4(k4 + 4 * cidx), qv = q4[cidx];
                         a += kv.x * qv.x + kv.y * qv.y + kv.z * qv.z + kv.w * qv.w;
                     }
                     sc = a * c.scale;
@@ -409,9 +421,9 @@ template <int K, int HD> struct ClusterDecoder {
                 int top = min(32, cnt - r0);
                 for (int j = 0; j < top; j++) {
                     float ej = __shfl_sync(0xffffffffu, e, j);
-                    const float* vr = vs + (long)(r0 + j) * kvd + g * HD;
+                    const T* vr = vs + (long)(r0 + j) * kvd + g * HD;
                     #pragma unroll
-                    for (int k = 0; k < DPL; k++) o[k] += ej * vr[lane + 32 * k];
+                    for (int k = 0; k < DPL; k++) o[k] += ej * cl_value(vr[lane + 32 * k]);
                 }
                 m = mt;
             }

@@ -36,11 +36,11 @@ extern "C" __global__ void embed_row(const unsigned char* w, int kind, int a_off
 
 // Causal attention of queries at positions *pos + z (z = blockIdx.z, one per prompt row; 1
 // for a decode token) over the KV mirror, split by positions (flash-decoding): block (h, c,
-// z) takes positions [64 c, 64 c + 64) of head h. Its K and V loads are all issued first
-// (each thread holds HD / 16 float4s of K, a quarter of one position's K row; of V as many,
-// one float4 column over every `groups`-th position, or where `att_v_shared` none: the
-// chunk's V rows are copied into shared memory by cp.async), so the chunk costs one memory
-// round trip;
+// z) takes positions [64 c, 64 c + 64) of head h. Its K and V loads (the f16 mirror, kv_t)
+// are all issued first (each thread holds HD / 16 4-value columns of K, a quarter of one
+// position's K row; of V as many, one 4-value column over every `groups`-th position, or
+// where `att_v_shared` none: the chunk's V rows are copied into shared memory by cp.async),
+// so the chunk costs one memory round trip;
 // the chunk's max and sum of exps are warp reductions. A context of one chunk writes out
 // directly; otherwise each block writes its partial (exp-weighted V sum, max, sum of exps)
 // to `part` (rows, n_head, splits, head_dim + 2), and `attention_merge`, the next kernel,
@@ -86,19 +86,22 @@ __device__ __forceinline__ bool att_grouped(int G, int head_dim, int n, int grou
     return (att_v_shared(HD) || (HD == 64 && head_dim == 64)) && G >= 2 && G <= ATT_GROUP_MAX && n > ATT_CHUNK && n >= group_from;
 }
 
-// The grouped paths' scores: position j's K quarter (this thread's registers) against each of
+// The grouped paths' scores: position j's K quarter (this thread's registers, f16) against each of
 // the G heads' queries qg (G, head_dim), summed over the position's 4 threads, into sc (G,
 // ATT_CHUNK) scaled, -inf past the chunk's cnt positions.
 template <int NV>
-__device__ __forceinline__ void group_scores(const float4 (&kr)[NV], const float* qg, int head_dim, int G, int j, int quarter, int cnt, float scale, float* sc) {
+__device__ __forceinline__ void group_scores(const uint2 (&kr)[NV], const float* qg, int head_dim, int G, int j, int quarter, int cnt, float scale, float* sc) {
     int span4 = head_dim >> 4;
+    float4 kf[NV];
+    #pragma unroll
+    for (int e = 0; e < NV; e++) kf[e] = kv_float4(kr[e]);
     for (int hh = 0; hh < G; hh++) {
         float s = 0.f;
         #pragma unroll
         for (int e = 0; e < NV; e++) {
             if (e < span4) {
                 float4 q4 = ((const float4*)(qg + hh * head_dim))[e * 4 + quarter];
-                s += kr[e].x * q4.x + kr[e].y * q4.y + kr[e].z * q4.z + kr[e].w * q4.w;
+                s += kf[e].x * q4.x + kf[e].y * q4.y + kf[e].z * q4.z + kf[e].w * q4.w;
             }
         }
         s += __shfl_xor_sync(0xffffffffu, s, 1);
@@ -125,6 +128,20 @@ __device__ __forceinline__ void group_softmax(float* sc, float* msum, int G, int
     }
 }
 
+// The chunk's V rows [0, cnt) (vb: its first, kvd values apart) copied as the mirror holds
+// them into vs (ATT_CHUNK, head_dim) by 16-byte cp.async, one commit group: those at or past
+// p0 (fresh) or those before it (ATT_CHUNK x HD / 8 pieces over 256 threads).
+template <int HD>
+__device__ __forceinline__ void copy_v_rows(kv_t* vs, const kv_t* vb, int kvd, int head_dim, int t0, int cnt, int p0, bool fresh) {
+    int c8n = head_dim >> 3;
+    #pragma unroll
+    for (int e = 0; e < HD / 32; e++) {
+        int i = threadIdx.x + e * 256, jj = i / c8n, c8 = i - jj * c8n;
+        if (jj < cnt && (t0 + jj >= p0) == fresh) cp_async16(vs + jj * head_dim + 8 * c8, vb + (long)jj * kvd + 8 * c8);
+    }
+    cp_commit();
+}
+
 // The split attention's chunk for all G query heads of one KV head (heads h0 .. h0 + G - 1,
 // block (h0, c, z) with h0 a multiple of G; the other blocks of the group exit): K and V are
 // loaded once for the group instead of once per query head (llama's 4 query heads a KV head:
@@ -138,7 +155,7 @@ __device__ __forceinline__ void group_softmax(float* sc, float* msum, int G, int
 // head_dim), qg (G, head_dim) the group's queries, then the V sums' slices (in `acc`), sc
 // (G, ATT_CHUNK), msum the heads' maxima then sums of exps.
 template <int HD>
-__device__ __forceinline__ void attention_group(const float* q, const float* kc, const float* vc, float* part, int n_head, int n_head_kv, int head_dim, int p0, int n, float scale, int splits, float* vs, float* qg, float* sc, float* msum) {
+__device__ __forceinline__ void attention_group(const float* q, const kv_t* kc, const kv_t* vc, float* part, int n_head, int n_head_kv, int head_dim, int p0, int n, float scale, int splits, kv_t* vs, float* qg, float* sc, float* msum) {
     constexpr int NV = HD / 16;
     int h0 = blockIdx.x, c = blockIdx.y, z = blockIdx.z, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     int G = n_head / n_head_kv, t0 = c * ATT_CHUNK;
@@ -146,24 +163,20 @@ __device__ __forceinline__ void attention_group(const float* q, const float* kc,
     part += (long)z * n_head * splits * (head_dim + 2);
     int cnt = min(ATT_CHUNK, n - t0);
     int kvd = n_head_kv * head_dim;
-    const float* kb = kc + (long)t0 * kvd + h0 / G * head_dim;
-    const float* vb = vc + (kb - kc);
+    const kv_t* kb = kc + (long)t0 * kvd + h0 / G * head_dim;
+    const kv_t* vb = vc + (kb - kc);
     int j = tid >> 2, quarter = tid & 3, span4 = head_dim >> 4, v4 = head_dim >> 2;
     const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
-    float4 kr[NV];
+    uint2 kr[NV];
     auto load = [&](bool fresh) {
         #pragma unroll
         for (int e = 0; e < NV; e++) {
-            if (j < cnt && e < span4 && (t0 + j >= p0) == fresh) kr[e] = ((const float4*)(kb + (long)j * kvd))[e * 4 + quarter];
-            // V's float4 i of the chunk: position i / v4, column i % v4 (ATT_CHUNK x HD / 4
-            // float4s over 256 threads: NV each).
-            int i = tid + e * 256, jj = i / v4, c4 = i - jj * v4;
-            if (jj < cnt && (t0 + jj >= p0) == fresh) cp_async16(vs + jj * head_dim + 4 * c4, (const float4*)(vb + (long)jj * kvd) + c4);
+            if (j < cnt && e < span4 && (t0 + j >= p0) == fresh) kr[e] = kv_raw4(kb + (long)j * kvd + 4 * (e * 4 + quarter));
         }
-        cp_commit();
+        copy_v_rows<HD>(vs, vb, kvd, head_dim, t0, cnt, p0, fresh);
     };
     #pragma unroll
-    for (int e = 0; e < NV; e++) kr[e] = zero;
+    for (int e = 0; e < NV; e++) kr[e] = make_uint2(0u, 0u);
     load(false);
     pdl_wait_then_release();
     load(true);
@@ -183,7 +196,7 @@ __device__ __forceinline__ void attention_group(const float* q, const float* kc,
         float4 a = zero;
         for (int jj = s; jj < cnt; jj += S) {
             float w = p[jj];
-            float4 v = ((const float4*)vs)[jj * v4 + c4];
+            float4 v = kv_load4(vs + (jj * v4 + c4) * 4);
             a.x += w * v.x;
             a.y += w * v.y;
             a.z += w * v.z;
@@ -207,10 +220,10 @@ __device__ __forceinline__ void attention_group(const float* q, const float* kc,
 
 // attention_group for heads of exactly 64 values in the 64-wide kernel, in the per-head
 // path's shared memory: K and V in registers as the per-head path holds them (V: thread (g,
-// c4) float4 column c4 of positions g, g + 16, ...), the group's queries and then its scores
+// c4) 4-value column c4 of positions g, g + 16, ...), the group's queries and then its scores
 // in `acc` (G x 64 <= 512 floats each), and each head's V sums reduced in turn: the two
 // position groups of a warp by a shuffle, the 8 warps through acc's first half.
-__device__ __forceinline__ void attention_group64(const float* q, const float* kc, const float* vc, float* part, int n_head, int n_head_kv, int p0, int n, float scale, int splits, float* acc, float* msum) {
+__device__ __forceinline__ void attention_group64(const float* q, const kv_t* kc, const kv_t* vc, float* part, int n_head, int n_head_kv, int p0, int n, float scale, int splits, float* acc, float* msum) {
     constexpr int HD = 64, NV = HD / 16;
     int h0 = blockIdx.x, c = blockIdx.y, z = blockIdx.z, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     int G = n_head / n_head_kv, t0 = c * ATT_CHUNK;
@@ -218,21 +231,21 @@ __device__ __forceinline__ void attention_group64(const float* q, const float* k
     part += (long)z * n_head * splits * (HD + 2);
     int cnt = min(ATT_CHUNK, n - t0);
     int kvd = n_head_kv * HD;
-    const float* kb = kc + (long)t0 * kvd + h0 / G * HD;
-    const float* vb = vc + (kb - kc);
+    const kv_t* kb = kc + (long)t0 * kvd + h0 / G * HD;
+    const kv_t* vb = vc + (kb - kc);
     int j = tid >> 2, quarter = tid & 3, g = tid >> 4, c4 = tid & 15;
     const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
-    float4 kr[NV], vr[NV];
+    uint2 kr[NV], vr[NV];  // as the mirror holds them
     auto load = [&](bool fresh) {
         #pragma unroll
         for (int e = 0; e < NV; e++) {
-            if (j < cnt && (t0 + j >= p0) == fresh) kr[e] = ((const float4*)(kb + (long)j * kvd))[e * 4 + quarter];
+            if (j < cnt && (t0 + j >= p0) == fresh) kr[e] = kv_raw4(kb + (long)j * kvd + 4 * (e * 4 + quarter));
             int jj = g + e * 16;
-            if (jj < cnt && (t0 + jj >= p0) == fresh) vr[e] = ((const float4*)(vb + (long)jj * kvd))[c4];
+            if (jj < cnt && (t0 + jj >= p0) == fresh) vr[e] = kv_raw4(vb + (long)jj * kvd + 4 * c4);
         }
     };
     #pragma unroll
-    for (int e = 0; e < NV; e++) kr[e] = vr[e] = zero;
+    for (int e = 0; e < NV; e++) kr[e] = vr[e] = make_uint2(0u, 0u);
     load(false);
     pdl_wait_then_release();
     load(true);
@@ -251,10 +264,11 @@ __device__ __forceinline__ void attention_group64(const float* q, const float* k
             int jj = g + e * 16;
             if (jj < cnt) {
                 float w = p[jj];
-                a.x += w * vr[e].x;
-                a.y += w * vr[e].y;
-                a.z += w * vr[e].z;
-                a.w += w * vr[e].w;
+                float4 v = kv_float4(vr[e]);
+                a.x += w * v.x;
+                a.y += w * v.y;
+                a.z += w * v.z;
+                a.w += w * v.w;
             }
         }
         a.x += __shfl_xor_sync(0xffffffffu, a.x, 16);
@@ -279,10 +293,10 @@ __device__ __forceinline__ void attention_group64(const float* q, const float* k
 }
 
 template <int HD>
-__device__ __forceinline__ void attention_split(const float* q, const float* kc, const float* vc, float* part, float* out, unsigned char* oimg, int n_head, int n_head_kv, int head_dim, const int* pos, float scale, int splits, int group_from) {
+__device__ __forceinline__ void attention_split(const float* q, const kv_t* kc, const kv_t* vc, float* part, float* out, unsigned char* oimg, int n_head, int n_head_kv, int head_dim, const int* pos, float scale, int splits, int group_from) {
     constexpr int NV = HD / 16;
     constexpr bool VS = att_v_shared(HD);
-    __shared__ __align__(16) float vs[VS ? ATT_CHUNK * HD : 4];  // (positions, head_dim) the chunk's V rows where VS
+    __shared__ __align__(16) kv_t vs[VS ? ATT_CHUNK * HD : 8];  // (positions, head_dim) the chunk's V rows where VS
     __shared__ __align__(16) float qs[HD];
     __shared__ float sc[(VS ? ATT_GROUP_MAX : 1) * ATT_CHUNK];  // scores (heads of the grouped path, positions)
     __shared__ __align__(16) float acc[1024];  // (groups, head_dim) V sums of each position group
@@ -305,8 +319,8 @@ __device__ __forceinline__ void attention_split(const float* q, const float* kc,
     part += (long)z * n_head * splits * (head_dim + 2);
     int cnt = min(ATT_CHUNK, n - t0);
     int kvd = n_head_kv * head_dim;
-    const float* kb = kc + (long)t0 * kvd + h / (n_head / n_head_kv) * head_dim;
-    const float* vb = vc + (kb - kc);
+    const kv_t* kb = kc + (long)t0 * kvd + h / (n_head / n_head_kv) * head_dim;
+    const kv_t* vb = vc + (kb - kc);
     const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
     // Output dimension tid (< head_dim): to out, and with oimg (one query row, head_dim a
     // multiple of 32, so whole warps call) into the int8 image of the attention row.
@@ -314,29 +328,26 @@ __device__ __forceinline__ void attention_split(const float* q, const float* kc,
         out[tid] = o;
         if (oimg) store_unit(o, (h * head_dim + tid) >> 5, n_head * head_dim, oimg);
     };
-    // K: position j, float4s quarter, quarter + 4, ... (so a warp's load instruction takes
-    // whole 32-byte sectors: llama-8b decode +2-5 %, NOTES.md session 27); V: float4 column c4
-    // of positions g, g + groups, ... (into registers, or where VS copied to shared memory)
+    // K: position j, 4-value columns quarter, quarter + 4, ... (so a warp's load instruction
+    // takes whole 32-byte sectors: llama-8b decode +2-5 %, NOTES.md session 27); V: 4-value
+    // column c4 of positions g, g + groups, ... (into registers as floats, or where VS copied
+    // to shared memory as the mirror holds them)
     int j = tid >> 2, quarter = tid & 3, span4 = head_dim >> 4;
     int v4 = head_dim >> 2, groups = blockDim.x / v4, g = tid / v4, c4 = tid % v4;
-    float4 kr[NV], vr[NV];
+    uint2 kr[NV], vr[NV];  // as the mirror holds them
     // The loads of rows before *pos (fresh = false) go out before the wait, those of the rows
     // this launch's QKV kernel appended (fresh = true) after it.
     auto load = [&](bool fresh) {
         #pragma unroll
         for (int e = 0; e < NV; e++) {
-            if (j < cnt && e < span4 && (t0 + j >= p0) == fresh) kr[e] = ((const float4*)(kb + (long)j * kvd))[e * 4 + quarter];
+            if (j < cnt && e < span4 && (t0 + j >= p0) == fresh) kr[e] = kv_raw4(kb + (long)j * kvd + 4 * (e * 4 + quarter));
             int jj = g + e * groups;
-            if (g < groups && jj < cnt && (t0 + jj >= p0) == fresh) {
-                const float4* v = (const float4*)(vb + (long)jj * kvd) + c4;
-                if (VS) cp_async16(vs + jj * head_dim + 4 * c4, v);
-                else vr[e] = *v;
-            }
+            if (!VS && g < groups && jj < cnt && (t0 + jj >= p0) == fresh) vr[e] = kv_raw4(vb + (long)jj * kvd + 4 * c4);
         }
-        if (VS) cp_commit();
+        if (VS) copy_v_rows<HD>(vs, vb, kvd, head_dim, t0, cnt, p0, fresh);
     };
     #pragma unroll
-    for (int e = 0; e < NV; e++) kr[e] = vr[e] = zero;
+    for (int e = 0; e < NV; e++) kr[e] = vr[e] = make_uint2(0u, 0u);
     load(false);
     pdl_wait_then_release();
     load(true);
@@ -347,8 +358,8 @@ __device__ __forceinline__ void attention_split(const float* q, const float* kc,
     #pragma unroll
     for (int e = 0; e < NV; e++) {
         if (e < span4) {
-            float4 q4 = ((const float4*)qs)[e * 4 + quarter];
-            s += kr[e].x * q4.x + kr[e].y * q4.y + kr[e].z * q4.z + kr[e].w * q4.w;
+            float4 q4 = ((const float4*)qs)[e * 4 + quarter], k4 = kv_float4(kr[e]);
+            s += k4.x * q4.x + k4.y * q4.y + k4.z * q4.z + k4.w * q4.w;
         }
     }
     s += __shfl_xor_sync(0xffffffffu, s, 1);
@@ -372,7 +383,7 @@ __device__ __forceinline__ void attention_split(const float* q, const float* kc,
         int jj = g + e * groups;
         if (g < groups && jj < cnt) {
             float p = sc[jj];
-            float4 v = VS ? ((const float4*)vs)[jj * v4 + c4] : vr[e];
+            float4 v = VS ? kv_load4(vs + (jj * v4 + c4) * 4) : kv_float4(vr[e]);
             a.x += p * v.x;
             a.y += p * v.y;
             a.z += p * v.z;
@@ -401,11 +412,11 @@ __device__ __forceinline__ void attention_split(const float* q, const float* kc,
 // int8 image (written here where the context is one chunk, else by attention_merge). Grid
 // (n_head, splits, rows), 256 threads.
 // Blocks a SM the register allocation must leave room for: 3 where V goes through shared
-// memory (67 registers and 37 KB a block at head 128), else no bound. 4 (64 registers) lost
+// memory (67 registers and ~22 KB a block at head 128), else no bound. 4 (64 registers) lost
 // 2-4 % on llama-8b (NOTES.md, session 26).
 #define ATT_MIN_BLOCKS(HD) (att_v_shared(HD) ? 3 : 1)
 #define ATTENTION(HD)                                                                                                 \
-    extern "C" __global__ void __launch_bounds__(256, ATT_MIN_BLOCKS(HD)) attention_h##HD(const float* q, const float* kc, const float* vc,  \
+    extern "C" __global__ void __launch_bounds__(256, ATT_MIN_BLOCKS(HD)) attention_h##HD(const float* q, const kv_t* kc, const kv_t* vc,    \
             float* part, float* out, unsigned char* oimg, int n_head, int n_head_kv, int head_dim, const int* pos,           \
             float scale, int splits, int group_from) {                                                                  \
         TRACE_BLOCK(3);                                                                                               \
@@ -504,7 +515,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_merge(const float* p
 // scaled q tile and the K chunk at head_dim + ATT_ROWS_PAD floats a row (the pad, from the
 // host, keeps a float4 phase of 8 lanes on distinct banks), then the V chunk.
 template <int DPL>
-__device__ __forceinline__ void attention_rows(const float* q, const float* kc, const float* vc, float* out, int n_head, int n_head_kv, const int* pos, float scale, int rows, float* sm) {
+__device__ __forceinline__ void attention_rows(const float* q, const kv_t* kc, const kv_t* vc, float* out, int n_head, int n_head_kv, const int* pos, float scale, int rows, float* sm) {
     constexpr int HD = 32 * DPL, QS = HD + ATT_ROWS_PAD, C4 = HD / 4;
     float* qs = sm;            // (32, QS)
     float* ks = qs + 32 * QS;  // (32, QS)
@@ -536,8 +547,8 @@ __device__ __forceinline__ void attention_rows(const float* q, const float* kc, 
             bool ok = t0 + j <= last;
             long off = (long)(t0 + j) * kvd + kvh * HD;
             float4 z = make_float4(0.f, 0.f, 0.f, 0.f);
-            ((float4*)(ks + j * QS))[c] = ok ? ((const float4*)(kc + off))[c] : z;
-            ((float4*)(vs + j * HD))[c] = ok ? ((const float4*)(vc + off))[c] : z;
+            ((float4*)(ks + j * QS))[c] = ok ? kv_load4(kc + off + 4 * c) : z;
+            ((float4*)(vs + j * HD))[c] = ok ? kv_load4(vc + off + 4 * c) : z;
         }
         __syncthreads();
         float s[8];
@@ -593,8 +604,8 @@ __device__ __forceinline__ void attention_rows(const float* q, const float* kc, 
 // q, out (rows, n_head * head_dim); head_dim = 32 DPL. Grid (n_head, rows / 32 rounded up),
 // 128 threads.
 #define ATTENTION_ROWS(DPL)                                                                                           \
-    extern "C" __global__ void __launch_bounds__(128) attention_rows_d##DPL(const float* q, const float* kc,           \
-            const float* vc, float* out, int n_head, int n_head_kv, const int* pos, float scale, int rows) {           \
+    extern "C" __global__ void __launch_bounds__(128) attention_rows_d##DPL(const float* q, const kv_t* kc,            \
+            const kv_t* vc,  float* out, int n_head, int n_head_kv, const int* pos, float scale, int rows) {           \
         extern __shared__ int sm[];                                                                                   \
         attention_rows<DPL>(q, kc, vc, out, n_head, n_head_kv, pos, scale, rows, (float*)sm);                          \
     }
@@ -610,7 +621,8 @@ struct RopeQkvMap {
     static constexpr bool EARLY = true;  // begin reads no memory
     const unsigned char *wq, *wk, *wv;
     int aq, ak, av;
-    float *q, *kc, *vc;
+    float* q;
+    kv_t *kc, *vc;
     int n_head, n_head_kv, head_dim, rot, neox, pos;  // pos: activation row 0's position
     float base;
     int ahead_i0 = -1;           // the pair `begin` named: activation row 0's rotation below
@@ -662,9 +674,15 @@ struct RopeQkvMap {
             y0 = r0;
             y1 = r1;
         }
-        float* dst = which == 0 ? q + ((long)r * n_head + h) * head_dim : (which == 1 ? kc : vc) + (long)p * n_head_kv * head_dim + h * head_dim;
-        dst[a] = y0;
-        dst[b] = y1;
+        if (which == 0) {
+            float* dst = q + ((long)r * n_head + h) * head_dim;
+            dst[a] = y0;
+            dst[b] = y1;
+        } else {
+            kv_t* dst = (which == 1 ? kc : vc) + (long)p * n_head_kv * head_dim + h * head_dim;
+            dst[a] = f2h(y0);
+            dst[b] = f2h(y1);
+        }
     }
     __device__ void flush() {}
 };
@@ -675,7 +693,7 @@ struct RopeQkvMap {
 #define QKV_ROPE(K)                                                                                                   \
     extern "C" __global__ void __launch_bounds__(ROW_THREADS) qkv_rope_k##K##_r2(const unsigned char* wq, const unsigned char* wk, \
             const unsigned char* wv, int aq, int ak, int av, const float* x, const float* nw, float eps, float* q,       \
-            float* kc, float* vc, int n_head, int n_head_kv, int head_dim, int rot, int neox, float base, const int* pos, \
+            kv_t* kc, kv_t* vc, int n_head, int n_head_kv, int head_dim, int rot, int neox, float base, const int* pos,   \
             int cols) {                                                                                                 \
         extern __shared__ int sm[];                                                                                   \
         TRACE_BLOCK(2);                                                                                               \
@@ -688,7 +706,7 @@ QKV_ROPE(0) QKV_ROPE(1) QKV_ROPE(2) QKV_ROPE(3) QKV_ROPE(4)
 #define QKV_ROPE_PEND(K)                                                                                              \
     extern "C" __global__ void __launch_bounds__(ROW_THREADS) qkv_rope_pend_k##K##_r2(const unsigned char* wq, const unsigned char* wk, \
             const unsigned char* wv, int aq, int ak, int av, const float* x, const long long* xa, const float* nw,     \
-            float eps, float* q, float* kc, float* vc, int n_head, int n_head_kv, int head_dim, int rot, int neox,     \
+            float eps, float* q, kv_t* kc, kv_t* vc, int n_head, int n_head_kv, int head_dim, int rot, int neox,       \
             float base, const int* pos, int cols) {                                                                   \
         extern __shared__ int sm[];                                                                                   \
         TRACE_BLOCK(2);                                                                                               \
@@ -703,7 +721,7 @@ QKV_ROPE_PEND(0) QKV_ROPE_PEND(1) QKV_ROPE_PEND(2) QKV_ROPE_PEND(3) QKV_ROPE_PEN
 #define QKV_ROPE_TILE(K)                                                                                              \
     extern "C" __global__ void __launch_bounds__(256) qkv_rope_tile_k##K##_r2(const unsigned char* wq, const unsigned char* wk, \
             const unsigned char* wv, int aq, int ak, int av, const float* x, const float* nw, float eps, float* q,       \
-            float* kc, float* vc, int n_head, int n_head_kv, int head_dim, int rot, int neox, float base, const int* pos, \
+            kv_t* kc, kv_t* vc, int n_head, int n_head_kv, int head_dim, int rot, int neox, float base, const int* pos,   \
             int cols, int batch, int nb) {                                                                              \
         extern __shared__ int sm[];                                                                                   \
         int b0 = blockIdx.y * nb;                                                                                     \
@@ -900,13 +918,6 @@ FFN_FUSED_N(0) FFN_FUSED_N(1) FFN_FUSED_N(2)
     }
 GATE_UP_TILE(0) GATE_UP_TILE(1) GATE_UP_TILE(2) GATE_UP_TILE(3) GATE_UP_TILE(4)
 
-// f32 -> f16 bits (round to nearest even).
-__device__ __forceinline__ unsigned short f2h(float v) {
-    unsigned short h;
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
-    return h;
-}
-
 // Whether v may be an f16 matrix-unit operand: |v| <= 65504 and a number (SPEC section 6's
 // f16 operand guard; where a kernel finds one that is not, it sets its `bad` word and the
 // host reruns the prompt chunk on the int8 / f32 kernels).
@@ -985,7 +996,7 @@ extern "C" __global__ void __launch_bounds__(256) rms_norm_f16(const float* x, c
 // y (n, (n_head + 2 n_head_kv) head_dim): Q, K and V of n prompt rows at positions *pos..,
 // side by side per row; RoPE on q and k, q to q (n, n_head * head_dim), k and v appended to
 // the KV mirror (RopeQkvMap's pairs and rule). Grid (pairs / 256, n).
-extern "C" __global__ void __launch_bounds__(256) rope_append_rows(const float* y, float* q, float* kc, float* vc, int n_head, int n_head_kv, int head_dim, int rot, int neox, float base, const int* pos) {
+extern "C" __global__ void __launch_bounds__(256) rope_append_rows(const float* y, float* q, kv_t* kc, kv_t* vc, int n_head, int n_head_kv, int head_dim, int rot, int neox, float base, const int* pos) {
     int width = (n_head + 2 * n_head_kv) * head_dim;
     int pair = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y;
     if (pair >= (width >> 1)) return;

@@ -14,12 +14,29 @@ __device__ __forceinline__ float h2f(unsigned short h) {
     return f;
 }
 
-// v rounded to f16 precision (round to nearest even), back as f32.
-__device__ __forceinline__ float round_f16(float v) {
+// f32 -> f16 bits (round to nearest even).
+__device__ __forceinline__ unsigned short f2h(float v) {
     unsigned short h;
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
-    return h2f(h);
+    return h;
 }
+
+// v rounded to f16 precision (round to nearest even), back as f32.
+__device__ __forceinline__ float round_f16(float v) { return h2f(f2h(v)); }
+
+// The KV mirror's element: f16 bits, as the CPU path's KvCache and llama.cpp hold K and V
+// (half the bytes attention streams at long contexts).
+typedef unsigned short kv_t;
+
+// Mirror values p[0..4) (p 8-byte aligned) as they are stored; kv_float4 converts them. A
+// kernel that holds loaded values in registers keeps them raw until it uses them, so the
+// conversion does not wait for the load where the load was issued early (before a PDL wait,
+// beside other loads): converting at the load cost llama-1b 2.4 % (NOTES.md, session 43).
+__device__ __forceinline__ uint2 kv_raw4(const kv_t* p) { return *(const uint2*)p; }
+__device__ __forceinline__ float4 kv_float4(uint2 u) {
+    return make_float4(h2f(u.x & 0xffffu), h2f(u.x >> 16), h2f(u.y & 0xffffu), h2f(u.y >> 16));
+}
+__device__ __forceinline__ float4 kv_load4(const kv_t* p) { return kv_float4(kv_raw4(p)); }
 
 // The reductions' combining rules: each with its identity.
 struct SumOp {

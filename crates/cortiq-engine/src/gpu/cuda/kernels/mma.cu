@@ -289,8 +289,8 @@ MMA_MATMUL(0) MMA_MATMUL(1) MMA_MATMUL(2)
 // (RopeQkvMap); q (n, n_head * head_dim). Grid (n / 64, (n_head + 2 n_head_kv) head_dim / 64).
 #define MMA_QKV(K)                                                                                                    \
     extern "C" __global__ void __launch_bounds__(128) mma_qkv_rope_k##K(const unsigned char* wq, const unsigned char* wk, \
-            const unsigned char* wv, int aq, int ak, int av, const signed char* xq, const float* xd, float* q, float* kc, \
-            float* vc, int n_head, int n_head_kv, int head_dim, int rot, int neox, float base, const int* pos, int cols,  \
+            const unsigned char* wv, int aq, int ak, int av, const signed char* xq, const float* xd, float* q, kv_t* kc,  \
+            kv_t* vc, int n_head, int n_head_kv, int head_dim, int rot, int neox, float base, const int* pos, int cols,   \
             int n) {                                                                                                  \
         extern __shared__ int sm[];                                                                                   \
         RopeQkvMap m{wq, wk, wv, aq, ak, av, q, kc, vc, n_head, n_head_kv, head_dim, rot, neox, *pos, base};          \
