@@ -330,8 +330,8 @@ __device__ __forceinline__ void attention_split(const float* q, const kv_t* kc, 
     };
     // K: position j, 4-value columns quarter, quarter + 4, ... (so a warp's load instruction
     // takes whole 32-byte sectors: llama-8b decode +2-5 %, NOTES.md session 27); V: 4-value
-    // column c4 of positions g, g + groups, ... (into registers as floats, or where VS copied
-    // to shared memory as the mirror holds them)
+    // column c4 of positions g, g + groups, ... (into registers, or where VS copied to shared
+    // memory; either as the mirror holds them)
     int j = tid >> 2, quarter = tid & 3, span4 = head_dim >> 4;
     int v4 = head_dim >> 2, groups = blockDim.x / v4, g = tid / v4, c4 = tid % v4;
     uint2 kr[NV], vr[NV];  // as the mirror holds them
