@@ -142,19 +142,20 @@ __device__ __forceinline__ void copy_v_rows(kv_t* vs, const kv_t* vb, int kvd, i
     cp_commit();
 }
 
-// Where a grouped block (h0, c, z) works: its chunk's first position t0 and positions cnt
-// (of a context of n), the mirror's row width kvd, and kb / vb the chunk's first K / V rows
-// of KV head h0 / G; q and part are moved to query row z (q also to head h0).
-struct GroupChunk {
+// Where a split-attention block (h, c, z) works, per head or grouped (h then the group's
+// first head): its chunk's first position t0 and positions cnt (of a context of n), the
+// mirror's row width kvd, and kb / vb the chunk's first K / V rows of KV head h / G; q and
+// part are moved to query row z (q also to head h).
+struct ChunkAt {
     int t0, cnt, kvd;
     const kv_t *kb, *vb;
 };
-__device__ __forceinline__ GroupChunk group_chunk(const float*& q, float*& part, const kv_t* kc, const kv_t* vc, int n_head, int n_head_kv, int head_dim, int n, int splits) {
+__device__ __forceinline__ ChunkAt chunk_at(const float*& q, float*& part, const kv_t* kc, const kv_t* vc, int n_head, int n_head_kv, int head_dim, int n, int splits) {
     int h0 = blockIdx.x, z = blockIdx.z, G = n_head / n_head_kv, t0 = blockIdx.y * ATT_CHUNK, kvd = n_head_kv * head_dim;
     q += ((long)z * n_head + h0) * head_dim;
     part += (long)z * n_head * splits * (head_dim + 2);
     const kv_t* kb = kc + (long)t0 * kvd + h0 / G * head_dim;
-    return GroupChunk{t0, min(ATT_CHUNK, n - t0), kvd, kb, vc + (kb - kc)};
+    return ChunkAt{t0, min(ATT_CHUNK, n - t0), kvd, kb, vc + (kb - kc)};
 }
 
 // The split attention's chunk for all G query heads of one KV head (heads h0 .. h0 + G - 1,
@@ -173,7 +174,7 @@ template <int HD>
 __device__ __forceinline__ void attention_group(const float* q, const kv_t* kc, const kv_t* vc, float* part, int n_head, int n_head_kv, int head_dim, int p0, int n, float scale, int splits, kv_t* vs, float* qg, float* sc, float* msum) {
     constexpr int NV = HD / 16;
     int h0 = blockIdx.x, c = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, G = n_head / n_head_kv;
-    const GroupChunk ch = group_chunk(q, part, kc, vc, n_head, n_head_kv, head_dim, n, splits);
+    const ChunkAt ch = chunk_at(q, part, kc, vc, n_head, n_head_kv, head_dim, n, splits);
     const int t0 = ch.t0, cnt = ch.cnt, kvd = ch.kvd;
     const kv_t *kb = ch.kb, *vb = ch.vb;
     int j = tid >> 2, quarter = tid & 3, span4 = head_dim >> 4, v4 = head_dim >> 2;
@@ -237,7 +238,7 @@ __device__ __forceinline__ void attention_group(const float* q, const kv_t* kc, 
 __device__ __forceinline__ void attention_group64(const float* q, const kv_t* kc, const kv_t* vc, float* part, int n_head, int n_head_kv, int p0, int n, float scale, int splits, float* acc, float* msum) {
     constexpr int HD = 64, NV = HD / 16;
     int h0 = blockIdx.x, c = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, G = n_head / n_head_kv;
-    const GroupChunk ch = group_chunk(q, part, kc, vc, n_head, n_head_kv, HD, n, splits);
+    const ChunkAt ch = chunk_at(q, part, kc, vc, n_head, n_head_kv, HD, n, splits);
     const int t0 = ch.t0, cnt = ch.cnt, kvd = ch.kvd;
     const kv_t *kb = ch.kb, *vb = ch.vb;
     int j = tid >> 2, quarter = tid & 3, g = tid >> 4, c4 = tid & 15;
@@ -321,13 +322,10 @@ __device__ __forceinline__ void attention_split(const float* q, const kv_t* kc, 
         }
         return;
     }
-    q += (long)z * n_head * head_dim;
     out += (long)z * n_head * head_dim + h * head_dim;
-    part += (long)z * n_head * splits * (head_dim + 2);
-    int cnt = min(ATT_CHUNK, n - t0);
-    int kvd = n_head_kv * head_dim;
-    const kv_t* kb = kc + (long)t0 * kvd + h / (n_head / n_head_kv) * head_dim;
-    const kv_t* vb = vc + (kb - kc);
+    const ChunkAt ch = chunk_at(q, part, kc, vc, n_head, n_head_kv, head_dim, n, splits);
+    const int cnt = ch.cnt, kvd = ch.kvd;
+    const kv_t *kb = ch.kb, *vb = ch.vb;
     const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
     // Output dimension tid (< head_dim): to out, and with oimg (one query row, head_dim a
     // multiple of 32, so whole warps call) into the int8 image of the attention row.
@@ -358,7 +356,7 @@ __device__ __forceinline__ void attention_split(const float* q, const kv_t* kc, 
     load(false);
     pdl_wait_then_release();
     load(true);
-    for (int d = tid; d < head_dim; d += blockDim.x) qs[d] = q[h * head_dim + d];
+    for (int d = tid; d < head_dim; d += blockDim.x) qs[d] = q[d];
     if (VS) cp_wait<0>();
     __syncthreads();
     float s = 0.f;
