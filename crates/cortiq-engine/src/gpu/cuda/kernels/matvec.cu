@@ -158,15 +158,18 @@ struct BlockTrace {
 
 // Programmatic dependent launch (compute capability 9.0+, host: `gpu/cuda/launch.rs`): wait
 // until the kernel before this one on the stream has finished and its writes are visible,
-// then let the kernel after this one start its blocks (they, too, wait before touching
-// anything this one writes). Everything before the call may only read memory no earlier
+// and let the kernel after this one start its blocks (they, too, wait before touching
+// anything this one writes): after the wait, or with `first` before it, so the next kernel
+// launches once every block of this one has entered (the row kernels: llama-8b q4_0 +1.1 %,
+// NOTES.md, forty-fifth session). Everything before the call may only read memory no earlier
 // kernel writes (weights, launch parameters). A no-op where the launch did not ask for
 // overlap, and on older devices.
-__device__ __forceinline__ void pdl_wait_then_release() {
+__device__ __forceinline__ void pdl_wait_then_release(bool first = false) {
 #if __CUDA_ARCH__ >= 900
+    if (first) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     asm volatile("griddepcontrol.wait;" ::: "memory");
     TRACE_WAITED();
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    if (!first) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
 
@@ -645,7 +648,8 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
     if constexpr (NB == 1 && Map::EARLY) {
         if (items) map.begin(now.row0, total);
     }
-    pdl_wait_then_release();
+    // The fused FFN keeps releasing after its wait (before it: even on smollm2, NOTES.md).
+    pdl_wait_then_release(!Map::FUSED_FFN);
     if constexpr (NB == 1 && !Map::EARLY) {
         if (items) map.begin(now.row0, total);
     }
@@ -735,6 +739,7 @@ __device__ __forceinline__ unsigned long long argmax_key(float v, int i) {
 template <int R, bool FOLD = false> struct PlainMap {
     static constexpr int UNIT = 0;
     static constexpr bool EARLY = false;  // begin loads y, which the kernel before may write
+    static constexpr bool FUSED_FFN = false;  // whether this is the fused FFN's map
     const unsigned char* w;
     int a_off;
     float* y;
