@@ -624,7 +624,7 @@ ATTENTION_ROWS(2) ATTENTION_ROWS(4) ATTENTION_ROWS(8)
 struct RopeQkvMap {
     static constexpr int UNIT = 0;
     static constexpr bool EARLY = true;  // begin reads no memory
-    static constexpr bool FUSED_FFN = false;  // whether this is the fused FFN's map
+    static constexpr bool RELEASE_FIRST = true;  // the next kernel launches before the wait
     const unsigned char *wq, *wk, *wv;
     int aq, ak, av;
     float* q;
@@ -741,7 +741,7 @@ struct GluRows {
     const unsigned char *wg, *wu;
     int ag, au;
     static constexpr bool EARLY = true;
-    static constexpr bool FUSED_FFN = false;  // whether this is the fused FFN's map
+    static constexpr bool RELEASE_FIRST = true;  // the next kernel launches before the wait
     __device__ Row row(int i) const { return (i & 1) ? Row{wu, au, i >> 1} : Row{wg, ag, i >> 1}; }
     __device__ void begin(int, int) const {}  // nothing to load ahead of the dot products
 };
@@ -816,7 +816,7 @@ GATE_UP_Q8(0, 4) GATE_UP_Q8(1, 4) GATE_UP_Q8(2, 4)
 // its hidden units in shared memory (stage_x's layout of a row of `values` = NU x 32 values,
 // unit u at u - u0), the down projection's input after them (`ffn_fused`).
 template <int R> struct GluLocalMap : GluUnits<R> {
-    static constexpr bool FUSED_FFN = true;
+    static constexpr bool RELEASE_FIRST = false;  // releasing first measured even on smollm2 (NOTES.md)
     unsigned char* himg;
     int u0, values;
     __device__ void unit_done(int u, int) const {

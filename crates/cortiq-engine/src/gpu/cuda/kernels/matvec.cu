@@ -648,8 +648,7 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
     if constexpr (NB == 1 && Map::EARLY) {
         if (items) map.begin(now.row0, total);
     }
-    // The fused FFN keeps releasing after its wait (before it: even on smollm2, NOTES.md).
-    pdl_wait_then_release(!Map::FUSED_FFN);
+    pdl_wait_then_release(Map::RELEASE_FIRST);
     if constexpr (NB == 1 && !Map::EARLY) {
         if (items) map.begin(now.row0, total);
     }
@@ -739,7 +738,7 @@ __device__ __forceinline__ unsigned long long argmax_key(float v, int i) {
 template <int R, bool FOLD = false> struct PlainMap {
     static constexpr int UNIT = 0;
     static constexpr bool EARLY = false;  // begin loads y, which the kernel before may write
-    static constexpr bool FUSED_FFN = false;  // whether this is the fused FFN's map
+    static constexpr bool RELEASE_FIRST = true;  // the next kernel launches before the wait
     const unsigned char* w;
     int a_off;
     float* y;
