@@ -2,6 +2,7 @@
 //! random weights (normal, std 0.02; norms 1.0) and a complete byte-level BPE vocabulary,
 //! so cortiq and llama.cpp's tools both load it. Streams one tensor at a time to disk, rows
 //! generated in parallel from per-row seeds: deterministic for a seed, bounded memory.
+//! `--codec` names one codec for every matrix, or `q4_k_m`: llama.cpp's Q4_K_M mix.
 
 use anyhow::{bail, Context, Result};
 use cortiq_core::gguf::{GgufWriter, TensorSpec};
@@ -40,6 +41,72 @@ pub const SHAPES: &[Shape] = &[
 
 /// Weight standard deviation of every matrix.
 const WEIGHT_STD: f32 = 0.02;
+
+/// Which codec each matrix gets: one for all, or a llama.cpp file-type mix.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Recipe {
+    Uniform(Codec),
+    /// `LLAMA_FTYPE_MOSTLY_Q4_K_M` as `llama_tensor_get_type` (llama-quant.cpp) picks it for
+    /// a dense llama: Q4_K, with Q6_K for the head (the embedding too when tied) and for
+    /// attn_v and ffn_down in the layers `more_bits` names; a matrix whose rows are not whole
+    /// 256-value superblocks falls back (Q4_K to Q5_0, Q6_K to Q8_0; the head to Q8_0).
+    Q4KM,
+}
+
+impl Recipe {
+    fn parse(name: &str) -> Result<Recipe> {
+        if name.eq_ignore_ascii_case("q4_k_m") {
+            return Ok(Recipe::Q4KM);
+        }
+        Codec::from_name(name).map(Recipe::Uniform).with_context(|| format!("unknown codec '{name}' (a codec name, or q4_k_m)"))
+    }
+
+    /// GGUF's `general.file_type` (llama.cpp's `llama_ftype`).
+    fn file_type(self) -> Result<u32> {
+        Ok(match self {
+            Recipe::Q4KM => 15,
+            Recipe::Uniform(codec) => match codec {
+                Codec::F32 => 0,
+                Codec::F16 => 1,
+                Codec::Q4_0 | Codec::Q4Tiled => 2,
+                Codec::Q4_1 => 3,
+                Codec::Q5_0 => 8,
+                Codec::Q8_0 => 7,
+                Codec::Q4K => 15,
+                Codec::Q5K => 17,
+                Codec::Q6K => 18,
+                Codec::BF16 => 32,
+                Codec::Q8Row => bail!("q8_row has no GGUF type; synthesize q8_0 and convert"),
+            },
+        })
+    }
+
+    /// The codec of matrix `name` (`blk.{layer}.{role}.weight`, `token_embd.weight`,
+    /// `output.weight`) whose rows hold `cols` values, in a model of `shape`.
+    fn codec(self, name: &str, cols: u64, shape: &Shape) -> Codec {
+        if let Recipe::Uniform(codec) = self {
+            return codec;
+        }
+        let whole_superblocks = cols.is_multiple_of(256);
+        if name == "output.weight" || (shape.tied && name == "token_embd.weight") {
+            return if whole_superblocks { Codec::Q6K } else { Codec::Q8_0 };
+        }
+        let layer = name.strip_prefix("blk.").and_then(|r| r.split('.').next()).and_then(|i| i.parse::<u64>().ok());
+        let wants_q6 = layer.is_some_and(|i| (name.ends_with(".attn_v.weight") || name.ends_with(".ffn_down.weight")) && more_bits(i, shape.layers));
+        match (wants_q6, whole_superblocks) {
+            (true, true) => Codec::Q6K,
+            (true, false) => Codec::Q8_0,
+            (false, true) => Codec::Q4K,
+            (false, false) => Codec::Q5_0,
+        }
+    }
+}
+
+/// llama.cpp's `use_more_bits`: the first and last eighth of the layers, and every third
+/// one between.
+fn more_bits(layer: u64, layers: u64) -> bool {
+    layer < layers / 8 || layer >= 7 * layers / 8 || (layer - layers / 8) % 3 == 2
+}
 
 /// GPT-2's byte-to-unicode map: the printable form of every byte in byte-level BPE.
 fn byte_chars() -> Vec<char> {
@@ -96,26 +163,14 @@ fn vocabulary(size: u64) -> Result<(Vec<String>, Vec<String>, Vec<i32>)> {
     Ok((tokens, merges, types))
 }
 
-fn metadata(shape: &Shape, codec: Codec) -> Result<Vec<(String, Value)>> {
+fn metadata(shape: &Shape, recipe: Recipe, codec_name: &str) -> Result<Vec<(String, Value)>> {
     let (tokens, merges, types) = vocabulary(shape.vocab)?;
     let strs = |v: Vec<String>| Value::Array(v.into_iter().map(Value::Str).collect());
-    let file_type = match codec {
-        Codec::F32 => 0,
-        Codec::F16 => 1,
-        Codec::Q4_0 | Codec::Q4Tiled => 2,
-        Codec::Q4_1 => 3,
-        Codec::Q5_0 => 8,
-        Codec::Q8_0 => 7,
-        Codec::Q4K => 15,
-        Codec::Q5K => 17,
-        Codec::Q6K => 18,
-        Codec::BF16 => 32,
-        Codec::Q8Row => bail!("q8_row has no GGUF type; synthesize q8_0 and convert"),
-    };
+    let file_type = recipe.file_type()?;
     let head_dim = shape.hidden / shape.heads;
     Ok(vec![
         ("general.architecture".into(), Value::Str("llama".into())),
-        ("general.name".into(), Value::Str(format!("cortiq synth {} {codec}", shape.name))),
+        ("general.name".into(), Value::Str(format!("cortiq synth {} {codec_name}", shape.name))),
         ("general.file_type".into(), Value::U32(file_type)),
         ("general.quantization_version".into(), Value::U32(2)),
         ("llama.context_length".into(), Value::U32(shape.ctx as u32)),
@@ -180,12 +235,12 @@ pub fn synth(shape_name: &str, codec_name: &str, out: &Path, seed: u64) -> Resul
 
 /// The model of any geometry (tests use shapes of their own) in codec `codec_name`.
 pub fn synth_shape(shape: &Shape, codec_name: &str, out: &Path, seed: u64) -> Result<()> {
-    let codec = Codec::from_name(codec_name).with_context(|| format!("unknown codec '{codec_name}'"))?;
-    let meta = metadata(shape, codec)?;
+    let recipe = Recipe::parse(codec_name)?;
+    let meta = metadata(shape, recipe, codec_name)?;
     let list = tensor_list(shape);
     let specs: Vec<TensorSpec> = list
         .iter()
-        .map(|(name, dims)| TensorSpec { name: name.clone(), shape: dims.clone(), codec: if dims.len() == 1 { Codec::F32 } else { codec } })
+        .map(|(name, dims)| TensorSpec { name: name.clone(), shape: dims.clone(), codec: if dims.len() == 1 { Codec::F32 } else { recipe.codec(name, dims[0], shape) } })
         .collect();
     let total: u64 = specs.iter().map(|s| cortiq_core::TensorInfo::expected_bytes(&s.name, &s.shape, s.codec)).sum::<Result<u64, _>>()?;
     let tmp = out.with_extension("partial");
@@ -215,7 +270,7 @@ pub fn synth_shape(shape: &Shape, codec_name: &str, out: &Path, seed: u64) -> Re
     w.finish()?;
     bar.finish_and_clear();
     std::fs::rename(&tmp, out).with_context(|| format!("renaming to {}", out.display()))?;
-    eprintln!("cortiq: wrote {} ({} {codec}, {} tensors)", out.display(), shape.name, specs.len());
+    eprintln!("cortiq: wrote {} ({} {codec_name}, {} tensors)", out.display(), shape.name, specs.len());
     Ok(())
 }
 
@@ -236,5 +291,59 @@ mod tests {
                 assert!(set.contains(&a.to_string()) && set.contains(&b.to_string()) && set.contains(&format!("{a}{b}")), "{m}");
             }
         }
+    }
+
+    #[test]
+    fn more_bits_names_llama_cpps_layers() {
+        let picked: Vec<u64> = (0..32).filter(|&i| more_bits(i, 32)).collect();
+        assert_eq!(picked, [0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31]);
+        let picked: Vec<u64> = (0..16).filter(|&i| more_bits(i, 16)).collect();
+        assert_eq!(picked, [0, 1, 4, 7, 10, 13, 14, 15]);
+    }
+
+    #[test]
+    fn q4_k_m_follows_llama_cpps_mix_and_its_fallbacks() {
+        let shape = |name: &str| *SHAPES.iter().find(|s| s.name == name).unwrap();
+        let of = |shape: &Shape| -> std::collections::HashMap<String, Codec> {
+            tensor_list(shape).into_iter().filter(|(_, d)| d.len() == 2).map(|(n, d)| (n.clone(), Recipe::Q4KM.codec(&n, d[0], shape))).collect()
+        };
+        // llama-8b: untied, every width a multiple of 256.
+        let m = of(&shape("llama-8b"));
+        assert_eq!((m["token_embd.weight"], m["output.weight"]), (Codec::Q4K, Codec::Q6K));
+        for (layer, q6) in [(0, true), (4, false), (5, false), (6, true), (27, true), (28, true)] {
+            let want = if q6 { Codec::Q6K } else { Codec::Q4K };
+            assert_eq!((m[&format!("blk.{layer}.attn_v.weight")], m[&format!("blk.{layer}.ffn_down.weight")]), (want, want), "layer {layer}");
+            for role in ["attn_q", "attn_k", "attn_output", "ffn_gate", "ffn_up"] {
+                assert_eq!(m[&format!("blk.{layer}.{role}.weight")], Codec::Q4K, "{role} {layer}");
+            }
+        }
+        // smollm2: tied, 576 wide (not whole superblocks); the FFN's 1536 are.
+        let m = of(&shape("smollm2-135m"));
+        assert_eq!(m["token_embd.weight"], Codec::Q8_0);
+        assert_eq!((m["blk.0.attn_q.weight"], m["blk.0.attn_v.weight"], m["blk.0.ffn_down.weight"]), (Codec::Q5_0, Codec::Q8_0, Codec::Q6K));
+        assert_eq!((m["blk.4.attn_v.weight"], m["blk.4.ffn_down.weight"], m["blk.4.ffn_gate.weight"]), (Codec::Q5_0, Codec::Q4K, Codec::Q5_0));
+        assert_eq!(Recipe::parse("Q4_K_M").unwrap(), Recipe::Q4KM);
+        assert_eq!(Recipe::parse("q8_0").unwrap(), Recipe::Uniform(Codec::Q8_0));
+        assert!(Recipe::parse("q4_k_x").unwrap_err().to_string().contains("q4_k_m"));
+    }
+
+    #[test]
+    fn a_q4_k_m_model_loads_with_its_mix_and_decodes_on_the_cpu() {
+        let dir = std::env::temp_dir().join(format!("cortiq-synth-q4km-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("tiny-q4_k_m.gguf");
+        synth("tiny", "q4_k_m", &path, 7).unwrap();
+        let engine = crate::generate::Engine::load(&path).unwrap();
+        let m = &engine.model;
+        // tiny: 2 layers, so layer 1 is the last eighth's; tied, so the embedding is the head's Q6_K.
+        assert_eq!(m.embed.codec, Codec::Q6K);
+        assert_eq!((m.layers[0].wv.codec, m.layers[0].down.codec, m.layers[0].wq.codec), (Codec::Q4K, Codec::Q4K, Codec::Q4K));
+        assert_eq!((m.layers[1].wv.codec, m.layers[1].down.codec, m.layers[1].gate.codec), (Codec::Q6K, Codec::Q6K, Codec::Q4K));
+        let mut session = crate::pipeline::Session::new(std::sync::Arc::clone(&engine.model), 64);
+        let logits = session.prefill(&[1, 2, 3]).unwrap();
+        assert!(logits.len() == 2048 && logits.iter().all(|v| v.is_finite()), "{} logits", logits.len());
+        let next = session.step_greedy(5).unwrap();
+        assert!((next as usize) < 2048);
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

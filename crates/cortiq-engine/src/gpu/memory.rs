@@ -1,5 +1,5 @@
 //! Memory-side helpers of the facade (SPEC section 6): content fingerprints for
-//! pointer-keyed device caches, and the f16 operand guard.
+//! pointer-keyed device caches, the f16 operand guard, and the weight budget's setting.
 
 /// Below this size a fingerprint hashes every byte.
 pub const EXACT_FINGERPRINT_BYTES: usize = 4096;
@@ -44,6 +44,35 @@ pub fn f16_guard(x: &[f32]) -> bool {
     x.iter().all(|v| v.is_finite() && v.abs() <= F16_MAX)
 }
 
+/// The weight budget in bytes: `CMF_GPU_BUDGET` as bytes with an optional K/M/G/T suffix
+/// (powers of 1024) or as a fraction of device memory (`0.5`); otherwise `default_fraction`
+/// of `memory` (None when the device did not say).
+pub fn weight_budget(setting: Option<&str>, memory: Option<u64>, default_fraction: f64) -> Result<Option<u64>, String> {
+    let Some(s) = setting.map(str::trim).filter(|s| !s.is_empty()) else {
+        return Ok(memory.map(|m| (m as f64 * default_fraction) as u64));
+    };
+    let bad = || format!("CMF_GPU_BUDGET={s:?} is neither a size (8G, 512M, 1000000) nor a fraction (0.5)");
+    if s.contains('.') && !s.ends_with(|c: char| c.is_ascii_alphabetic()) {
+        let f: f64 = s.parse().map_err(|_| bad())?;
+        if !(f > 0.0 && f <= 1.0) {
+            return Err(bad());
+        }
+        return memory.map(|m| Some((m as f64 * f) as u64)).ok_or_else(|| format!("CMF_GPU_BUDGET={s}: a fraction needs the device memory size, which this adapter does not report; give bytes"));
+    }
+    let (num, mult) = match s.chars().last().map(|c| c.to_ascii_uppercase()) {
+        Some('K') => (&s[..s.len() - 1], 1u64 << 10),
+        Some('M') => (&s[..s.len() - 1], 1 << 20),
+        Some('G') => (&s[..s.len() - 1], 1 << 30),
+        Some('T') => (&s[..s.len() - 1], 1 << 40),
+        _ => (s, 1),
+    };
+    let n: f64 = num.trim().parse().map_err(|_| bad())?;
+    if !(n.is_finite() && n > 0.0) {
+        return Err(bad());
+    }
+    Ok(Some((n * mult as f64) as u64))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,5 +100,21 @@ mod tests {
         assert!(!f16_guard(&[65505.0]));
         assert!(!f16_guard(&[f32::NAN]));
         assert!(!f16_guard(&[f32::INFINITY]));
+    }
+
+    #[test]
+    fn the_weight_budget_takes_sizes_fractions_and_defaults_to_a_fraction_of_memory() {
+        let gib = 1u64 << 30;
+        assert_eq!(weight_budget(None, Some(10 * gib), 0.8), Ok(Some(8 * gib)));
+        assert_eq!(weight_budget(None, None, 0.8), Ok(None));
+        assert_eq!(weight_budget(Some("8G"), None, 0.8), Ok(Some(8 * gib)));
+        assert_eq!(weight_budget(Some("512m"), None, 0.8), Ok(Some(512 << 20)));
+        assert_eq!(weight_budget(Some("1.5G"), None, 0.8), Ok(Some(3 * gib / 2)));
+        assert_eq!(weight_budget(Some("123456"), None, 0.8), Ok(Some(123456)));
+        assert_eq!(weight_budget(Some("0.5"), Some(10 * gib), 0.8), Ok(Some(5 * gib)));
+        assert!(weight_budget(Some("0.5"), None, 0.8).is_err());
+        for bad in ["lots", "-1G", "1.5", "0", "G"] {
+            assert!(weight_budget(Some(bad), Some(gib), 0.8).is_err(), "{bad}");
+        }
     }
 }

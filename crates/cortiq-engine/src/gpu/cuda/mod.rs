@@ -67,7 +67,8 @@ pub(super) const MMA_MIN_ROWS: usize = 16;
 const MMA_THREADS: u32 = 128;
 /// Most activation rows a prefill tile stages (`MATMUL_TILE` in matvec.cu).
 const MATMUL_TILE: usize = 8;
-/// Fraction of device memory weights may occupy (the rest: activations, KV, the driver).
+/// Fraction of device memory weights may occupy unless `CMF_GPU_BUDGET` says otherwise (the
+/// rest: activations, KV, the driver).
 const WEIGHT_BUDGET_FRACTION: f64 = 0.9;
 /// Threads per block of the row kernels: 8 warps.
 const ROW_THREADS: u32 = 256;
@@ -389,12 +390,13 @@ impl CudaBackend {
         }
         let sms = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(err)?.max(1) as u32;
         let total = ctx.total_mem().map_err(err)? as u64;
+        let budget = crate::gpu::memory::weight_budget(std::env::var("CMF_GPU_BUDGET").ok().as_deref(), Some(total), WEIGHT_BUDGET_FRACTION)?.unwrap_or(total);
         let blas = blas::Blas::new(&stream);
         let readback = stream.fork().map_err(err)?;
         let hostprof = super::hostprof_level() > 0;
         let trace = Mutex::new(if switches.has("CORTIQ_TRACE") { Some(trace::Trace::open(module.clone())?) } else { None });
         let info = DeviceInfo { backend: "cuda", name: ctx.name().map_err(err)?, discrete: true, memory_bytes: total, f16: true, subgroups: true, matrix_units: true, max_binding_bytes: total, q8_activations: true, q8_matvec: true };
-        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget: (total as f64 * WEIGHT_BUDGET_FRACTION) as u64, smem_limit, overlap: major >= 9, kernel_cache, skip, switches, blas, flash: !crate::gpu::selection::switched_off("CMF_CUDA_FLASH"), long_prefill_rows, readback, hostprof, int8_chain, cluster: cluster::enabled(), fused_ffn, att_group_from, trace, info })
+        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget, smem_limit, overlap: major >= 9, kernel_cache, skip, switches, blas, flash: !crate::gpu::selection::switched_off("CMF_CUDA_FLASH"), long_prefill_rows, readback, hostprof, int8_chain, cluster: cluster::enabled(), fused_ffn, att_group_from, trace, info })
     }
 
     /// This backend with the token graph's int8 chain set to `chain` (`CMF_CUDA_INT8_CHAIN`;

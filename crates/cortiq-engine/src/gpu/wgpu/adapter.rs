@@ -18,10 +18,6 @@ pub enum AdapterKind {
     Other,
 }
 
-/// Fraction of device-local memory weights may occupy by default (the rest: activations,
-/// KV mirrors, the driver).
-pub const DEFAULT_BUDGET_FRACTION: f64 = 0.8;
-
 /// The adapter to open: `pin` (`CMF_GPU_ADAPTER`: an index into `adapters`, or a
 /// case-insensitive part of its name) or else the first discrete, then integrated, then
 /// virtual adapter. A software adapter is only taken when pinned.
@@ -49,35 +45,6 @@ fn names(adapters: &[AdapterDesc]) -> String {
     adapters.iter().enumerate().map(|(i, a)| format!("{i}: {}", a.name)).collect::<Vec<_>>().join(", ")
 }
 
-/// The weight budget in bytes: `CMF_GPU_BUDGET` as bytes with an optional K/M/G/T suffix
-/// (powers of 1024) or as a fraction of device memory (`0.5`); otherwise
-/// `DEFAULT_BUDGET_FRACTION` of `memory` (None when the device did not say).
-pub fn budget(setting: Option<&str>, memory: Option<u64>) -> Result<Option<u64>, String> {
-    let Some(s) = setting.map(str::trim).filter(|s| !s.is_empty()) else {
-        return Ok(memory.map(|m| (m as f64 * DEFAULT_BUDGET_FRACTION) as u64));
-    };
-    let bad = || format!("CMF_GPU_BUDGET={s:?} is neither a size (8G, 512M, 1000000) nor a fraction (0.5)");
-    if s.contains('.') && !s.ends_with(|c: char| c.is_ascii_alphabetic()) {
-        let f: f64 = s.parse().map_err(|_| bad())?;
-        if !(f > 0.0 && f <= 1.0) {
-            return Err(bad());
-        }
-        return memory.map(|m| Some((m as f64 * f) as u64)).ok_or_else(|| format!("CMF_GPU_BUDGET={s}: a fraction needs the device memory size, which this adapter does not report; give bytes"));
-    }
-    let (num, mult) = match s.chars().last().map(|c| c.to_ascii_uppercase()) {
-        Some('K') => (&s[..s.len() - 1], 1u64 << 10),
-        Some('M') => (&s[..s.len() - 1], 1 << 20),
-        Some('G') => (&s[..s.len() - 1], 1 << 30),
-        Some('T') => (&s[..s.len() - 1], 1 << 40),
-        _ => (s, 1),
-    };
-    let n: f64 = num.trim().parse().map_err(|_| bad())?;
-    if !(n.is_finite() && n > 0.0) {
-        return Err(bad());
-    }
-    Ok(Some((n * mult as f64) as u64))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,21 +69,5 @@ mod tests {
     fn software_adapters_and_no_adapters_are_refused_with_a_reason() {
         assert_eq!(choose(&[], None).unwrap_err(), "no GPU adapter");
         assert!(choose(&[a("llvmpipe", AdapterKind::Cpu)], None).unwrap_err().contains("CMF_GPU_ADAPTER"));
-    }
-
-    #[test]
-    fn budget_takes_sizes_fractions_and_defaults_to_a_fraction_of_memory() {
-        let gib = 1u64 << 30;
-        assert_eq!(budget(None, Some(10 * gib)), Ok(Some(8 * gib)));
-        assert_eq!(budget(None, None), Ok(None));
-        assert_eq!(budget(Some("8G"), None), Ok(Some(8 * gib)));
-        assert_eq!(budget(Some("512m"), None), Ok(Some(512 << 20)));
-        assert_eq!(budget(Some("1.5G"), None), Ok(Some(3 * gib / 2)));
-        assert_eq!(budget(Some("123456"), None), Ok(Some(123456)));
-        assert_eq!(budget(Some("0.5"), Some(10 * gib)), Ok(Some(5 * gib)));
-        assert!(budget(Some("0.5"), None).is_err());
-        for bad in ["lots", "-1G", "1.5", "0", "G"] {
-            assert!(budget(Some(bad), Some(gib)).is_err(), "{bad}");
-        }
     }
 }

@@ -228,6 +228,9 @@ fn device_memory(_a: &wgpu::Adapter) -> Option<u64> {
 
 /// Weight budget assumed when the device reports no memory size and none is configured.
 const FALLBACK_BUDGET: u64 = 4 << 30;
+/// Fraction of device-local memory weights may occupy by default (the rest: activations,
+/// KV mirrors, the driver).
+const WEIGHT_BUDGET_FRACTION: f64 = 0.8;
 
 impl WgpuContext {
     /// Open the chosen adapter and build every pipeline; `binding_cap` lowers the largest
@@ -276,7 +279,7 @@ impl WgpuContext {
         // Device errors are caught per job by error scopes; anything else is logged, not a panic.
         device.on_uncaptured_error(std::sync::Arc::new(|e: wgpu::Error| eprintln!("cortiq: wgpu error outside a job: {e}")));
         let memory = device_memory(adapter);
-        let budget = adapter::budget(budget_setting, memory)?.unwrap_or(FALLBACK_BUDGET);
+        let budget = crate::gpu::memory::weight_budget(budget_setting, memory, WEIGHT_BUDGET_FRACTION)?.unwrap_or(FALLBACK_BUDGET);
         let max_binding = (limits.max_storage_buffer_binding_size as u64).min(limits.max_buffer_size).min(binding_cap.unwrap_or(u64::MAX)) & !255;
         let subgroups = features.contains(wgpu::Features::SUBGROUP);
         let info = DeviceInfo {
