@@ -346,7 +346,7 @@ impl Session {
                 Ok(true)
             }
             GraphOutcome::Declined(reason) => {
-                if reason.starts_with("cannot build") {
+                if crate::gpu::refuses_model(reason) {
                     self.graph_refused = true;
                 }
                 Ok(false)

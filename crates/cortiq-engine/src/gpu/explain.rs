@@ -69,6 +69,8 @@ pub struct Explain {
     pub prefill_chunks: u64,
     pub prefill_rows: u64,
     pub prefill_time: Duration,
+    /// Why the backend's graphs could not be built for the model, where they could not.
+    pub graph_refused: Option<&'static str>,
 }
 
 impl Explain {
@@ -115,7 +117,10 @@ impl Explain {
             let layers = self.graph_prefix.map(|(run, all)| format!(", layers 0..{run} of {all} {HOST}")).unwrap_or_default();
             out.push_str(&format!("| prefill graph | {} | {} | 0 | {} prompt rows in one submission each{layers} | {:.1} ms | 0.0 ms |\n", self.prefill_chunks, self.prefill_chunks, self.prefill_rows, self.prefill_time.as_secs_f64() * 1e3));
         }
-        if self.classes.is_empty() && self.graph_tokens == 0 && self.prefill_chunks == 0 {
+        if let Some(why) = self.graph_refused {
+            out.push_str(&format!("| graphs | - | - | - | not used: {why}; the ops above ran one by one | - | - |\n"));
+        }
+        if self.classes.is_empty() && self.graph_tokens == 0 && self.prefill_chunks == 0 && self.graph_refused.is_none() {
             out.push_str("| (no heavy ops ran) | | | | | | |\n");
         }
         out

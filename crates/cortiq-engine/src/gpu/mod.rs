@@ -166,6 +166,12 @@ fn notice(msg: &str) {
     eprintln!("cortiq: {msg}");
 }
 
+/// Whether a graph's decline says the graphs cannot be built for this model at all (the
+/// session does not ask again), rather than that this one call cannot run.
+pub fn refuses_model(reason: &str) -> bool {
+    reason.starts_with("cannot build")
+}
+
 impl Gpu {
     /// A facade over `backend` (None: CPU only) with explicit configuration.
     pub fn new(backend: Option<Box<dyn Backend>>, cfg: GpuConfig) -> Gpu {
@@ -419,7 +425,15 @@ impl Gpu {
                 e.graph_prefix = prefix;
                 GraphOutcome::Completed
             }
-            DeviceOutcome::Declined(r) => GraphOutcome::Declined(r),
+            DeviceOutcome::Declined(r) => {
+                if refuses_model(r) {
+                    let mut e = self.explain.lock().unwrap_or_else(|e| e.into_inner());
+                    if e.graph_refused.replace(r) != Some(r) {
+                        notice(&format!("{r}; {} runs this model op by op (`--explain` counts where each op ran)", self.backend_name()));
+                    }
+                }
+                GraphOutcome::Declined(r)
+            }
             DeviceOutcome::Failed(e) => GraphOutcome::Failed(e),
         }
     }

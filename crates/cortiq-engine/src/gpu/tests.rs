@@ -458,3 +458,21 @@ fn the_graph_profile_reports_time_and_weight_read_rate_per_kind() {
     (p.captures_invalidated, p.tokens_uncaptured) = (4, 1);
     assert!(p.note_lines().ends_with("chunks\ntoken graph: 4 captures invalidated by other work on the device and tried again; 1 tokens ran uncaptured\n"), "{}", p.note_lines());
 }
+
+/// A model the backend's graphs cannot take runs op by op, and `--explain` says why.
+#[test]
+fn a_model_the_graphs_refuse_runs_per_op_and_explain_names_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::load(&tiny_model(&dir)).unwrap();
+    let reference = generate_on(&engine, Arc::new(Gpu::new(None, GpuConfig::for_tests())), 8).unwrap();
+    let gpu = facade(Scripted { discrete: true, graph: false, prefill: false, ..Default::default() });
+    assert_eq!(generate_on(&engine, Arc::clone(&gpu), 8).unwrap(), reference);
+    let e = gpu.explain.lock().unwrap().clone();
+    assert_eq!((e.graph_tokens, e.graph_refused), (0, Some("cannot build a graph for this model (scripted)")));
+    let table = gpu.explain_table();
+    assert!(table.contains("| graphs | - | - | - | not used: cannot build a graph for this model (scripted)"), "{table}");
+    // A graph that runs leaves no such row.
+    let whole = facade(Scripted { discrete: true, graph: true, ..Default::default() });
+    generate_on(&engine, Arc::clone(&whole), 8).unwrap();
+    assert!(!whole.explain_table().contains("not used"), "{}", whole.explain_table());
+}

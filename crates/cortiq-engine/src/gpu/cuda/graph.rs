@@ -262,11 +262,11 @@ pub(super) fn unsupported(m: &Llama, capacity: usize, smem_limit: usize) -> Opti
     if m.cfg.head_dim > MAX_HEAD_DIM || capacity >= i32::MAX as usize / m.cfg.kv_dim().max(1) {
         return Some("cannot build a graph: head size or context beyond the attention kernels");
     }
-    if kind(m.embed.codec).is_none() {
-        return Some("cannot build a graph: embedding codec has no CUDA decoder");
+    if all_weights(m).iter().any(|w| kind(w.codec).is_none()) {
+        return Some("cannot build a graph: a weight codec has no CUDA kernel (Q4_0, Q4_1, Q8_0, F16 and F32 have; K-quants such as Q4_K_M's do not, CMF_GPU=wgpu has Q4_K and Q6_K)");
     }
-    if all_weights(m).iter().any(|w| kind(w.codec).is_none_or(|k| row_smem(k, w.cols) > smem_limit) || !crate::gpu::planar::supports(w.codec, w.cols) || w.cols % 32 != 0) {
-        return Some("cannot build a graph: a weight codec or width has no CUDA kernel");
+    if all_weights(m).iter().any(|w| kind(w.codec).is_some_and(|k| row_smem(k, w.cols) > smem_limit) || !crate::gpu::planar::supports(w.codec, w.cols) || w.cols % 32 != 0) {
+        return Some("cannot build a graph: a weight width has no CUDA kernel (not whole 32-value units, or its staged row exceeds the shared memory)");
     }
     let Some(first) = m.layers.first() else {
         return Some("cannot build a graph: the model has no layers");
@@ -1281,7 +1281,8 @@ mod tests {
         // A context whose mirror offsets would overflow the kernels' i32 arithmetic.
         assert!(unsupported(&m, i32::MAX as usize, ample).is_some_and(|why| why.contains("context")));
         // K-quants have no CUDA kernel: the graph declines instead of running part of it.
-        assert!(unsupported(&tiny("q4_k"), 2048, ample).is_some_and(|why| why.contains("codec")));
+        assert!(unsupported(&tiny("q4_k"), 2048, ample).is_some_and(|why| why.contains("codec") && why.contains("wgpu")));
+        assert!(unsupported(&tiny("q4_k_m"), 2048, ample).is_some_and(|why| why.contains("codec") && crate::gpu::refuses_model(why)));
     }
 
     #[test]
