@@ -68,7 +68,8 @@ fn round4(n: usize) -> usize {
     n.div_ceil(4) * 4
 }
 
-fn f16_at(b: &[u8], i: usize) -> f16 {
+/// The little-endian f16 at byte `i` of `b`.
+pub(super) fn f16_at(b: &[u8], i: usize) -> f16 {
     f16::from_le_bytes([b[i], b[i + 1]])
 }
 
@@ -214,7 +215,7 @@ pub fn repack_unit_major(codec: Codec, rows: usize, cols: usize, bytes: &[u8]) -
 }
 
 /// Q4_K's 6-bit scale and min of sub-block `j` (ggml's `get_scale_min_k4`).
-fn scale_min(j: usize, s: &[u8]) -> (u8, u8) {
+pub(super) fn scale_min(j: usize, s: &[u8]) -> (u8, u8) {
     if j < 4 {
         (s[j] & 63, s[j + 4] & 63)
     } else {
@@ -223,7 +224,7 @@ fn scale_min(j: usize, s: &[u8]) -> (u8, u8) {
 }
 
 /// Q6_K's 256 levels (0..63) of one superblock, in value order.
-fn q6k_levels(sb: &[u8]) -> [u8; 256] {
+pub(super) fn q6k_levels(sb: &[u8]) -> [u8; 256] {
     let mut out = [0u8; 256];
     for n in 0..2 {
         let (ql, qh) = (&sb[64 * n..64 * n + 64], &sb[128 + 32 * n..128 + 32 * n + 32]);

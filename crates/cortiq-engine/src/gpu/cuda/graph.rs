@@ -29,7 +29,7 @@ use crate::kv::KvCache;
 use crate::model::llama::{Llama, LlamaConfig, Weight};
 use crate::sample::DrawSpec;
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUresult, CUstreamCaptureMode};
-use cudarc::driver::{CudaEvent, CudaGraph, CudaSlice, CudaView, DevicePtr, LaunchConfig};
+use cudarc::driver::{CudaEvent, CudaFunction, CudaGraph, CudaSlice, CudaView, DevicePtr, LaunchConfig};
 use std::collections::HashMap;
 
 /// Positions per split-attention block (`ATT_CHUNK` in graph.cu).
@@ -263,7 +263,7 @@ pub(super) fn unsupported(m: &Llama, capacity: usize, smem_limit: usize) -> Opti
         return Some("cannot build a graph: head size or context beyond the attention kernels");
     }
     if all_weights(m).iter().any(|w| kind(w.codec).is_none()) {
-        return Some("cannot build a graph: a weight codec has no CUDA kernel (Q4_0, Q4_1, Q8_0, F16 and F32 have; K-quants such as Q4_K_M's do not, CMF_GPU=wgpu has Q4_K and Q6_K)");
+        return Some("cannot build a graph: a weight codec has no CUDA kernel (Q4_0, Q4_1, Q8_0, Q4_K, Q6_K, F16 and F32 have)");
     }
     if all_weights(m).iter().any(|w| kind(w.codec).is_some_and(|k| row_smem(k, w.cols) > smem_limit) || !crate::gpu::planar::supports(w.codec, w.cols) || w.cols % 32 != 0) {
         return Some("cannot build a graph: a weight width has no CUDA kernel (not whole 32-value units, or its staged row exceeds the shared memory)");
@@ -271,13 +271,25 @@ pub(super) fn unsupported(m: &Llama, capacity: usize, smem_limit: usize) -> Opti
     let Some(first) = m.layers.first() else {
         return Some("cannot build a graph: the model has no layers");
     };
-    if m.layers.iter().any(|l| [l.wq.codec, l.wk.codec, l.wv.codec].iter().any(|&c| kind(c) != kind(first.wq.codec)) || [l.gate.codec, l.up.codec].iter().any(|&c| kind(c) != kind(first.gate.codec))) {
-        return Some("cannot build a graph: q/k/v or gate/up codecs differ (or differ between layers)");
+    if m.layers.iter().any(|l| [l.wq.codec, l.wk.codec].iter().any(|&c| kind(c) != kind(first.wq.codec)) || [l.gate.codec, l.up.codec].iter().any(|&c| kind(c) != kind(first.gate.codec))) {
+        return Some("cannot build a graph: q/k or gate/up codecs differ (or differ between layers)");
     }
     if !m.cfg.head_dim.is_multiple_of(16) || !m.cfg.rope_dims.is_multiple_of(2) || m.cfg.rope_dims > m.cfg.head_dim {
         return Some("cannot build a graph: head size not a multiple of 16, or rotary width odd or wider than a head");
     }
     None
+}
+
+/// One layer's Q/K/V launches as (codec kind, first row, rows) of the three matrices' rows
+/// (q, then k, then v; `RopeQkvMap` in graph.cu): one launch where V has Q's kind, else Q
+/// and K in one and V in another (Q4_K_M's V is Q6_K in some layers).
+fn qkv_parts(c: &LlamaConfig, qkind: i32, vkind: i32) -> Vec<(i32, usize, usize)> {
+    let qk = c.q_dim() + c.kv_dim();
+    if vkind == qkind {
+        vec![(qkind, 0, qk + c.kv_dim())]
+    } else {
+        vec![(qkind, 0, qk), (vkind, qk, c.kv_dim())]
+    }
 }
 
 /// Attention's head geometry.
@@ -409,12 +421,12 @@ impl CudaBackend {
     }
 
     /// The cuBLAS path's scratch for `m` and `n` prompt rows: None without cuBLAS, where a
-    /// layer weight has no f16 decoder (`dequant_f16`: Q4_0, Q4_1, Q8_0), or where the device
+    /// layer weight has no f16 decoder (`dequant_f16`: the int8-dotted kinds), or where the device
     /// has no room for it (the int8 GEMMs need none).
     fn f16_scratch(&self, m: &Llama, n: usize) -> Option<F16Scratch> {
         let c = &m.cfg;
         self.blas.as_ref().ok()?;
-        if !m.layers.iter().flat_map(|l| l.matrices()).all(|w| kind(w.codec).is_some_and(|k| k <= 2)) {
+        if !m.layers.iter().flat_map(|l| l.matrices()).all(|w| kind(w.codec).is_some_and(super::int8_kind)) {
             return None;
         }
         let (d, ff, qkv) = (c.n_embd, c.n_ff, c.q_dim() + 2 * c.kv_dim());
@@ -794,11 +806,11 @@ impl CudaBackend {
 
     /// Whether the token graph runs `m`'s FFNs fused (`ffn.rs`): the setting takes its size,
     /// both links of the int8 chain are on (the output projection folds the pending part), and
-    /// each layer's down projection has gate's quantized codec.
+    /// each layer's down projection has gate's codec kind, one the fused kernels take (Q4_0, Q4_1 / Q4_K, Q8_0).
     fn ffn_fuses(&self, m: &Llama) -> bool {
-        let quantized = m.layers.iter().flat_map(|l| l.matrices()).all(|w| kind(w.codec).is_some_and(|k| k <= 2));
+        let quantized = m.layers.iter().flat_map(|l| l.matrices()).all(|w| kind(w.codec).is_some_and(super::int8_kind));
         let chain = self.int8_chain.for_model(quantized, m.cfg.head_dim);
-        self.fused_ffn.takes(m.cfg.n_ff, m.cfg.n_embd) && chain.attn && chain.glu && m.layers.iter().all(|l| kind(l.down.codec) == kind(l.gate.codec))
+        self.fused_ffn.takes(m.cfg.n_ff, m.cfg.n_embd) && chain.attn && chain.glu && m.layers.iter().all(|l| kind(l.down.codec) == kind(l.gate.codec) && kind(l.gate.codec).is_some_and(|k| k <= 2))
     }
 
     /// The cluster kernel's plan for `m`, where the path is on (`with_cluster`), its layers
@@ -892,7 +904,7 @@ impl CudaBackend {
         let grid_splits = capacity.div_ceil(ATT_CHUNK);
         // Kinds are uniform within q/k/v and within gate/up (checked by unsupported()).
         let (qkind, gkind) = (kd(&args[0]), kd(&args[4]));
-        let chain = self.int8_chain.for_model(args[..c.n_layer * 7].iter().all(|w| kd(w) <= 2), c.head_dim);
+        let chain = self.int8_chain.for_model(args[..c.n_layer * 7].iter().all(|w| super::int8_kind(kd(w))), c.head_dim);
         // Gate/up rows come in (gate, up) pairs, so 2 or 4 rows per warp group, whichever
         // balances the warps of the grid (as wide for both); writing the hidden row's int8
         // image, 4 (its blocks take whole units of 32 pairs). The row kernels the chain
@@ -904,7 +916,7 @@ impl CudaBackend {
             self.note_graph(format!("FFN as one launch a layer ({}, {} blocks)", super::ffn::kernel(gkind, nu), cfg.grid_dim.0));
         }
         let qkv_name = if pending.is_some() { "qkv_rope_pend" } else { "qkv_rope" };
-        let (qkv_f, qkv_cfg) = self.spread_row_launch(&super::row_kernel(qkv_name, qkind, 2), c.q_dim() + 2 * c.kv_dim(), 2, row_smem(qkind, c.n_embd))?;
+        let qkv_launch = |kind: i32, rows: usize| self.spread_row_launch(&super::row_kernel(qkv_name, kind, 2), rows, 2, row_smem(kind, c.n_embd));
         let (glu_f, glu_cfg) = if chain.glu {
             self.unit_launch(&super::row_kernel("gate_up_q8", gkind, 4), c.n_ff / 32, row_smem(gkind, c.n_embd))?
         } else {
@@ -942,15 +954,18 @@ impl CudaBackend {
         for li in 0..looped_layers {
             let w = &args[li * 7..li * 7 + 7];
             let (wq, wk, wv, wg, wu) = (dev(&w[0])?, dev(&w[1])?, dev(&w[2])?, dev(&w[4])?, dev(&w[5])?);
-            let mut a = KernelArgs::default();
-            a.buf(&wq.data, s).buf(&wk.data, s).buf(&wv.data, s).int(wq.a_off).int(wk.a_off).int(wv.a_off).buf(&g.x, s);
-            if let Some(xa) = pending {
-                a.buf(xa, s);
-            }
-            a.buf(&g.norms[li].0, s).float(eps).buf(&g.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s);
-            a.int(nh).int(nkv).int(hd).int(rot).int(neox).float(base).buf(&pos_ptr, s).int(d);
-            if self.skip.runs("qkv") {
-                unsafe { launch(s, qkv_f, qkv_cfg, &a, ov) }.map_err(err)?;
+            for (kind, first, rows) in qkv_parts(c, qkind, kd(&w[2])) {
+                let (f, cfg) = qkv_launch(kind, rows)?;
+                let mut a = KernelArgs::default();
+                a.buf(&wq.data, s).buf(&wk.data, s).buf(&wv.data, s).int(wq.a_off).int(wk.a_off).int(wv.a_off).buf(&g.x, s);
+                if let Some(xa) = pending {
+                    a.buf(xa, s);
+                }
+                a.buf(&g.norms[li].0, s).float(eps).buf(&g.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s);
+                a.int(nh).int(nkv).int(hd).int(rot).int(neox).float(base).buf(&pos_ptr, s).int(d).int(first as i32).int(rows as i32);
+                if self.skip.runs("qkv") {
+                    unsafe { launch(s, f, cfg, &a, ov) }.map_err(err)?;
+                }
             }
             let out_img = chain.attn.then_some(&g.img_att);
             let att = Attention { heads: Heads::of(c), q: &g.q, k: &mirror.k[li], v: &mirror.v[li], part: &g.part, out: &g.att, out_img, f16_guard: None, pos: &pos_ptr, rows: 1, splits: grid_splits, part_splits: g.splits };
@@ -1003,7 +1018,7 @@ impl CudaBackend {
     /// `img` (the token graph's int8 chain; matvec.cu's `matvec_img`), its blocks spread
     /// (`spread.rs`); the pending part (`ffn.rs`) folded into y and zeroed where given.
     fn launch_image_matvec(&self, w: &WeightArg, map: &HashMap<u64, Resident>, img: &CudaSlice<u8>, y: &CudaSlice<f32>, pending: Option<&CudaSlice<i64>>) -> Result<(), String> {
-        let k = kind(w.view.codec).filter(|&k| k <= 2).ok_or("the int8 chain takes quantized codecs only")?;
+        let k = kind(w.view.codec).filter(|&k| super::int8_kind(k)).ok_or("the int8 chain takes quantized codecs only")?;
         let res = map.get(&w.key).ok_or("weight not resident")?;
         let (rows, cols) = (w.view.rows, w.view.cols);
         let r = super::matvec_rows_per_group(rows);
@@ -1049,14 +1064,19 @@ impl CudaBackend {
         // (64-row tiles, int8 input quantized once per op); otherwise the row kernels' tiles
         // of as many staged rows as fit beside the weight ring.
         let mma = |kind: i32| rows >= super::MMA_MIN_ROWS && super::mma_fits(kind, c.n_embd, self.smem_limit);
-        let (qkv_mma, glu_mma) = (mma(qkind), mma(gkind));
+        let glu_mma = mma(gkind);
         let tile = |kind: i32| super::matmul_tile(kind, c.n_embd, self.smem_limit);
-        let (qnb, gnb) = (tile(qkind), tile(gkind));
+        let gnb = tile(gkind);
         let qkv_rows = c.q_dim() + 2 * c.kv_dim();
-        let (qkv_f, qkv_cfg) = if qkv_mma {
-            (&self.funcs[&format!("mma_qkv_rope_k{qkind}")], self.mma_config(qkind, qkv_rows, rows))
-        } else {
-            self.row_launch(&super::row_kernel("qkv_rope_tile", qkind, 2), qkv_rows, 2, super::tile_smem(qkind, c.n_embd, qnb), rows.div_ceil(qnb))?
+        // A Q/K/V part's launch: the GEMM, or the row kernels' tiles (and their tile size).
+        let qkv_launch = |kind: i32, count: usize| -> Result<(&CudaFunction, LaunchConfig, Option<usize>), String> {
+            if mma(kind) {
+                Ok((&self.funcs[&format!("mma_qkv_rope_k{kind}")], self.mma_config(kind, count, rows), None))
+            } else {
+                let nb = tile(kind);
+                let (f, cfg) = self.row_launch(&super::row_kernel("qkv_rope_tile", kind, 2), count, 2, super::tile_smem(kind, c.n_embd, nb), rows.div_ceil(nb))?;
+                Ok((f, cfg, Some(nb)))
+            }
         };
         let (glu_f, glu_cfg) = if glu_mma {
             (&self.funcs[&format!("mma_gate_up_silu_k{gkind}")], self.mma_config(gkind, 2 * c.n_ff, rows))
@@ -1117,22 +1137,30 @@ impl CudaBackend {
                     }
                     None => {
                         let (wq, wk, wv) = (dev(&w[0])?, dev(&w[1])?, dev(&w[2])?);
-                        let mut a = KernelArgs::default();
-                        a.buf(&wq.data, s).buf(&wk.data, s).buf(&wv.data, s).int(wq.a_off).int(wk.a_off).int(wv.a_off);
-                        // The two kernels differ in their input (int8 rows, or f32 rows normed
-                        // while staged) and the tile kernel's trailing tile size.
-                        if qkv_mma {
-                            self.launch_quantize(&pb.x, Some((&g.norms[li].0, eps)), c.n_embd, rows, (&pb.xq, &pb.xd), true)?;
-                            a.buf(&pb.xq, s).buf(&pb.xd, s);
-                        } else {
-                            a.buf(&pb.x, s).buf(&g.norms[li].0, s).float(eps);
+                        let mut quantized = false;
+                        for (kind, first, count) in qkv_parts(c, qkind, kd(&w[2])) {
+                            let (f, cfg, nb) = qkv_launch(kind, count)?;
+                            let mut a = KernelArgs::default();
+                            a.buf(&wq.data, s).buf(&wk.data, s).buf(&wv.data, s).int(wq.a_off).int(wk.a_off).int(wv.a_off);
+                            // The two kernels differ in their input (int8 rows, quantized once a
+                            // layer, or f32 rows normed while staged) and the tile kernel's tile size.
+                            if nb.is_none() {
+                                if !quantized {
+                                    self.launch_quantize(&pb.x, Some((&g.norms[li].0, eps)), c.n_embd, rows, (&pb.xq, &pb.xd), true)?;
+                                    quantized = true;
+                                }
+                                a.buf(&pb.xq, s).buf(&pb.xd, s);
+                            } else {
+                                a.buf(&pb.x, s).buf(&g.norms[li].0, s).float(eps);
+                            }
+                            a.buf(&pb.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s);
+                            a.int(nh).int(nkv).int(hd).int(rot).int(neox).float(base).buf(&pos_ptr, s).int(d).int(n);
+                            if let Some(nb) = nb {
+                                a.int(nb as i32);
+                            }
+                            a.int(first as i32).int(count as i32);
+                            unsafe { launch(s, f, cfg, &a, ov) }.map_err(err)?;
                         }
-                        a.buf(&pb.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s);
-                        a.int(nh).int(nkv).int(hd).int(rot).int(neox).float(base).buf(&pos_ptr, s).int(d).int(n);
-                        if !qkv_mma {
-                            a.int(qnb as i32);
-                        }
-                        unsafe { launch(s, qkv_f, qkv_cfg, &a, ov) }.map_err(err)?;
                     }
                 }
             }
@@ -1218,7 +1246,7 @@ impl CudaBackend {
 
 #[cfg(test)]
 mod tests {
-    use super::{attention_split_kernel, merge_threads, unsupported, GraphReadback, ATTENTION_SPLIT, MAX_HEAD_DIM};
+    use super::{attention_split_kernel, kind, merge_threads, qkv_parts, unsupported, GraphReadback, ATTENTION_SPLIT, MAX_HEAD_DIM};
     use crate::gpu::cuda::row_smem;
     use crate::model::llama::Llama;
     use std::sync::Arc;
@@ -1280,9 +1308,24 @@ mod tests {
         assert!(unsupported(&m, 2048, row_smem(0, 512) - 1).is_some_and(|why| why.contains("width")));
         // A context whose mirror offsets would overflow the kernels' i32 arithmetic.
         assert!(unsupported(&m, i32::MAX as usize, ample).is_some_and(|why| why.contains("context")));
-        // K-quants have no CUDA kernel: the graph declines instead of running part of it.
-        assert!(unsupported(&tiny("q4_k"), 2048, ample).is_some_and(|why| why.contains("codec") && why.contains("wgpu")));
-        assert!(unsupported(&tiny("q4_k_m"), 2048, ample).is_some_and(|why| why.contains("codec") && crate::gpu::refuses_model(why)));
+        // Q4_K (as Q4_1) and Q4_K_M's mix (Q6_K V in some layers: Q/K and V launched apart)
+        // run as graphs; a codec without a kernel declines instead of running part of it.
+        assert_eq!(unsupported(&tiny("q4_k"), 2048, ample), None);
+        let mixed = tiny("q4_k_m");
+        assert!(mixed.layers.iter().any(|l| kind(l.wv.codec) != kind(l.wq.codec)), "the mix puts V in Q6_K somewhere");
+        // (Q6_K's weight ring holds two payload words a unit, as Q8_0's.)
+        assert_eq!(unsupported(&mixed, 2048, row_smem(super::super::layout::KIND_Q6, 512) + 1024), None);
+        assert!(unsupported(&tiny("q5_0"), 2048, ample).is_some_and(|why| why.contains("codec") && crate::gpu::refuses_model(why)));
+    }
+
+    #[test]
+    fn q_k_and_v_launch_apart_only_where_v_has_another_kind() {
+        let c = tiny("q4_0").cfg.clone();
+        let (qk, kv) = (c.q_dim() + c.kv_dim(), c.kv_dim());
+        assert_eq!(qkv_parts(&c, 1, 1), vec![(1, 0, qk + kv)]);
+        assert_eq!(qkv_parts(&c, 1, super::super::layout::KIND_Q6), vec![(1, 0, qk), (5, qk, kv)]);
+        // Parts start on a rotary pair.
+        assert!(qk % 2 == 0);
     }
 
     #[test]

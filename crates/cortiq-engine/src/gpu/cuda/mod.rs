@@ -24,6 +24,7 @@ mod cluster;
 mod ffn;
 mod graph;
 mod launch;
+mod layout;
 mod probe;
 mod spread;
 mod ptx_cache;
@@ -37,9 +38,9 @@ use super::planar;
 use super::stage_skip::StageSkip;
 use anatomy::KernelSwitches;
 use launch::KernelArgs;
+use layout::{int8_kind, kind};
 pub use probe::GemmProbe;
 use ptx_cache::KernelCacheState;
-use cortiq_core::Codec;
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -50,12 +51,15 @@ use std::sync::{Arc, Mutex};
 const KERNELS: [&str; 6] = [include_str!("kernels/matvec.cu"), include_str!("kernels/graph.cu"), include_str!("kernels/mma.cu"), include_str!("kernels/flash.cu"), include_str!("kernels/topk.cu"), include_str!("kernels/cluster.cu")];
 /// Kernels without variants.
 const FIXED_KERNELS: [&str; 13] = ["attention_merge", "silu_mul", "embed_row", "dequant_f16", "to_f16", "rms_norm_f16", "rope_append_rows", "silu_mul_f16", graph::FLASH_ROWS[0].1, graph::FLASH_ROWS[1].1, graph::ATTENTION_SPLIT[0].1, graph::ATTENTION_SPLIT[1].1, graph::ATTENTION_SPLIT[2].1];
-/// Kernels instantiated per codec kind (0..=4) and rows per warp group, which stage their
+/// Kernels instantiated per codec kind (`ROW_KINDS`) and rows per warp group, which stage their
 /// activation row in dynamic shared memory: (name prefix, row counts).
 const ROW_KERNELS: [(&str, &[usize]); 8] = [("matvec", &[1, 2, 4]), ("qkv_rope", &[2]), ("gate_up_silu", &[2, 4]), ("matmul", &[2]), ("qkv_rope_tile", &[2]), ("gate_up_silu_tile", &[2]), ("matvec_pend", &[1, 2, 4]), ("qkv_rope_pend", &[2])];
-/// Row kernels of the token graph's int8 chain (`chain.rs`), instantiated per quantized
-/// codec kind (0..=2) and rows per warp group: (name prefix, row counts).
+/// Row kernels of the token graph's int8 chain (`chain.rs`), instantiated per int8-dotted
+/// codec kind (`CHAIN_KINDS`) and rows per warp group: (name prefix, row counts).
 const CHAIN_KERNELS: [(&str, &[usize]); 3] = [("matvec_img", &[1, 2, 4]), ("gate_up_q8", &[4]), ("matvec_img_fold", &[1, 2, 4])];
+/// The codec kinds `ROW_KERNELS` and `CHAIN_KERNELS` are instantiated for.
+const ROW_KINDS: [i32; 6] = [0, 1, 2, 3, 4, layout::KIND_Q6];
+const CHAIN_KINDS: [i32; 4] = [0, 1, 2, layout::KIND_Q6];
 /// Tensor-core GEMMs (mma.cu) for a prompt's rows, per codec kind they take (Q4_0, Q4_1, Q8_0):
 /// name prefixes; `quantize_rows` prepares their int8 input.
 const MMA_KERNELS: [&str; 3] = ["mma_matmul", "mma_qkv_rope", "mma_gate_up_silu"];
@@ -118,24 +122,24 @@ struct Resident {
 /// Shared bytes a kernel stages for an activation row of `cols` values (`stage_x` in
 /// matvec.cu): int8 values plus 12 bytes per 32-value group, or the floats.
 fn staged_bytes(kind: i32, cols: usize) -> usize {
-    if kind <= 2 {
+    if int8_kind(kind) {
         cols + 12 * (cols / 32)
     } else {
         4 * cols
     }
 }
 
-/// Units in flight per thread in a row kernel's weight ring: Q8_0 (two payload words a
-/// unit), the other kinds.
+/// Units in flight per thread in a row kernel's weight ring: Q8_0 and Q6_K (two payload
+/// words a unit), the other kinds.
 const RING_UNITS_Q8: usize = 8;
 const RING_UNITS: usize = 8;
 
 /// Shared bytes of a row kernel's weight ring (`Ring` in matvec.cu): per thread
-/// `RING_UNITS_Q8` or `RING_UNITS` units of 16-byte payload words (two for Q8_0) and, for
-/// quantized kinds, a scale word.
+/// `RING_UNITS_Q8` or `RING_UNITS` units of 16-byte payload words (two for Q8_0 and Q6_K)
+/// and, for quantized kinds, a scale word.
 fn ring_bytes(kind: i32) -> usize {
     let (units, words, scale) = match kind {
-        2 => (RING_UNITS_Q8, 2, 4),
+        2 | layout::KIND_Q6 => (RING_UNITS_Q8, 2, 4),
         0 | 1 => (RING_UNITS, 1, 4),
         _ => (RING_UNITS, 1, 0),
     };
@@ -292,18 +296,6 @@ fn err(e: impl std::fmt::Debug) -> String {
     format!("{e:?}")
 }
 
-/// The kernels' codec kind for a weight codec, if they decode it.
-fn kind(codec: Codec) -> Option<i32> {
-    Some(match codec {
-        Codec::Q4_0 | Codec::Q4Tiled => 0,
-        Codec::Q4_1 => 1,
-        Codec::Q8_0 => 2,
-        Codec::F16 => 3,
-        Codec::F32 => 4,
-        _ => return None,
-    })
-}
-
 impl CudaBackend {
     /// Bring up device `ordinal`: context, stream, compiled kernels.
     pub fn new(ordinal: usize) -> Result<CudaBackend, String> {
@@ -360,9 +352,9 @@ impl CudaBackend {
         for name in FIXED_KERNELS.into_iter().chain(top_k::KERNELS) {
             funcs.insert(name.to_string(), module.load_function(name).map_err(err)?);
         }
-        let row_kernels = ROW_KERNELS.iter().map(|&(p, rs)| (p, rs, 4)).chain(CHAIN_KERNELS.iter().map(|&(p, rs)| (p, rs, 2)));
-        for (prefix, rs, last_kind) in row_kernels {
-            for kind in 0..=last_kind {
+        let row_kernels = ROW_KERNELS.iter().map(|&(p, rs)| (p, rs, &ROW_KINDS[..])).chain(CHAIN_KERNELS.iter().map(|&(p, rs)| (p, rs, &CHAIN_KINDS[..])));
+        for (prefix, rs, kinds) in row_kernels {
+            for &kind in kinds {
                 for &r in rs {
                     let name = row_kernel(prefix, kind, r);
                     let f = module.load_function(&name).map_err(err)?;
@@ -453,8 +445,7 @@ impl CudaBackend {
                 continue;
             }
             let v = &w.view;
-            let p = if unit_major { planar::repack_unit_major(v.codec, v.rows, v.cols, v.bytes) } else { planar::repack(v.codec, v.rows, v.cols, v.bytes) };
-            let p = p.ok_or_else(|| Unfit::Failed(format!("{} {}x{}: no planar layout", v.codec, v.rows, v.cols)))?;
+            let p = layout::device_layout(v.codec, v.rows, v.cols, v.bytes, unit_major).map_err(Unfit::Failed)?;
             let bytes = p.words.len() as u64 * 4;
             if self.resident.load(Ordering::SeqCst) + bytes > self.budget {
                 return Err(Unfit::Budget);

@@ -26,6 +26,9 @@ extern "C" __global__ void embed_row(const unsigned char* w, int kind, int a_off
         else v = h2f(a[iu] & 0xffff) * (float)n + h2f(a[iu] >> 16);
     } else if (kind == 2) {
         v = h2f(((const unsigned short*)a)[iu]) * (float)(signed char)w[iu * 32 + j];
+    } else if (kind == KIND_Q6) {
+        unsigned int s = a[iu];
+        v = h2f(s & 0xffff) * (float)((int)(signed char)(s >> (16 + 8 * (j >> 4))) * (int)(signed char)w[iu * 32 + j]);
     } else if (kind == 3) {
         v = h2f(((const unsigned short*)w)[row * cols + i]);
     } else {
@@ -620,7 +623,9 @@ ATTENTION_ROWS(2) ATTENTION_ROWS(4) ATTENTION_ROWS(8)
 // heads, then v heads) holds dimensions (a, b) = rotary pair j (neox: j, j + rot/2; else
 // 2j, 2j + 1) for j < rot/2, then the unrotated dimensions rot + 2 (j - rot/2) + (0, 1).
 // finish rotates q and k pairs by pos * base^(-2j/rot) (rope_store's formula before) and
-// writes q, and k and v straight into the KV mirror row pos.
+// writes q, and k and v straight into the KV mirror row pos. A launch takes the rows from
+// 2 * first_pair on (`qkv_rows`: all of them, or Q and K apart from V where V's codec kind
+// differs).
 struct RopeQkvMap {
     static constexpr int UNIT = 0;
     static constexpr bool EARLY = true;  // begin reads no memory
@@ -631,11 +636,13 @@ struct RopeQkvMap {
     kv_t *kc, *vc;
     int n_head, n_head_kv, head_dim, rot, neox, pos;  // pos: activation row 0's position
     float base;
+    int first_pair = 0;
     int ahead_i0 = -1;           // the pair `begin` named: activation row 0's rotation below
     float ahead_sn, ahead_cs;
-    // Matrix (0 q, 1 k, 2 v), head and pair of pair index `pair`; the pair's dimensions.
+    // Matrix (0 q, 1 k, 2 v), head and pair of the launch's pair `pair`; the pair's dimensions.
     __device__ void locate(int pair, int& which, int& h, int& j, int& a, int& b) const {
         int hp = head_dim >> 1, qp = n_head * hp, kp = n_head_kv * hp;
+        pair += first_pair;
         which = pair < qp ? 0 : (pair < qp + kp ? 1 : 2);
         pair -= which == 0 ? 0 : (which == 1 ? qp : qp + kp);
         h = pair / hp;
@@ -694,32 +701,33 @@ struct RopeQkvMap {
 };
 
 // Q, K and V projections of x, RMS-normed with nw, with RoPE at *pos and the KV-mirror
-// append fused (one codec kind K; rows in rotary pairs, so R = 2). Dynamic shared memory:
-// the staged x, then the weight ring (host: `row_smem`).
+// append fused (one codec kind K; rows in rotary pairs, so R = 2): `count` rows from row
+// `first` (even) of the three matrices' rows (`RopeQkvMap`). Dynamic shared memory: the
+// staged x, then the weight ring (host: `row_smem`).
 #define QKV_ROPE(K)                                                                                                   \
     extern "C" __global__ void __launch_bounds__(ROW_THREADS) qkv_rope_k##K##_r2(const unsigned char* wq, const unsigned char* wk, \
             const unsigned char* wv, int aq, int ak, int av, const float* x, const float* nw, float eps, float* q,       \
             kv_t* kc, kv_t* vc, int n_head, int n_head_kv, int head_dim, int rot, int neox, float base, const int* pos,   \
-            int cols) {                                                                                                 \
+            int cols, int first, int count) {                                                                           \
         extern __shared__ int sm[];                                                                                   \
         TRACE_BLOCK(2);                                                                                               \
-        RopeQkvMap m{wq, wk, wv, aq, ak, av, q, kc, vc, n_head, n_head_kv, head_dim, rot, neox, *pos, base};          \
-        run_rows<K, 2, 1>(m, (n_head + 2 * n_head_kv) * head_dim, cols, x, 1, 1, nw, eps, sm);                                 \
+        RopeQkvMap m{wq, wk, wv, aq, ak, av, q, kc, vc, n_head, n_head_kv, head_dim, rot, neox, *pos, base, first >> 1}; \
+        run_rows<K, 2, 1>(m, count, cols, x, 1, 1, nw, eps, sm);                                                      \
     }
-QKV_ROPE(0) QKV_ROPE(1) QKV_ROPE(2) QKV_ROPE(3) QKV_ROPE(4)
+QKV_ROPE(0) QKV_ROPE(1) QKV_ROPE(2) QKV_ROPE(3) QKV_ROPE(4) QKV_ROPE(5)
 
 // The same of x plus the pending part xa (`pending_value`: the token graph with the fused FFN).
 #define QKV_ROPE_PEND(K)                                                                                              \
     extern "C" __global__ void __launch_bounds__(ROW_THREADS) qkv_rope_pend_k##K##_r2(const unsigned char* wq, const unsigned char* wk, \
             const unsigned char* wv, int aq, int ak, int av, const float* x, const long long* xa, const float* nw,     \
             float eps, float* q, kv_t* kc, kv_t* vc, int n_head, int n_head_kv, int head_dim, int rot, int neox,       \
-            float base, const int* pos, int cols) {                                                                   \
+            float base, const int* pos, int cols, int first, int count) {                                             \
         extern __shared__ int sm[];                                                                                   \
         TRACE_BLOCK(2);                                                                                               \
-        RopeQkvMap m{wq, wk, wv, aq, ak, av, q, kc, vc, n_head, n_head_kv, head_dim, rot, neox, *pos, base};          \
-        run_rows<K, 2, 1, X_PENDING>(m, (n_head + 2 * n_head_kv) * head_dim, cols, x, 1, 1, nw, eps, sm, xa);         \
+        RopeQkvMap m{wq, wk, wv, aq, ak, av, q, kc, vc, n_head, n_head_kv, head_dim, rot, neox, *pos, base, first >> 1}; \
+        run_rows<K, 2, 1, X_PENDING>(m, count, cols, x, 1, 1, nw, eps, sm, xa);                                       \
     }
-QKV_ROPE_PEND(0) QKV_ROPE_PEND(1) QKV_ROPE_PEND(2) QKV_ROPE_PEND(3) QKV_ROPE_PEND(4)
+QKV_ROPE_PEND(0) QKV_ROPE_PEND(1) QKV_ROPE_PEND(2) QKV_ROPE_PEND(3) QKV_ROPE_PEND(4) QKV_ROPE_PEND(5)
 
 // The same for `batch` prompt rows at positions *pos.. in tiles of nb <= MATMUL_TILE
 // (blockIdx.y: tile): q (batch, n_head * head_dim). Dynamic shared memory: nb staged rows,
@@ -728,13 +736,13 @@ QKV_ROPE_PEND(0) QKV_ROPE_PEND(1) QKV_ROPE_PEND(2) QKV_ROPE_PEND(3) QKV_ROPE_PEN
     extern "C" __global__ void __launch_bounds__(256) qkv_rope_tile_k##K##_r2(const unsigned char* wq, const unsigned char* wk, \
             const unsigned char* wv, int aq, int ak, int av, const float* x, const float* nw, float eps, float* q,       \
             kv_t* kc, kv_t* vc, int n_head, int n_head_kv, int head_dim, int rot, int neox, float base, const int* pos,   \
-            int cols, int batch, int nb) {                                                                              \
+            int cols, int batch, int nb, int first, int count) {                                                        \
         extern __shared__ int sm[];                                                                                   \
         int b0 = blockIdx.y * nb;                                                                                     \
-        RopeQkvMap m{wq, wk, wv, aq, ak, av, q + (long)b0 * n_head * head_dim, kc, vc, n_head, n_head_kv, head_dim, rot, neox, *pos + b0, base}; \
-        run_rows<K, 2, MATMUL_TILE>(m, (n_head + 2 * n_head_kv) * head_dim, cols, x + (long)b0 * cols, min(nb, batch - b0), nb, nw, eps, sm); \
+        RopeQkvMap m{wq, wk, wv, aq, ak, av, q + (long)b0 * n_head * head_dim, kc, vc, n_head, n_head_kv, head_dim, rot, neox, *pos + b0, base, first >> 1}; \
+        run_rows<K, 2, MATMUL_TILE>(m, count, cols, x + (long)b0 * cols, min(nb, batch - b0), nb, nw, eps, sm);       \
     }
-QKV_ROPE_TILE(0) QKV_ROPE_TILE(1) QKV_ROPE_TILE(2) QKV_ROPE_TILE(3) QKV_ROPE_TILE(4)
+QKV_ROPE_TILE(0) QKV_ROPE_TILE(1) QKV_ROPE_TILE(2) QKV_ROPE_TILE(3) QKV_ROPE_TILE(4) QKV_ROPE_TILE(5)
 
 // Gate and up rows interleaved (2i: gate row i, 2i + 1: up row i).
 struct GluRows {
@@ -772,7 +780,7 @@ template <int R> struct GluMap : GluRows {
         run_rows<K, R, 1>(m, 2 * rows, cols, x, 1, 1, nw, eps, sm);                                                          \
     }
 #define GATE_UP_R(K) GATE_UP(K, 2) GATE_UP(K, 4)
-GATE_UP_R(0) GATE_UP_R(1) GATE_UP_R(2) GATE_UP_R(3) GATE_UP_R(4)
+GATE_UP_R(0) GATE_UP_R(1) GATE_UP_R(2) GATE_UP_R(3) GATE_UP_R(4) GATE_UP_R(5)
 
 // GluRows whose blocks take whole units of 32 hidden values, each value kept in the block's
 // unit buffer (`unit_values`) as its (gate, up) pair finishes, for unit_done.
@@ -810,7 +818,7 @@ template <int R> struct GluUnitMap : GluUnits<R> {
         GluUnitMap<R> m{{{wg, wu, ag, au}}, h_img};                                                                      \
         run_rows<K, R, 1>(m, 2 * rows, cols, x, 1, 1, nw, eps, sm);                                                  \
     }
-GATE_UP_Q8(0, 4) GATE_UP_Q8(1, 4) GATE_UP_Q8(2, 4)
+GATE_UP_Q8(0, 4) GATE_UP_Q8(1, 4) GATE_UP_Q8(2, 4) GATE_UP_Q8(5, 4)
 
 // GluUnits whose hidden values go, a unit of 32 at a time, into the block's own int8 image of
 // its hidden units in shared memory (stage_x's layout of a row of `values` = NU x 32 values,
@@ -924,7 +932,7 @@ FFN_FUSED_N(0) FFN_FUSED_N(1) FFN_FUSED_N(2)
         GluMap<2> m{{wg, wu, ag, au}, h + (long)b0 * rows};                                                            \
         run_rows<K, 2, MATMUL_TILE>(m, 2 * rows, cols, x + (long)b0 * cols, min(nb, batch - b0), nb, nw, eps, sm);   \
     }
-GATE_UP_TILE(0) GATE_UP_TILE(1) GATE_UP_TILE(2) GATE_UP_TILE(3) GATE_UP_TILE(4)
+GATE_UP_TILE(0) GATE_UP_TILE(1) GATE_UP_TILE(2) GATE_UP_TILE(3) GATE_UP_TILE(4) GATE_UP_TILE(5)
 
 // Whether v may be an f16 matrix-unit operand: |v| <= 65504 and a number (SPEC section 6's
 // f16 operand guard; where a kernel finds one that is not, it sets its `bad` word and the
@@ -937,7 +945,7 @@ __device__ __forceinline__ unsigned short f2h_guarded(float v, unsigned int* bad
     return f2h(v);
 }
 
-// out (rows, cols) f16 = a planar Q4_0 / Q4_1 / Q8_0 matrix (kind 0 / 1 / 2) decoded, each
+// out (rows, cols) f16 = a planar Q4_0 / Q4_1 / Q8_0 / q6 matrix (kind 0 / 1 / 2 / 5) decoded, each
 // value rounded to f16 (guarded: `bad`): the weight of a prompt chunk's cuBLAS GEMM (host:
 // `gpu/cuda/blas.rs`). Thread t decodes values 8 (t % 4) .. + 8 of unit t / 4 (unit u =
 // row * cols / 32 + column / 32).
@@ -948,8 +956,9 @@ extern "C" __global__ void dequant_f16(const unsigned char* w, int kind, int a_o
     if (iu >= (long)rows * (cols >> 5)) return;
     const unsigned int* a = (const unsigned int*)w + a_off;
     float v[8];
-    if (kind == 2) {
-        float d = h2f(((const unsigned short*)a)[iu]);
+    if (kind == 2 || kind == KIND_Q6) {
+        // q6: the unit's d times the int8 scale of the 16-value half these 8 values are in.
+        float d = kind == 2 ? h2f(((const unsigned short*)a)[iu]) : h2f(a[iu] & 0xffff) * (float)(signed char)(a[iu] >> (16 + 8 * (g >> 1)));
         uint2 q = *(const uint2*)(w + iu * 32 + 8 * g);
         unsigned int qs[2] = {q.x, q.y};
         #pragma unroll

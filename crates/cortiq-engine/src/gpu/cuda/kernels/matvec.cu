@@ -216,10 +216,17 @@ template <bool PENDING> __device__ __forceinline__ void load_x8(const float* x, 
     }
 }
 
-// Codec kinds shared with the host: 0 q4_0, 1 q4_1, 2 q8_0, 3 f16, 4 f32. Quantized
-// kinds stage x as int8, the others as floats: staged_bytes(kind, cols) on the host is
-// cols + 12 * (cols / 32), or 4 * cols.
-__device__ __forceinline__ bool quantized(int kind) { return kind <= 2; }
+// Codec kinds shared with the host (`layout.rs`): 0 q4_0, 1 q4_1 (and Q4_K), 2 q8_0, 3 f16,
+// 4 f32, 5 q6 (Q6_K: int8 levels as Q8_0's payload, a scale word a unit holding f16 d and the
+// int8 scales of its two 16-value halves). Quantized kinds stage x as int8, the others as
+// floats: staged_bytes(kind, cols) on the host is cols + 12 * (cols / 32), or 4 * cols.
+#define KIND_Q6 5
+// Whether kind K is dotted with int8 activations; its payload words a unit (Q8_0 and q6:
+// two); whether it has one scale word a unit (Q4_1, q6) rather than an f16 a unit, two a word.
+#define KIND_INT8(K) ((K) <= 2 || (K) == KIND_Q6)
+#define KIND_WORDS(K) (((K) == 2 || (K) == KIND_Q6) ? 2 : 1)
+#define KIND_SCALE_WORD(K) ((K) == 1 || (K) == KIND_Q6)
+__device__ __forceinline__ bool quantized(int kind) { return KIND_INT8(kind); }
 
 // Passes of stage_x whose loads are issued together. Each pass holds 8 values a thread
 // (and a normed row as many weights) in registers, and a row kernel's registers are set by
@@ -345,7 +352,7 @@ template <bool PENDING = false> __device__ void stage_x(int kind, const float* x
 // Shared bytes one staged activation row takes, rounded up to 16 (host: `staged_bytes`
 // rounded): int8 values plus per group d, s and sum, or the floats.
 template <int K> __device__ __forceinline__ int staged_stride(int cols) {
-    int staged = K <= 2 ? cols + 12 * (cols >> 5) : 4 * cols;
+    int staged = KIND_INT8(K) ? cols + 12 * (cols >> 5) : 4 * cols;
     return (staged + 15) & ~15;
 }
 
@@ -389,6 +396,14 @@ __device__ __forceinline__ int dot_q4(uint4 q, int4 xa, int4 xb) {
     return lo + (hi >> 4);
 }
 
+// 16 int8 weights (one 16-byte word) . int8 x.
+__device__ __forceinline__ int dot_q8_half(uint4 q, int4 x) {
+    int s = 0;
+    s = __dp4a((int)q.x, x.x, s); s = __dp4a((int)q.y, x.y, s);
+    s = __dp4a((int)q.z, x.z, s); s = __dp4a((int)q.w, x.w, s);
+    return s;
+}
+
 // 32 int8 weights (two 16-byte words) . int8 x.
 __device__ __forceinline__ int dot_q8(uint4 q0, uint4 q1, int4 xa, int4 xb) {
     int s = 0;
@@ -407,7 +422,8 @@ struct Row {
 };
 
 // One unit of a row as loaded from memory: a 16-byte payload word (b: the second one of
-// Q8_0) and the unit's scale (f16 d for Q4_0 / Q8_0 in the low half, d | m << 16 for Q4_1).
+// Q8_0 and q6) and the unit's scale (f16 d for Q4_0 / Q8_0 in the low half, d | m << 16 for
+// Q4_1, d | sc0 << 16 | sc1 << 24 for q6).
 struct Unit {
     uint4 a, b;
     unsigned int s;
@@ -415,18 +431,20 @@ struct Unit {
 
 // Units per row: 32 values (quantized), 8 halves (F16) or 4 floats (F32) each.
 template <int K> __device__ __forceinline__ int units_per_row(int cols) {
-    return K <= 2 ? cols >> 5 : (K == 3 ? cols >> 3 : cols >> 2);
+    return KIND_INT8(K) ? cols >> 5 : (K == 3 ? cols >> 3 : cols >> 2);
 }
 
 // Unit u of a row . the staged x.
 template <int K> __device__ __forceinline__ float unit_dot(const Unit& w, const int* sm, int cols, int u) {
-    if (K <= 2) {
+    if (KIND_INT8(K)) {
         int groups = cols >> 5;
         const float* gd = (const float*)(sm + (cols >> 2));
         int4 xa = ((const int4*)sm)[2 * u], xb = ((const int4*)sm)[2 * u + 1];
         float dx = gd[u];
         if (K == 0) return h2f(w.s & 0xffff) * dx * (float)(dot_q4(w.a, xa, xb) - 8 * ((const int*)(gd + 2 * groups))[u]);
         if (K == 1) return h2f(w.s & 0xffff) * dx * (float)dot_q4(w.a, xa, xb) + h2f(w.s >> 16) * gd[groups + u];
+        // q6: |each half's dot| <= 16 * 32 * 127, times |scale| <= 128: the sum is exact in f32.
+        if (K == KIND_Q6) return h2f(w.s & 0xffff) * dx * (float)((int)(signed char)(w.s >> 16) * dot_q8_half(w.a, xa) + (int)(signed char)(w.s >> 24) * dot_q8_half(w.b, xb));
         return h2f(w.s & 0xffff) * dx * (float)dot_q8(w.a, w.b, xa, xb);
     }
     const float* xf = (const float*)sm;
@@ -483,7 +501,7 @@ __device__ void stage_image(const unsigned char* img, int cols, int* sm) {
     __syncthreads();
 }
 
-// Where one weight row's units start: its payload words, its scale words (Q4_1: one per
+// Where one weight row's units start: its payload words, its scale words (Q4_1, q6: one per
 // unit; Q4_0 / Q8_0: two f16 per word, from the word holding the row's first unit) and
 // whether the row's first unit sits in a word's high half. Found once per warp group.
 template <int K> struct RowSrc {
@@ -491,23 +509,22 @@ template <int K> struct RowSrc {
     const unsigned int* sc;
     int odd;
     __device__ __forceinline__ void set(const Row& row, int units) {
-        constexpr int words = K == 2 ? 2 : 1;
         long iu0 = row.row * units;
-        pay = (const uint4*)row.w + iu0 * words;
-        sc = (const unsigned int*)row.w + row.a_off + (K == 1 ? iu0 : iu0 >> 1);
+        pay = (const uint4*)row.w + iu0 * KIND_WORDS(K);
+        sc = (const unsigned int*)row.w + row.a_off + (KIND_SCALE_WORD(K) ? iu0 : iu0 >> 1);
         odd = (int)(iu0 & 1);
     }
 };
 
-// The weight ring: per thread RING_UNITS_Q8 (Q8_0) or RING_UNITS units in flight (ring
+// The weight ring: per thread RING_UNITS_Q8 (Q8_0, q6) or RING_UNITS units in flight (ring
 // slots x rows), payload words then scale words, thread-major so a warp's copies and reads
 // are conflict-free (Q8_0's gathering reads: 2-way); ROW_THREADS threads per block (both
 // from the host, which sizes it: `ring_bytes`). The ring starts after the staged
 // activation rows.
 template <int K> struct Ring {
-    static constexpr int UNITS = K == 2 ? RING_UNITS_Q8 : RING_UNITS;
-    static constexpr int WORDS = K == 2 ? 2 : 1;
-    static constexpr bool SCALED = K <= 2;
+    static constexpr int WORDS = KIND_WORDS(K);
+    static constexpr int UNITS = WORDS == 2 ? RING_UNITS_Q8 : RING_UNITS;
+    static constexpr bool SCALED = KIND_INT8(K);
     static constexpr int BYTES = ROW_THREADS * UNITS * (16 * WORDS + (SCALED ? 4 : 0));  // the block's ring (host: `ring_bytes`)
     uint4* pay;          // this thread's slot 0 payload word
     unsigned int* sc;    // this thread's slot 0 scale word
@@ -516,7 +533,7 @@ template <int K> struct Ring {
         sc = (unsigned int*)((uint4*)((char*)sm + staged_bytes) + UNITS * WORDS * ROW_THREADS) + threadIdx.x;
     }
     // Start copying the units u0 + lane (clamped to the row) of the row at `src` into each
-    // lane's slot `slot`. Q8_0's two payload words per unit are copied in two sweeps over
+    // lane's slot `slot`. Two payload words a unit (Q8_0, q6) are copied in two sweeps over
     // the warp's consecutive words, each lane's word to its own place (sweep w, lane l: word
     // 32 w + l, half l & 1 of unit 16 w + l / 2), so that each sweep moves 512 contiguous
     // bytes into 512 contiguous bytes (copies contiguous on one side only, a lane's own
@@ -532,7 +549,7 @@ template <int K> struct Ring {
         } else {
             cp_weight16(pay + slot * ROW_THREADS, src.pay + u, pol);
         }
-        if (SCALED) cp_weight4(sc + slot * ROW_THREADS, K == 1 ? src.sc + u : src.sc + ((src.odd + u) >> 1), pol);
+        if (SCALED) cp_weight4(sc + slot * ROW_THREADS, KIND_SCALE_WORD(K) ? src.sc + u : src.sc + ((src.odd + u) >> 1), pol);
     }
     // The unit in slot `slot`; `shift` picks its f16 scale out of the word (Q4_0 / Q8_0).
     __device__ __forceinline__ Unit take(int slot, int shift) const {
@@ -547,7 +564,7 @@ template <int K> struct Ring {
         }
         if (SCALED) {
             unsigned int s = sc[slot * ROW_THREADS];
-            x.s = K == 1 ? s : (s >> shift) & 0xffff;
+            x.s = KIND_SCALE_WORD(K) ? s : (s >> shift) & 0xffff;
         }
         return x;
     }
@@ -580,7 +597,7 @@ template <int K, int R, int NB, int XS = X_FLOATS, class Map>
 __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const float* x, int n, int nb_alloc, const float* nw, float eps, int* sm, const long long* xa = nullptr) {
     constexpr int P = Ring<K>::UNITS / R;
     static_assert(P * R == Ring<K>::UNITS && (P & (P - 1)) == 0, "ring slots: a power of two of items");
-    static_assert(XS != X_IMAGE || (NB == 1 && K <= 2), "an int8 image: one row, a quantized codec");
+    static_assert(XS != X_IMAGE || (NB == 1 && KIND_INT8(K)), "an int8 image: one row, a quantized codec");
     static_assert(XS != X_PENDING || NB == 1, "a pending part: one row");
     constexpr int PASS = R * (ROW_THREADS / 32);  // rows a block's pass (UNIT maps)
     static_assert(Map::UNIT % PASS == 0, "a unit: whole passes");
@@ -673,7 +690,7 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
     }
     for (int t = 0; t < items; t++) {
         // Refill the slot item t - 1 used (its values are in acc already), then wait for t.
-        // Q8_0 lanes read ring words other lanes copied: the warp syncs around the refill.
+        // Two-word lanes read ring words other lanes copied: the warp syncs around the refill.
         if (Ring<K>::WORDS == 2) __syncwarp();
         issue(t + P - 1);
         cp_wait<P - 1>();
@@ -810,7 +827,7 @@ __device__ __forceinline__ float* unit_values(int unit) {
         run_rows<K, R, 1>(m, rows, cols, x + (long)b * cols, 1, 1, nw, eps, sm);                          \
     }
 #define MATVEC_R(K) MATVEC(K, 1) MATVEC(K, 2) MATVEC(K, 4)
-MATVEC_R(0) MATVEC_R(1) MATVEC_R(2) MATVEC_R(3) MATVEC_R(4)
+MATVEC_R(0) MATVEC_R(1) MATVEC_R(2) MATVEC_R(3) MATVEC_R(4) MATVEC_R(5)
 
 // y = x plus the pending part xa (one row; `pending_value`), then as matvec: RMS-normed with nw
 // when nw is not null, . W^T, the argmax folded into *best when best is not null (the token
@@ -825,7 +842,7 @@ MATVEC_R(0) MATVEC_R(1) MATVEC_R(2) MATVEC_R(3) MATVEC_R(4)
         run_rows<K, R, 1, X_PENDING>(m, rows, cols, x, 1, 1, nw, eps, sm, xa);                            \
     }
 #define MATVEC_PEND_R(K) MATVEC_PEND(K, 1) MATVEC_PEND(K, 2) MATVEC_PEND(K, 4)
-MATVEC_PEND_R(0) MATVEC_PEND_R(1) MATVEC_PEND_R(2) MATVEC_PEND_R(3) MATVEC_PEND_R(4)
+MATVEC_PEND_R(0) MATVEC_PEND_R(1) MATVEC_PEND_R(2) MATVEC_PEND_R(3) MATVEC_PEND_R(4) MATVEC_PEND_R(5)
 
 // The token graph's int8 chain (host: `chain.rs`): y (rows) = a . W^T (added into y when
 // add != 0), a given by its int8 image img (one row; quantized codec kinds only).
@@ -838,7 +855,7 @@ MATVEC_PEND_R(0) MATVEC_PEND_R(1) MATVEC_PEND_R(2) MATVEC_PEND_R(3) MATVEC_PEND_
         run_rows<K, R, 1, X_IMAGE>(m, rows, cols, (const float*)img, 1, 1, nullptr, 0.f, sm);             \
     }
 #define MATVEC_IMG_R(K) MATVEC_IMG(K, 1) MATVEC_IMG(K, 2) MATVEC_IMG(K, 4)
-MATVEC_IMG_R(0) MATVEC_IMG_R(1) MATVEC_IMG_R(2)
+MATVEC_IMG_R(0) MATVEC_IMG_R(1) MATVEC_IMG_R(2) MATVEC_IMG_R(5)
 
 // The same, y += a . W^T, with x's pending part xa folded into y and zeroed (the output
 // projection where the FFN is fused).
@@ -851,8 +868,8 @@ MATVEC_IMG_R(0) MATVEC_IMG_R(1) MATVEC_IMG_R(2)
         m.xa = xa;                                                                                        \
         run_rows<K, R, 1, X_IMAGE>(m, rows, cols, (const float*)img, 1, 1, nullptr, 0.f, sm);             \
     }
-MATVEC_IMG_FOLD(0, 1) MATVEC_IMG_FOLD(0, 2) MATVEC_IMG_FOLD(0, 4) MATVEC_IMG_FOLD(1, 1) MATVEC_IMG_FOLD(1, 2) MATVEC_IMG_FOLD(1, 4)
-MATVEC_IMG_FOLD(2, 1) MATVEC_IMG_FOLD(2, 2) MATVEC_IMG_FOLD(2, 4)
+#define MATVEC_IMG_FOLD_R(K) MATVEC_IMG_FOLD(K, 1) MATVEC_IMG_FOLD(K, 2) MATVEC_IMG_FOLD(K, 4)
+MATVEC_IMG_FOLD_R(0) MATVEC_IMG_FOLD_R(1) MATVEC_IMG_FOLD_R(2) MATVEC_IMG_FOLD_R(5)
 
 // Prefill: y (batch, rows) = x (batch, cols) . W^T (added into y when add != 0) in tiles of
 // nb <= MATMUL_TILE activation rows (blockIdx.y: tile), each weight unit read once per tile
@@ -867,7 +884,7 @@ MATVEC_IMG_FOLD(2, 1) MATVEC_IMG_FOLD(2, 2) MATVEC_IMG_FOLD(2, 4)
         PlainMap<2> m{w, a_off, y + (long)b0 * rows, add, nullptr, 0ull};                                 \
         run_rows<K, 2, MATMUL_TILE>(m, rows, cols, x + (long)b0 * cols, min(nb, batch - b0), nb, nullptr, 0.f, sm); \
     }
-MATMUL(0) MATMUL(1) MATMUL(2) MATMUL(3) MATMUL(4)
+MATMUL(0) MATMUL(1) MATMUL(2) MATMUL(3) MATMUL(4) MATMUL(5)
 
 // silu(g) * u: the gated FFN's hidden value (every kernel that forms it).
 __device__ __forceinline__ float silu_times(float g, float u) { return g / (1.f + expf(-g)) * u; }

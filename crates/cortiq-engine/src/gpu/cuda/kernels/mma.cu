@@ -286,15 +286,16 @@ __device__ __forceinline__ void mma_rows(Map& map, int total, int cols, const si
 MMA_MATMUL(0) MMA_MATMUL(1) MMA_MATMUL(2)
 
 // Q, K and V of n prompt rows at positions *pos.. with RoPE and the KV-mirror append
-// (RopeQkvMap); q (n, n_head * head_dim). Grid (n / 64, (n_head + 2 n_head_kv) head_dim / 64).
+// (RopeQkvMap): `count` rows from row `first` (even); q (n, n_head * head_dim). Grid (n / 64,
+// count / 64).
 #define MMA_QKV(K)                                                                                                    \
     extern "C" __global__ void __launch_bounds__(128) mma_qkv_rope_k##K(const unsigned char* wq, const unsigned char* wk, \
             const unsigned char* wv, int aq, int ak, int av, const signed char* xq, const float* xd, float* q, kv_t* kc,  \
             kv_t* vc, int n_head, int n_head_kv, int head_dim, int rot, int neox, float base, const int* pos, int cols,   \
-            int n) {                                                                                                  \
+            int n, int first, int count) {                                                                            \
         extern __shared__ int sm[];                                                                                   \
-        RopeQkvMap m{wq, wk, wv, aq, ak, av, q, kc, vc, n_head, n_head_kv, head_dim, rot, neox, *pos, base};          \
-        mma_rows<K>(m, (n_head + 2 * n_head_kv) * head_dim, cols, xq, xd, n, sm);                                     \
+        RopeQkvMap m{wq, wk, wv, aq, ak, av, q, kc, vc, n_head, n_head_kv, head_dim, rot, neox, *pos, base, first >> 1}; \
+        mma_rows<K>(m, count, cols, xq, xd, n, sm);                                                                   \
     }
 MMA_QKV(0) MMA_QKV(1) MMA_QKV(2)
 
