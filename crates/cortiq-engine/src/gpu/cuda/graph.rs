@@ -263,9 +263,9 @@ pub(super) fn unsupported(m: &Llama, capacity: usize, smem_limit: usize) -> Opti
         return Some("cannot build a graph: head size or context beyond the attention kernels");
     }
     if all_weights(m).iter().any(|w| kind(w.codec).is_none()) {
-        return Some("cannot build a graph: a weight codec has no CUDA kernel (Q4_0, Q4_1, Q8_0, Q4_K, Q6_K, F16 and F32 have)");
+        return Some("cannot build a graph: a weight codec has no CUDA kernel (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K, F16 and F32 have)");
     }
-    if all_weights(m).iter().any(|w| kind(w.codec).is_some_and(|k| row_smem(k, w.cols) > smem_limit) || !crate::gpu::planar::supports(w.codec, w.cols) || w.cols % 32 != 0) {
+    if all_weights(m).iter().any(|w| kind(w.codec).is_some_and(|k| row_smem(k, w.cols) > smem_limit) || !super::layout::supports(w.codec, w.cols)) {
         return Some("cannot build a graph: a weight width has no CUDA kernel (not whole 32-value units, or its staged row exceeds the shared memory)");
     }
     let Some(first) = m.layers.first() else {
@@ -1315,7 +1315,7 @@ mod tests {
         assert!(mixed.layers.iter().any(|l| kind(l.wv.codec) != kind(l.wq.codec)), "the mix puts V in Q6_K somewhere");
         // (Q6_K's weight ring holds two payload words a unit, as Q8_0's.)
         assert_eq!(unsupported(&mixed, 2048, row_smem(super::super::layout::KIND_Q6, 512) + 1024), None);
-        assert!(unsupported(&tiny("q5_0"), 2048, ample).is_some_and(|why| why.contains("codec") && crate::gpu::refuses_model(why)));
+        assert!(unsupported(&tiny("q5_k"), 2048, ample).is_some_and(|why| why.contains("codec") && crate::gpu::refuses_model(why)));
     }
 
     #[test]

@@ -9,6 +9,9 @@
 //!   (Q8_0's two payload words) and one scale word, `f16 d | sc0 << 16 | sc1 << 24` (the
 //!   superblock's d and the int8 scales of the unit's two 16-value halves). 9 bits a weight
 //!   instead of 6.5625; `unit_dot` in matvec.cu keeps the halves' integer dot products apart.
+//! - Q5_0 (Q4_K_M's fallback for rows that are not whole superblocks, e.g. smollm2's 576) as
+//!   Q8_0 (kind 2), exactly: `d * (q - 16)` is Q8_0's `d * q'` with q' = q - 16 in -16..15.
+//!   8.5 bits a weight instead of 5.5.
 
 use super::super::planar::{self, f16_at, q6k_levels, scale_min, Planar};
 use cortiq_core::Codec;
@@ -18,12 +21,12 @@ use half::f16;
 pub(super) const KIND_Q6: i32 = 5;
 
 /// The kernels' codec kind for a weight codec, if they decode it: 0 Q4_0 (and q4_tiled),
-/// 1 Q4_1 (and Q4_K, transcoded), 2 Q8_0, 3 F16, 4 F32, 5 Q6_K.
+/// 1 Q4_1 (and Q4_K, transcoded), 2 Q8_0 (and Q5_0, transcoded), 3 F16, 4 F32, 5 Q6_K.
 pub(super) fn kind(codec: Codec) -> Option<i32> {
     Some(match codec {
         Codec::Q4_0 | Codec::Q4Tiled => 0,
         Codec::Q4_1 | Codec::Q4K => 1,
-        Codec::Q8_0 => 2,
+        Codec::Q8_0 | Codec::Q5_0 => 2,
         Codec::F16 => 3,
         Codec::F32 => 4,
         Codec::Q6K => KIND_Q6,
@@ -37,12 +40,18 @@ pub(super) fn int8_kind(kind: i32) -> bool {
     kind <= 2 || kind == KIND_Q6
 }
 
+/// Whether the kernels take a `codec` matrix with rows of `cols` values: a kind, and a
+/// width its layout holds (whole 32-value units; K-quants whole 256-value superblocks).
+pub(super) fn supports(codec: Codec, cols: usize) -> bool {
+    kind(codec).is_some() && cols > 0 && cols.is_multiple_of(32) && (codec == Codec::Q5_0 || planar::supports(codec, cols))
+}
+
 /// `bytes` (`rows` x `cols` of `codec`, the file's layout) as the device holds them: the
-/// planar layout of `kind(codec)`, row-major or, where `unit_major` (Q4_0, Q4_1, Q8_0, Q4_K),
-/// unit-major (`planar::repack_unit_major`). Err names what does not fit.
+/// planar layout of `kind(codec)`, row-major or, where `unit_major` (Q4_0, Q4_1, Q8_0, Q4_K,
+/// Q5_0), unit-major (`planar::repack_unit_major`). Err names what does not fit.
 pub(super) fn device_layout(codec: Codec, rows: usize, cols: usize, bytes: &[u8], unit_major: bool) -> Result<Planar, String> {
     let what = || format!("{codec} {rows}x{cols}");
-    if codec.tensor_bytes(rows as u64, cols as u64) != Some(bytes.len() as u64) || !planar::supports(codec, cols) {
+    if codec.tensor_bytes(rows as u64, cols as u64) != Some(bytes.len() as u64) || !supports(codec, cols) {
         return Err(format!("{}: no planar layout for this shape", what()));
     }
     let transcoded;
@@ -50,6 +59,10 @@ pub(super) fn device_layout(codec: Codec, rows: usize, cols: usize, bytes: &[u8]
         Codec::Q4K => {
             transcoded = q4k_as_q4_1(bytes).ok_or_else(|| format!("{}: a Q4_K scale product is beyond f16's range", what()))?;
             (Codec::Q4_1, &transcoded[..])
+        }
+        Codec::Q5_0 => {
+            transcoded = q5_0_as_q8_0(bytes);
+            (Codec::Q8_0, &transcoded[..])
         }
         Codec::Q6K if unit_major => return Err(format!("{}: no unit-major layout", what())),
         Codec::Q6K => return Ok(q6k_units(rows, cols, bytes)),
@@ -83,6 +96,22 @@ fn q4k_as_q4_1(bytes: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// Q5_0 blocks (22 bytes a 32 values: f16 d, 32 high bits, byte j = low nibbles of values j
+/// and j + 16) as Q8_0 blocks (34 bytes: f16 d, 32 int8 levels minus 16).
+fn q5_0_as_q8_0(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len() / 22 * 34);
+    for blk in bytes.chunks_exact(22) {
+        let qh = u32::from_le_bytes([blk[2], blk[3], blk[4], blk[5]]);
+        let level = |v: usize| -> u8 {
+            let nibble = if v < 16 { blk[6 + v] & 15 } else { blk[6 + v - 16] >> 4 };
+            ((nibble | (((qh >> v) & 1) as u8) << 4) as i8 - 16) as u8
+        };
+        out.extend_from_slice(&blk[0..2]);
+        out.extend((0..32).map(level));
+    }
+    out
+}
+
 /// Q6_K rows (210 bytes a 256 values) in kind 5's layout: per unit 8 payload words of int8
 /// (level - 32, value order), then from word `a` one scale word a unit.
 fn q6k_units(rows: usize, cols: usize, bytes: &[u8]) -> Planar {
@@ -110,19 +139,20 @@ mod tests {
     use cortiq_core::rng::SplitMix64;
 
     /// Row `r`'s values as the kernels decode the device layout (`unit_dot` with one-hot x):
-    /// kind 1 `d * q + m`, kind 5 `d * sc * (int8 level)`.
+    /// kind 1 `d * q + m`, kind 2 `d * (int8 level)`, kind 5 `d * sc * (int8 level)`.
     fn decode_row(kind: i32, p: &Planar, r: usize) -> Vec<f32> {
         let (w, units) = (&p.words, p.units_per_row as usize);
         let half = |bits: u32| f16::from_bits(bits as u16).to_f32();
         (0..units)
             .flat_map(|u| {
                 let n = r * units + u;
-                let s = w[p.a as usize + n];
+                let s = if kind == 2 { w[p.a as usize + n / 2] >> (16 * (n % 2)) } else { w[p.a as usize + n] };
                 (0..32).map(move |v| match kind {
                     1 => {
                         let q = (w[4 * n + (v % 16) / 4] >> (8 * (v % 4) + 4 * (v / 16))) & 15;
                         half(s & 0xffff) * q as f32 + half(s >> 16)
                     }
+                    2 => half(s & 0xffff) * (w[8 * n + v / 4] >> (8 * (v % 4))) as u8 as i8 as f32,
                     _ => {
                         let q = (w[8 * n + v / 4] >> (8 * (v % 4))) as u8 as i8 as f32;
                         let sc = (s >> (16 + 8 * (v / 16))) as u8 as i8 as f32;
@@ -134,12 +164,16 @@ mod tests {
     }
 
     #[test]
-    fn k_quants_decode_on_the_device_layout_as_the_codec_does() {
+    fn transcoded_codecs_decode_on_the_device_layout_as_the_codec_does() {
         let mut rng = SplitMix64::fresh();
         let seed = rng.seed();
-        for (codec, kind_want) in [(Codec::Q4K, 1), (Codec::Q6K, KIND_Q6)] {
+        for (codec, kind_want) in [(Codec::Q4K, 1), (Codec::Q6K, KIND_Q6), (Codec::Q5_0, 2)] {
             assert_eq!(kind(codec), Some(kind_want));
-            for (rows, cols) in [(1, 256), (3, 512), (5, 768)] {
+            for (rows, cols) in [(1, 256), (3, 512), (5, 768), (2, 576)] {
+                if !supports(codec, cols) {
+                    assert!(cols % 256 != 0 && codec != Codec::Q5_0, "{codec} {cols}");
+                    continue;
+                }
                 let data = rng.normals(rows * cols, 0.7);
                 let bytes: Vec<u8> = data.chunks(cols).flat_map(|r| codec.pack_row(r).unwrap()).collect();
                 let p = device_layout(codec, rows, cols, &bytes, false).unwrap();
@@ -149,7 +183,7 @@ mod tests {
                     codec.unpack_row(&bytes[r * row_bytes..(r + 1) * row_bytes], &mut want).unwrap();
                     let got = decode_row(kind_want, &p, r);
                     // Q4_K's two scale products are rounded to f16 (2^-11 relative each), so
-                    // a value may move by that much of its two terms; Q6_K is exact.
+                    // a value may move by that much of its two terms; Q6_K and Q5_0 are exact.
                     let scale = data.iter().fold(0f32, |m, v| m.max(v.abs()));
                     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                         let bound = if codec == Codec::Q4K { 2f32.powi(-10) * 2.0 * scale } else { 1e-6 * (1.0 + w.abs()) };
@@ -175,7 +209,7 @@ mod tests {
     fn malformed_or_unrepresentable_k_quants_are_refused_by_name() {
         assert!(device_layout(Codec::Q4K, 2, 256, &[0u8; 144], false).unwrap_err().contains("2x256"));
         assert!(device_layout(Codec::Q6K, 1, 32 * 3, &[0u8; 63], false).is_err());
-        assert!(kind(Codec::Q5_0).is_none());
+        assert!(kind(Codec::Q5K).is_none() && !supports(Codec::Q5_0, 48));
         // d = 65504 (f16's largest) with a sub-block scale of 63: the product overflows f16.
         let mut sb = [0u8; 144];
         sb[0..2].copy_from_slice(&f16::MAX.to_le_bytes());

@@ -34,7 +34,6 @@ mod trace;
 use super::backend::{Activation, Backend, DeviceInfo, DeviceOutcome, FfnJob, GraphReadback, MatmulJob, MultiMatmulJob, PrefillGraphJob, TokenGraphJob, WeightArg};
 use crate::kv::KvCache;
 use super::memory::fingerprint;
-use super::planar;
 use super::stage_skip::StageSkip;
 use anatomy::KernelSwitches;
 use launch::KernelArgs;
@@ -644,7 +643,7 @@ impl CudaBackend {
     fn supported(&self, ws: &[&WeightArg]) -> bool {
         ws.iter().all(|w| {
             let v = &w.view;
-            kind(v.codec).is_some_and(|k| row_smem(k, v.cols) <= self.smem_limit) && planar::supports(v.codec, v.cols) && v.cols % 32 == 0 && v.rows < i32::MAX as usize && v.cols < i32::MAX as usize
+            kind(v.codec).is_some_and(|k| row_smem(k, v.cols) <= self.smem_limit) && layout::supports(v.codec, v.cols) && v.rows < i32::MAX as usize && v.cols < i32::MAX as usize
         })
     }
 
