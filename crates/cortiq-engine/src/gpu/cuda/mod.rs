@@ -6,7 +6,8 @@
 //! on any CUDA error nothing is written to the caller's outputs.
 //!
 //! Weights are repacked into the planar layout (`gpu/planar.rs`, 16-byte aligned payloads,
-//! scales apart) on upload. Quantized weights are dotted with int8 activations (the CPU
+//! scales apart) on upload, K-quants and Q5_0 transcoded to a kind the kernels decode first
+//! (`layout.rs`). Quantized weights are dotted with int8 activations (the CPU
 //! path's q8 rule, `DeviceInfo::q8_activations`); per-op matvec (prompt rows in tiles), the
 //! dense FFN, the whole-token decode graph and the batched prefill graph (`graph.rs`) use the
 //! same row kernels (`run_rows` in matvec.cu); from `MMA_MIN_ROWS` activation rows, Q4_0,
