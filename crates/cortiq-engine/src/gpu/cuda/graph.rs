@@ -902,7 +902,8 @@ impl CudaBackend {
         let embed = &args[args.len() - 1];
         let (e, ekind) = (dev(embed)?, kd(embed));
         let grid_splits = capacity.div_ceil(ATT_CHUNK);
-        // Kinds are uniform within q/k/v and within gate/up (checked by unsupported()).
+        // Kinds are uniform within q/k and within gate/up (checked by unsupported()); V's may
+        // differ by layer (`qkv_parts`).
         let (qkind, gkind) = (kd(&args[0]), kd(&args[4]));
         let chain = self.int8_chain.for_model(args[..c.n_layer * 7].iter().all(|w| super::int8_kind(kd(w))), c.head_dim);
         // Gate/up rows come in (gate, up) pairs, so 2 or 4 rows per warp group, whichever
