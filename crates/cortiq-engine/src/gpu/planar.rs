@@ -240,13 +240,13 @@ pub(super) fn q6k_levels(sb: &[u8]) -> [u8; 256] {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use cortiq_core::rng::SplitMix64;
 
     /// The shader's decode of unit `u` of row `r`, written out in Rust (the twin of the
-    /// `unit_dot` functions in matvec.wgsl, with x = one-hot vectors).
-    fn decode_unit(codec: Codec, p: &Planar, r: usize, u: usize) -> Vec<f32> {
+    /// `unit_dot` functions in matvec.wgsl and matvec.cu, with x = one-hot vectors).
+    pub(in crate::gpu) fn decode_unit(codec: Codec, p: &Planar, r: usize, u: usize) -> Vec<f32> {
         let w = &p.words;
         let n = r * p.units_per_row as usize + u;
         let half = |region: u32, i: usize| {

@@ -806,11 +806,11 @@ impl CudaBackend {
 
     /// Whether the token graph runs `m`'s FFNs fused (`ffn.rs`): the setting takes its size,
     /// both links of the int8 chain are on (the output projection folds the pending part), and
-    /// each layer's down projection has gate's codec kind, one the fused kernels take (Q4_0, Q4_1 / Q4_K, Q8_0).
+    /// each layer's down projection has gate's codec kind, one the fused kernels take (`ffn::KINDS`).
     fn ffn_fuses(&self, m: &Llama) -> bool {
         let quantized = m.layers.iter().flat_map(|l| l.matrices()).all(|w| kind(w.codec).is_some_and(super::int8_kind));
         let chain = self.int8_chain.for_model(quantized, m.cfg.head_dim);
-        self.fused_ffn.takes(m.cfg.n_ff, m.cfg.n_embd) && chain.attn && chain.glu && m.layers.iter().all(|l| kind(l.down.codec) == kind(l.gate.codec) && kind(l.gate.codec).is_some_and(|k| k <= 2))
+        self.fused_ffn.takes(m.cfg.n_ff, m.cfg.n_embd) && chain.attn && chain.glu && m.layers.iter().all(|l| kind(l.down.codec) == kind(l.gate.codec) && kind(l.gate.codec).is_some_and(|k| super::ffn::KINDS.contains(&k)))
     }
 
     /// The cluster kernel's plan for `m`, where the path is on (`with_cluster`), its layers

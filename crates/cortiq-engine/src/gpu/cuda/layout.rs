@@ -82,8 +82,9 @@ fn q4k_as_q4_1(bytes: &[u8]) -> Option<Vec<u8>> {
         let (scales, qs) = (&sb[4..16], &sb[16..144]);
         for j in 0..8 {
             let (sc, m) = scale_min(j, scales);
-            let (dj, mj) = (f16::from_f32(d * sc as f32), f16::from_f32(-(dmin * m as f32)));
-            if (dj.is_infinite() && (d * sc as f32).is_finite()) || (mj.is_infinite() && (dmin * m as f32).is_finite()) {
+            let (scale, min) = (d * sc as f32, -(dmin * m as f32));
+            let (dj, mj) = (f16::from_f32(scale), f16::from_f32(min));
+            if (dj.is_infinite() && scale.is_finite()) || (mj.is_infinite() && min.is_finite()) {
                 return None;
             }
             out.extend_from_slice(&dj.to_le_bytes());
@@ -139,26 +140,26 @@ mod tests {
     use cortiq_core::rng::SplitMix64;
 
     /// Row `r`'s values as the kernels decode the device layout (`unit_dot` with one-hot x):
-    /// kind 1 `d * q + m`, kind 2 `d * (int8 level)`, kind 5 `d * sc * (int8 level)`.
+    /// kinds 1 and 2 as planar Q4_1 and Q8_0 (`planar::tests::decode_unit`), kind 5
+    /// `d * sc * (int8 level)`.
     fn decode_row(kind: i32, p: &Planar, r: usize) -> Vec<f32> {
         let (w, units) = (&p.words, p.units_per_row as usize);
         let half = |bits: u32| f16::from_bits(bits as u16).to_f32();
         (0..units)
-            .flat_map(|u| {
-                let n = r * units + u;
-                let s = if kind == 2 { w[p.a as usize + n / 2] >> (16 * (n % 2)) } else { w[p.a as usize + n] };
-                (0..32).map(move |v| match kind {
-                    1 => {
-                        let q = (w[4 * n + (v % 16) / 4] >> (8 * (v % 4) + 4 * (v / 16))) & 15;
-                        half(s & 0xffff) * q as f32 + half(s >> 16)
-                    }
-                    2 => half(s & 0xffff) * (w[8 * n + v / 4] >> (8 * (v % 4))) as u8 as i8 as f32,
-                    _ => {
-                        let q = (w[8 * n + v / 4] >> (8 * (v % 4))) as u8 as i8 as f32;
-                        let sc = (s >> (16 + 8 * (v / 16))) as u8 as i8 as f32;
-                        half(s & 0xffff) * sc * q
-                    }
-                })
+            .flat_map(|u| match kind {
+                1 => planar::tests::decode_unit(Codec::Q4_1, p, r, u),
+                2 => planar::tests::decode_unit(Codec::Q8_0, p, r, u),
+                _ => {
+                    let n = r * units + u;
+                    let s = w[p.a as usize + n];
+                    (0..32)
+                        .map(|v| {
+                            let q = (w[8 * n + v / 4] >> (8 * (v % 4))) as u8 as i8 as f32;
+                            let sc = (s >> (16 + 8 * (v / 16))) as u8 as i8 as f32;
+                            half(s & 0xffff) * sc * q
+                        })
+                        .collect()
+                }
             })
             .collect()
     }

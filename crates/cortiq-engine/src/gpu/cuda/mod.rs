@@ -364,7 +364,7 @@ impl CudaBackend {
             }
         }
         let mut names: Vec<String> = MMA_KERNELS.iter().flat_map(|p| MMA_KINDS.map(|k| format!("{p}_k{k}"))).collect();
-        names.extend((0..=2).flat_map(|k| ffn::UNITS_PER_BLOCK.map(|nu| ffn::kernel(k, nu))));
+        names.extend(ffn::KINDS.iter().flat_map(|&k| ffn::UNITS_PER_BLOCK.map(|nu| ffn::kernel(k, nu))));
         names.push("quantize_rows".into());
         names.extend(graph::ATTENTION_ROWS_DIMS.map(|hd| format!("attention_rows_d{}", hd / 32)));
         for name in names {
