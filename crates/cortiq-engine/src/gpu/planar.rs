@@ -74,7 +74,7 @@ pub(super) fn f16_at(b: &[u8], i: usize) -> f16 {
 }
 
 /// Pack 32 levels (0..15) into 4 words: byte i holds level i (low) and level i+16 (high).
-fn nibble_words(levels: &[u8]) -> [u32; 4] {
+pub(super) fn nibble_words(levels: &[u8]) -> [u32; 4] {
     let mut out = [0u32; 4];
     for i in 0..16 {
         let byte = (levels[i] & 15) as u32 | (((levels[i + 16] & 15) as u32) << 4);

@@ -5,15 +5,17 @@
 //!   Q4_1's `d' * q + m'` with `d' = d * sc` and `m' = -(dmin * m)` rounded to f16: a
 //!   relative error of at most 2^-11 a scale, against the int8 activations' ~2^-8. 5 bits a
 //!   weight on the device instead of 4.5; a product beyond f16's range is refused.
-//! - Q6_K as kind 5 (`KIND_Q6`), exactly: per 32-value unit its levels minus 32 as int8
-//!   (Q8_0's two payload words) and one scale word, `f16 d | sc0 << 16 | sc1 << 24` (the
-//!   superblock's d and the int8 scales of the unit's two 16-value halves). 9 bits a weight
-//!   instead of 6.5625; `unit_dot` in matvec.cu keeps the halves' integer dot products apart.
+//! - Q6_K as kind 5 (`KIND_Q6`), exactly: per 32-value unit the low nibbles of its levels as
+//!   Q4_0's payload word, and a 3-word record: the high 2 bits of values 0-15, of values 16-31
+//!   (value 4k + b's at bits 8b + 2k, so a shift and a mask give `dp4a` the bytes of x's
+//!   component k), and `f16 d | sc0 << 16 | sc1 << 24` (the superblock's d and the int8
+//!   scales of the unit's two 16-value halves). 7 bits a weight instead of 6.5625; `unit_dot`
+//!   in matvec.cu keeps the halves' integer dot products apart.
 //! - Q5_0 (Q4_K_M's fallback for rows that are not whole superblocks, e.g. smollm2's 576) as
 //!   Q8_0 (kind 2), exactly: `d * (q - 16)` is Q8_0's `d * q'` with q' = q - 16 in -16..15.
 //!   8.5 bits a weight instead of 5.5.
 
-use super::super::planar::{self, f16_at, q6k_levels, scale_min, Planar};
+use super::super::planar::{self, f16_at, nibble_words, q6k_levels, scale_min, Planar};
 use cortiq_core::Codec;
 use half::f16;
 
@@ -113,22 +115,26 @@ fn q5_0_as_q8_0(bytes: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Q6_K rows (210 bytes a 256 values) in kind 5's layout: per unit 8 payload words of int8
-/// (level - 32, value order), then from word `a` one scale word a unit.
+/// Q6_K rows (210 bytes a 256 values) in kind 5's layout: per unit 4 payload words of the
+/// levels' low nibbles (Q4_0's order), then from word `a` a 3-word record a unit.
 fn q6k_units(rows: usize, cols: usize, bytes: &[u8]) -> Planar {
     let units = rows * cols / 32;
-    let mut words = Vec::with_capacity(units * 9 + 8);
-    let mut scales = Vec::with_capacity(units);
+    let mut words = Vec::with_capacity(units * 7 + 8);
+    let mut records = Vec::with_capacity(units * 3);
     for sb in bytes.chunks_exact(210) {
         let d = f16_at(sb, 208).to_bits() as u32;
         let levels = q6k_levels(sb);
         for (j, unit) in levels.chunks_exact(32).enumerate() {
-            words.extend(unit.chunks_exact(4).map(|l| u32::from_le_bytes([l[0], l[1], l[2], l[3]].map(|v| (v as i8 - 32) as u8))));
-            scales.push(d | (sb[192 + 2 * j] as u32) << 16 | (sb[193 + 2 * j] as u32) << 24);
+            let nibbles: Vec<u8> = unit.iter().map(|l| l & 15).collect();
+            words.extend(nibble_words(&nibbles));
+            for half in unit.chunks_exact(16) {
+                records.push(half.iter().enumerate().fold(0u32, |h, (v, l)| h | ((l >> 4) as u32 & 3) << (8 * (v % 4) + 2 * (v / 4))));
+            }
+            records.push(d | (sb[192 + 2 * j] as u32) << 16 | (sb[193 + 2 * j] as u32) << 24);
         }
     }
     let a = words.len() as u32;
-    words.extend_from_slice(&scales);
+    words.extend_from_slice(&records);
     words.resize(words.len().next_multiple_of(4).max(4), 0);
     let end = words.len() as u32;
     Planar { words, units_per_row: (cols / 32) as u32, a, b: end, c: end }
@@ -141,7 +147,7 @@ mod tests {
 
     /// Row `r`'s values as the kernels decode the device layout (`unit_dot` with one-hot x):
     /// kinds 1 and 2 as planar Q4_1 and Q8_0 (`planar::tests::decode_unit`), kind 5
-    /// `d * sc * (int8 level)`.
+    /// `d * sc * (nibble + 16 high - 32)`.
     fn decode_row(kind: i32, p: &Planar, r: usize) -> Vec<f32> {
         let (w, units) = (&p.words, p.units_per_row as usize);
         let half = |bits: u32| f16::from_bits(bits as u16).to_f32();
@@ -151,12 +157,14 @@ mod tests {
                 2 => planar::tests::decode_unit(Codec::Q8_0, p, r, u),
                 _ => {
                     let n = r * units + u;
-                    let s = w[p.a as usize + n];
+                    let s = w[p.a as usize + 3 * n + 2];
                     (0..32)
                         .map(|v| {
-                            let q = (w[8 * n + v / 4] >> (8 * (v % 4))) as u8 as i8 as f32;
+                            let nibble = (w[4 * n + (v % 16) / 4] >> (8 * (v % 4) + 4 * (v / 16))) & 15;
+                            let v16 = v % 16;
+                            let high = (w[p.a as usize + 3 * n + v / 16] >> (8 * (v16 % 4) + 2 * (v16 / 4))) & 3;
                             let sc = (s >> (16 + 8 * (v / 16))) as u8 as i8 as f32;
-                            half(s & 0xffff) * sc * q
+                            half(s & 0xffff) * sc * ((nibble | high << 4) as f32 - 32.0)
                         })
                         .collect()
                 }

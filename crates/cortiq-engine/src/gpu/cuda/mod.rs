@@ -129,17 +129,18 @@ fn staged_bytes(kind: i32, cols: usize) -> usize {
     }
 }
 
-/// Units in flight per thread in a row kernel's weight ring: Q8_0 and Q6_K (two payload
-/// words a unit), the other kinds.
+/// Units in flight per thread in a row kernel's weight ring: Q8_0 (two payload words a
+/// unit), the other kinds.
 const RING_UNITS_Q8: usize = 8;
 const RING_UNITS: usize = 8;
 
 /// Shared bytes of a row kernel's weight ring (`Ring` in matvec.cu): per thread
-/// `RING_UNITS_Q8` or `RING_UNITS` units of 16-byte payload words (two for Q8_0 and Q6_K)
-/// and, for quantized kinds, a scale word.
+/// `RING_UNITS_Q8` or `RING_UNITS` units of 16-byte payload words (two for Q8_0) and, for
+/// quantized kinds, a scale word (Q6_K: its 3-word record, `layout.rs`).
 fn ring_bytes(kind: i32) -> usize {
     let (units, words, scale) = match kind {
-        2 | layout::KIND_Q6 => (RING_UNITS_Q8, 2, 4),
+        2 => (RING_UNITS_Q8, 2, 4),
+        layout::KIND_Q6 => (RING_UNITS, 1, 12),
         0 | 1 => (RING_UNITS, 1, 4),
         _ => (RING_UNITS, 1, 0),
     };

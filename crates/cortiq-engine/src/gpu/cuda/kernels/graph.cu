@@ -27,8 +27,13 @@ extern "C" __global__ void embed_row(const unsigned char* w, int kind, int a_off
     } else if (kind == 2) {
         v = h2f(((const unsigned short*)a)[iu]) * (float)(signed char)w[iu * 32 + j];
     } else if (kind == KIND_Q6) {
-        unsigned int s = a[iu];
-        v = h2f(s & 0xffff) * (float)((int)(signed char)(s >> (16 + 8 * (j >> 4))) * (int)(signed char)w[iu * 32 + j]);
+        // The level: the nibble (Q4_0's place), the high 2 bits (dot_high2's place in the
+        // record's word for its half); minus 32, times d and the half's scale.
+        unsigned char q = w[iu * 16 + (j & 15)];
+        int v16 = j & 15, high = (a[3 * iu + (j >> 4)] >> (8 * (v16 & 3) + 2 * (v16 >> 2))) & 3;
+        int level = (j < 16 ? (q & 15) : (q >> 4)) | high << 4;
+        unsigned int s = a[3 * iu + 2];
+        v = h2f(s & 0xffff) * (float)((int)(signed char)(s >> (16 + 8 * (j >> 4))) * (level - 32));
     } else if (kind == 3) {
         v = h2f(((const unsigned short*)w)[row * cols + i]);
     } else {
@@ -956,9 +961,8 @@ extern "C" __global__ void dequant_f16(const unsigned char* w, int kind, int a_o
     if (iu >= (long)rows * (cols >> 5)) return;
     const unsigned int* a = (const unsigned int*)w + a_off;
     float v[8];
-    if (kind == 2 || kind == KIND_Q6) {
-        // q6: the unit's d times the int8 scale of the 16-value half these 8 values are in.
-        float d = kind == 2 ? h2f(((const unsigned short*)a)[iu]) : h2f(a[iu] & 0xffff) * (float)(signed char)(a[iu] >> (16 + 8 * (g >> 1)));
+    if (kind == 2) {
+        float d = h2f(((const unsigned short*)a)[iu]);
         uint2 q = *(const uint2*)(w + iu * 32 + 8 * g);
         unsigned int qs[2] = {q.x, q.y};
         #pragma unroll
@@ -967,8 +971,14 @@ extern "C" __global__ void dequant_f16(const unsigned char* w, int kind, int a_o
         uint2 q = *(const uint2*)(w + iu * 16 + 8 * (g & 1));
         unsigned int qs[2] = {q.x, q.y};
         float d, m = 0.f;
+        unsigned int high = 0;  // q6: the record's high-bit word of this half
         if (kind == 0) {
             d = h2f(((const unsigned short*)a)[iu]);
+        } else if (kind == KIND_Q6) {
+            // The unit's d times the int8 scale of the 16-value half these 8 values are in.
+            unsigned int s = a[3 * iu + 2];
+            d = h2f(s & 0xffff) * (float)(signed char)(s >> (16 + 8 * (g >> 1)));
+            high = a[3 * iu + (g >> 1)];
         } else {
             d = h2f(a[iu] & 0xffff);
             m = h2f(a[iu] >> 16);
@@ -976,8 +986,10 @@ extern "C" __global__ void dequant_f16(const unsigned char* w, int kind, int a_o
         #pragma unroll
         for (int k = 0; k < 8; k++) {
             unsigned int byte = (qs[k >> 2] >> (8 * (k & 3))) & 0xff;
-            float n = (float)(g < 2 ? (byte & 15) : (byte >> 4));
-            v[k] = kind == 0 ? d * (n - 8.f) : d * n + m;
+            int n = g < 2 ? (byte & 15) : (byte >> 4);
+            int v16 = (8 * g + k) & 15;
+            if (kind == KIND_Q6) v[k] = d * (float)((n | (int)((high >> (8 * (v16 & 3) + 2 * (v16 >> 2))) & 3) << 4) - 32);
+            else v[k] = kind == 0 ? d * ((float)n - 8.f) : d * (float)n + m;
         }
     }
     unsigned int p[4];

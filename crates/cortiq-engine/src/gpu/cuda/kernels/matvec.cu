@@ -217,15 +217,18 @@ template <bool PENDING> __device__ __forceinline__ void load_x8(const float* x, 
 }
 
 // Codec kinds shared with the host (`layout.rs`): 0 q4_0, 1 q4_1 (and Q4_K), 2 q8_0, 3 f16,
-// 4 f32, 5 q6 (Q6_K: int8 levels as Q8_0's payload, a scale word a unit holding f16 d and the
-// int8 scales of its two 16-value halves). Quantized kinds stage x as int8, the others as
-// floats: staged_bytes(kind, cols) on the host is cols + 12 * (cols / 32), or 4 * cols.
+// 4 f32, 5 q6 (Q6_K: its levels' low nibbles as Q4_0's payload, and a 3-word record a unit:
+// the high 2 bits of values 0-15 and of 16-31 (`dot_high2`), then f16 d and the int8 scales
+// of the two 16-value halves). Quantized kinds stage x as int8, the others as floats:
+// staged_bytes(kind, cols) on the host is cols + 12 * (cols / 32), or 4 * cols.
 #define KIND_Q6 5
-// Whether kind K is dotted with int8 activations; its payload words a unit (Q8_0 and q6:
-// two); whether it has one scale word a unit (Q4_1, q6) rather than an f16 a unit, two a word.
+// Whether kind K is dotted with int8 activations; its payload words a unit (Q8_0: two);
+// whether it has a scale record a unit (Q4_1, q6) rather than an f16 a unit, two a word; the
+// record's words.
 #define KIND_INT8(K) ((K) <= 2 || (K) == KIND_Q6)
-#define KIND_WORDS(K) (((K) == 2 || (K) == KIND_Q6) ? 2 : 1)
+#define KIND_WORDS(K) ((K) == 2 ? 2 : 1)
 #define KIND_SCALE_WORD(K) ((K) == 1 || (K) == KIND_Q6)
+#define KIND_RECORD(K) ((K) == KIND_Q6 ? 3 : 1)
 __device__ __forceinline__ bool quantized(int kind) { return KIND_INT8(kind); }
 
 // Passes of stage_x whose loads are issued together. Each pass holds 8 values a thread
@@ -396,11 +399,29 @@ __device__ __forceinline__ int dot_q4(uint4 q, int4 xa, int4 xb) {
     return lo + (hi >> 4);
 }
 
-// 16 int8 weights (one 16-byte word) . int8 x.
-__device__ __forceinline__ int dot_q8_half(uint4 q, int4 x) {
+// The same with the two halves apart: values 0-15 (the low nibbles) . xa into lo, values
+// 16-31 . xb into hi.
+__device__ __forceinline__ void dot_q4_halves(uint4 q, int4 xa, int4 xb, int& lo, int& hi) {
+    int h = 0;
+    lo = __dp4a((int)(q.x & 0x0F0F0F0Fu), xa.x, 0);
+    h = dp4a_us(q.x & 0xF0F0F0F0u, xb.x, h);
+    lo = __dp4a((int)(q.y & 0x0F0F0F0Fu), xa.y, lo);
+    h = dp4a_us(q.y & 0xF0F0F0F0u, xb.y, h);
+    lo = __dp4a((int)(q.z & 0x0F0F0F0Fu), xa.z, lo);
+    h = dp4a_us(q.z & 0xF0F0F0F0u, xb.z, h);
+    lo = __dp4a((int)(q.w & 0x0F0F0F0Fu), xa.w, lo);
+    h = dp4a_us(q.w & 0xF0F0F0F0u, xb.w, h);
+    hi = h >> 4;
+}
+
+// 16 2-bit fields of word h, each minus 2 (-2..1), . int8 x: value 4 k + b's field is bits
+// 8 b + 2 k, so (h >> 2 k) & 0x03030303 holds values 4 k .. 4 k + 3 (x's component k).
+__device__ __forceinline__ int dot_high2(unsigned int h, int4 x) {
     int s = 0;
-    s = __dp4a((int)q.x, x.x, s); s = __dp4a((int)q.y, x.y, s);
-    s = __dp4a((int)q.z, x.z, s); s = __dp4a((int)q.w, x.w, s);
+    s = __dp4a((int)__vsub4(h & 0x03030303u, 0x02020202u), x.x, s);
+    s = __dp4a((int)__vsub4((h >> 2) & 0x03030303u, 0x02020202u), x.y, s);
+    s = __dp4a((int)__vsub4((h >> 4) & 0x03030303u, 0x02020202u), x.z, s);
+    s = __dp4a((int)__vsub4((h >> 6) & 0x03030303u, 0x02020202u), x.w, s);
     return s;
 }
 
@@ -422,8 +443,8 @@ struct Row {
 };
 
 // One unit of a row as loaded from memory: a 16-byte payload word (b: the second one of
-// Q8_0 and q6) and the unit's scale (f16 d for Q4_0 / Q8_0 in the low half, d | m << 16 for
-// Q4_1, d | sc0 << 16 | sc1 << 24 for q6).
+// Q8_0; q6: its two high-bit words in b.x, b.y) and the unit's scale (f16 d for Q4_0 / Q8_0
+// in the low half, d | m << 16 for Q4_1, d | sc0 << 16 | sc1 << 24 for q6).
 struct Unit {
     uint4 a, b;
     unsigned int s;
@@ -443,8 +464,14 @@ template <int K> __device__ __forceinline__ float unit_dot(const Unit& w, const 
         float dx = gd[u];
         if (K == 0) return h2f(w.s & 0xffff) * dx * (float)(dot_q4(w.a, xa, xb) - 8 * ((const int*)(gd + 2 * groups))[u]);
         if (K == 1) return h2f(w.s & 0xffff) * dx * (float)dot_q4(w.a, xa, xb) + h2f(w.s >> 16) * gd[groups + u];
-        // q6: |each half's dot| <= 16 * 32 * 127, times |scale| <= 128: the sum is exact in f32.
-        if (K == KIND_Q6) return h2f(w.s & 0xffff) * dx * (float)((int)(signed char)(w.s >> 16) * dot_q8_half(w.a, xa) + (int)(signed char)(w.s >> 24) * dot_q8_half(w.b, xb));
+        if (K == KIND_Q6) {
+            // Level l - 32 = nibble + 16 (high - 2). Each half's dot is at most 16 * 32 * 127
+            // in magnitude, times |scale| <= 128, so the sum is exact in f32.
+            int lo0, lo1;
+            dot_q4_halves(w.a, xa, xb, lo0, lo1);
+            int h0 = lo0 + 16 * dot_high2(w.b.x, xa), h1 = lo1 + 16 * dot_high2(w.b.y, xb);
+            return h2f(w.s & 0xffff) * dx * (float)((int)(signed char)(w.s >> 16) * h0 + (int)(signed char)(w.s >> 24) * h1);
+        }
         return h2f(w.s & 0xffff) * dx * (float)dot_q8(w.a, w.b, xa, xb);
     }
     const float* xf = (const float*)sm;
@@ -501,8 +528,8 @@ __device__ void stage_image(const unsigned char* img, int cols, int* sm) {
     __syncthreads();
 }
 
-// Where one weight row's units start: its payload words, its scale words (Q4_1, q6: one per
-// unit; Q4_0 / Q8_0: two f16 per word, from the word holding the row's first unit) and
+// Where one weight row's units start: its payload words, its scale words (Q4_1, q6: one
+// record per unit; Q4_0 / Q8_0: two f16 per word, from the word holding the row's first unit) and
 // whether the row's first unit sits in a word's high half. Found once per warp group.
 template <int K> struct RowSrc {
     const uint4* pay;
@@ -511,13 +538,13 @@ template <int K> struct RowSrc {
     __device__ __forceinline__ void set(const Row& row, int units) {
         long iu0 = row.row * units;
         pay = (const uint4*)row.w + iu0 * KIND_WORDS(K);
-        sc = (const unsigned int*)row.w + row.a_off + (KIND_SCALE_WORD(K) ? iu0 : iu0 >> 1);
+        sc = (const unsigned int*)row.w + row.a_off + (KIND_SCALE_WORD(K) ? iu0 * KIND_RECORD(K) : iu0 >> 1);
         odd = (int)(iu0 & 1);
     }
 };
 
-// The weight ring: per thread RING_UNITS_Q8 (Q8_0, q6) or RING_UNITS units in flight (ring
-// slots x rows), payload words then scale words, thread-major so a warp's copies and reads
+// The weight ring: per thread RING_UNITS_Q8 (Q8_0) or RING_UNITS units in flight (ring
+// slots x rows), payload words then scale words (q6: its records' three), thread-major so a warp's copies and reads
 // are conflict-free (Q8_0's gathering reads: 2-way); ROW_THREADS threads per block (both
 // from the host, which sizes it: `ring_bytes`). The ring starts after the staged
 // activation rows.
@@ -525,7 +552,8 @@ template <int K> struct Ring {
     static constexpr int WORDS = KIND_WORDS(K);
     static constexpr int UNITS = WORDS == 2 ? RING_UNITS_Q8 : RING_UNITS;
     static constexpr bool SCALED = KIND_INT8(K);
-    static constexpr int BYTES = ROW_THREADS * UNITS * (16 * WORDS + (SCALED ? 4 : 0));  // the block's ring (host: `ring_bytes`)
+    static constexpr int RECORD = SCALED ? KIND_RECORD(K) : 0;  // scale words a unit
+    static constexpr int BYTES = ROW_THREADS * UNITS * (16 * WORDS + 4 * RECORD);  // the block's ring (host: `ring_bytes`)
     uint4* pay;          // this thread's slot 0 payload word
     unsigned int* sc;    // this thread's slot 0 scale word
     __device__ Ring(int* sm, int staged_bytes) {
@@ -533,7 +561,7 @@ template <int K> struct Ring {
         sc = (unsigned int*)((uint4*)((char*)sm + staged_bytes) + UNITS * WORDS * ROW_THREADS) + threadIdx.x;
     }
     // Start copying the units u0 + lane (clamped to the row) of the row at `src` into each
-    // lane's slot `slot`. Two payload words a unit (Q8_0, q6) are copied in two sweeps over
+    // lane's slot `slot`. Q8_0's two payload words a unit are copied in two sweeps over
     // the warp's consecutive words, each lane's word to its own place (sweep w, lane l: word
     // 32 w + l, half l & 1 of unit 16 w + l / 2), so that each sweep moves 512 contiguous
     // bytes into 512 contiguous bytes (copies contiguous on one side only, a lane's own
@@ -549,7 +577,8 @@ template <int K> struct Ring {
         } else {
             cp_weight16(pay + slot * ROW_THREADS, src.pay + u, pol);
         }
-        if (SCALED) cp_weight4(sc + slot * ROW_THREADS, KIND_SCALE_WORD(K) ? src.sc + u : src.sc + ((src.odd + u) >> 1), pol);
+        #pragma unroll
+        for (int k = 0; k < RECORD; k++) cp_weight4(sc + (slot * RECORD + k) * ROW_THREADS, KIND_SCALE_WORD(K) ? src.sc + u * RECORD + k : src.sc + ((src.odd + u) >> 1), pol);
     }
     // The unit in slot `slot`; `shift` picks its f16 scale out of the word (Q4_0 / Q8_0).
     __device__ __forceinline__ Unit take(int slot, int shift) const {
@@ -562,7 +591,11 @@ template <int K> struct Ring {
         } else {
             x.a = pay[slot * ROW_THREADS];
         }
-        if (SCALED) {
+        if (RECORD == 3) {
+            x.b.x = sc[slot * 3 * ROW_THREADS];
+            x.b.y = sc[(slot * 3 + 1) * ROW_THREADS];
+            x.s = sc[(slot * 3 + 2) * ROW_THREADS];
+        } else if (SCALED) {
             unsigned int s = sc[slot * ROW_THREADS];
             x.s = KIND_SCALE_WORD(K) ? s : (s >> shift) & 0xffff;
         }
