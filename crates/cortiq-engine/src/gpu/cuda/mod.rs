@@ -158,6 +158,19 @@ pub(super) fn tile_smem(kind: i32, cols: usize, nb: usize) -> usize {
     nb * staged_bytes(kind, cols).next_multiple_of(16) + ring_bytes(kind)
 }
 
+/// The kernels loaded with the device's dynamic shared memory limit: the row kernels per
+/// kind and rows per warp group, the tensor-core GEMMs, the fused FFN, the prompt rows'
+/// quantizer and attention.
+fn dynamic_smem_kernels() -> Vec<String> {
+    let row_kernels = ROW_KERNELS.iter().map(|&(p, rs)| (p, rs, &ROW_KINDS[..])).chain(CHAIN_KERNELS.iter().map(|&(p, rs)| (p, rs, &CHAIN_KINDS[..])));
+    let mut names: Vec<String> = row_kernels.flat_map(|(prefix, rs, kinds)| kinds.iter().flat_map(move |&kind| rs.iter().map(move |&r| row_kernel(prefix, kind, r)))).collect();
+    names.extend(MMA_KERNELS.iter().flat_map(|p| MMA_KINDS.map(|k| format!("{p}_k{k}"))));
+    names.extend(ffn::KINDS.iter().flat_map(|&k| ffn::UNITS_PER_BLOCK.map(|nu| ffn::kernel(k, nu))));
+    names.push("quantize_rows".into());
+    names.extend(graph::ATTENTION_ROWS_DIMS.map(|hd| format!("attention_rows_d{}", hd / 32)));
+    names
+}
+
 /// The tensor-core GEMM's stage layout (`MmaStage` in mma.cu), stated here once and handed
 /// to the kernels as #defines (`kernel_source`): 32-value units per pipeline stage, stages in
 /// flight, rows per tile (activation and weight), and the byte strides of a tile row, padded
@@ -353,22 +366,7 @@ impl CudaBackend {
         for name in FIXED_KERNELS.into_iter().chain(top_k::KERNELS) {
             funcs.insert(name.to_string(), module.load_function(name).map_err(err)?);
         }
-        let row_kernels = ROW_KERNELS.iter().map(|&(p, rs)| (p, rs, &ROW_KINDS[..])).chain(CHAIN_KERNELS.iter().map(|&(p, rs)| (p, rs, &CHAIN_KINDS[..])));
-        for (prefix, rs, kinds) in row_kernels {
-            for &kind in kinds {
-                for &r in rs {
-                    let name = row_kernel(prefix, kind, r);
-                    let f = module.load_function(&name).map_err(err)?;
-                    f.set_attribute(F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem_limit as i32).map_err(err)?;
-                    funcs.insert(name, f);
-                }
-            }
-        }
-        let mut names: Vec<String> = MMA_KERNELS.iter().flat_map(|p| MMA_KINDS.map(|k| format!("{p}_k{k}"))).collect();
-        names.extend(ffn::KINDS.iter().flat_map(|&k| ffn::UNITS_PER_BLOCK.map(|nu| ffn::kernel(k, nu))));
-        names.push("quantize_rows".into());
-        names.extend(graph::ATTENTION_ROWS_DIMS.map(|hd| format!("attention_rows_d{}", hd / 32)));
-        for name in names {
+        for name in dynamic_smem_kernels() {
             let f = module.load_function(&name).map_err(err)?;
             f.set_attribute(F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem_limit as i32).map_err(err)?;
             funcs.insert(name, f);
@@ -806,12 +804,13 @@ impl Backend for CudaBackend {
 #[cfg(test)]
 mod tests {
     use super::kernel_source;
-    use cudarc::nvrtc::result::{compile_program, create_program, destroy_program, get_program_log};
+    use cudarc::nvrtc::result::{compile_program, create_program, destroy_program, get_program_log, get_ptx};
 
     /// The kernel module compiles to machine code (NVRTC runs ptxas for a real architecture,
     /// so inline PTX such as mma.sync and cp.async is checked too) for the oldest and the
-    /// newest architecture the backend serves. Needs only libnvrtc, no GPU: `.ci/run`
-    /// installs it from PyPI; without it the test says so and passes.
+    /// newest architecture the backend serves, and defines every kernel the backend loads by
+    /// name. Needs only libnvrtc, no GPU: `.ci/run` installs it from PyPI; without it the
+    /// test says so and passes.
     #[test]
     fn kernels_compile_for_ampere_and_hopper() {
         // SAFETY: only tries to dlopen the library.
@@ -826,9 +825,16 @@ mod tests {
             let prog = create_program(&src, None).expect("nvrtcCreateProgram");
             // SAFETY: prog was just created and is destroyed once, below.
             let compiled = unsafe { compile_program(prog, &[format!("--gpu-architecture={arch}")]) };
-            let log = unsafe { get_program_log(prog) }.map(|l| l.iter().map(|&c| c as u8 as char).collect::<String>()).unwrap_or_default();
+            let text = |chars: Vec<std::ffi::c_char>| chars.iter().map(|&c| c as u8 as char).collect::<String>();
+            let log = unsafe { get_program_log(prog) }.map(text).unwrap_or_default();
+            let ptx = unsafe { get_ptx(prog) }.map(text).unwrap_or_default();
             unsafe { destroy_program(prog) }.expect("nvrtcDestroyProgram");
             assert!(compiled.is_ok(), "NVRTC for {arch}: {compiled:?}\n{log}");
+            let cluster = if arch == "sm_90" { &super::cluster::KERNELS[..] } else { &[] };
+            let loaded = super::FIXED_KERNELS.iter().chain(super::top_k::KERNELS.iter()).chain(cluster).map(|n| n.to_string()).chain(super::dynamic_smem_kernels());
+            for name in loaded {
+                assert!(ptx.contains(&format!(".entry {name}(")), "{arch}: the backend loads kernel {name}, which the module does not define");
+            }
         }
     }
 }
