@@ -17,7 +17,7 @@
 
 /// Hidden units a block may take (kernel instantiations `ffn_fused_k{K}_n{NU}`).
 pub(super) const UNITS_PER_BLOCK: [usize; 3] = [1, 2, 4];
-/// The codec kinds `ffn_fused` is instantiated for (Q4_0, Q4_1 / Q4_K, Q8_0 / Q5_0: its down
+/// The codec kinds `ffn_fused` is instantiated for (Q4_0, Q4_1, Q8_0 / Q5_0: its down
 /// projection reads their unit-major layout).
 pub(super) const KINDS: [i32; 3] = [0, 1, 2];
 

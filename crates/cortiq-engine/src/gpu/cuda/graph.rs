@@ -1309,13 +1309,15 @@ mod tests {
         assert!(unsupported(&m, 2048, row_smem(0, 512) - 1).is_some_and(|why| why.contains("width")));
         // A context whose mirror offsets would overflow the kernels' i32 arithmetic.
         assert!(unsupported(&m, i32::MAX as usize, ample).is_some_and(|why| why.contains("context")));
-        // Q4_K (as Q4_1) and Q4_K_M's mix (Q6_K V in some layers: Q/K and V launched apart)
-        // run as graphs; a codec without a kernel declines instead of running part of it.
-        assert_eq!(unsupported(&tiny("q4_k"), 2048, ample), None);
+        // Q4_K (kind 6) and Q4_K_M's mix (Q6_K V in some layers: Q/K and V launched apart)
+        // run as graphs where their larger rings (records of 2 and 3 words a unit) fit; a
+        // codec without a kernel declines instead of running part of it.
+        use super::super::layout::{KIND_Q4K, KIND_Q6};
+        assert_eq!(unsupported(&tiny("q4_k"), 2048, row_smem(KIND_Q4K, 512) + 1024), None);
+        assert!(unsupported(&tiny("q4_k"), 2048, row_smem(KIND_Q4K, 512) - 1).is_some_and(|why| why.contains("width")));
         let mixed = tiny("q4_k_m");
         assert!(mixed.layers.iter().any(|l| kind(l.wv.codec) != kind(l.wq.codec)), "the mix puts V in Q6_K somewhere");
-        // (Q6_K's weight ring holds two payload words a unit, as Q8_0's.)
-        assert_eq!(unsupported(&mixed, 2048, row_smem(super::super::layout::KIND_Q6, 512) + 1024), None);
+        assert_eq!(unsupported(&mixed, 2048, row_smem(KIND_Q4K, 512).max(row_smem(KIND_Q6, 512)) + 1024), None);
         assert!(unsupported(&tiny("q5_k"), 2048, ample).is_some_and(|why| why.contains("codec") && crate::gpu::refuses_model(why)));
     }
 

@@ -2,6 +2,14 @@
 // whose helpers they use). One token per launch sequence; shapes come in as arguments;
 // token and position are read from device memory so a captured graph can be replayed.
 
+// Unit iu's scale and offset in a q4k matrix whose records start at a (rows are whole
+// superblocks, so unit iu is in superblock iu / 8): d * sc and -dmin * m.
+__device__ __forceinline__ float2 q4k_unit_scale(const unsigned int* a, long iu) {
+    const unsigned int* r = a + (iu >> 3) * 5;
+    unsigned int p = r[1 + ((iu & 7) >> 1)] >> (16 * (iu & 1));
+    return make_float2(h2f(r[0] & 0xffff) * (float)(p & 0xff), -h2f(r[0] >> 16) * (float)((p >> 8) & 0xff));
+}
+
 // out (rows, cols): row b (blockIdx.y) = row token[b] of a planar matrix (see matvec.cu),
 // decoded; *best = 0 for the head's argmax (the first kernel of a token or a prefill chunk,
 // so nothing else touches it meanwhile), and the pending part xa (cols + 1) zeroed where
@@ -19,11 +27,15 @@ extern "C" __global__ void embed_row(const unsigned char* w, int kind, int a_off
     long iu = row * (cols >> 5) + (i >> 5);
     const unsigned int* a = (const unsigned int*)w + a_off;
     float v;
-    if (kind == 0 || kind == 1) {
+    if (kind == 0 || kind == 1 || kind == KIND_Q4K) {
         unsigned char q = w[iu * 16 + (j & 15)];
         int n = j < 16 ? (q & 15) : (q >> 4);
-        if (kind == 0) v = h2f(((const unsigned short*)a)[iu]) * (float)(n - 8);
-        else v = h2f(a[iu] & 0xffff) * (float)n + h2f(a[iu] >> 16);
+        if (kind == 0) {
+            v = h2f(((const unsigned short*)a)[iu]) * (float)(n - 8);
+        } else {
+            float2 s = kind == KIND_Q4K ? q4k_unit_scale(a, iu) : make_float2(h2f(a[iu] & 0xffff), h2f(a[iu] >> 16));
+            v = s.x * (float)n + s.y;
+        }
     } else if (kind == 2) {
         v = h2f(((const unsigned short*)a)[iu]) * (float)(signed char)w[iu * 32 + j];
     } else if (kind == KIND_Q6) {
@@ -719,7 +731,7 @@ struct RopeQkvMap {
         RopeQkvMap m{wq, wk, wv, aq, ak, av, q, kc, vc, n_head, n_head_kv, head_dim, rot, neox, *pos, base, first >> 1}; \
         run_rows<K, 2, 1>(m, count, cols, x, 1, 1, nw, eps, sm);                                                      \
     }
-QKV_ROPE(0) QKV_ROPE(1) QKV_ROPE(2) QKV_ROPE(3) QKV_ROPE(4) QKV_ROPE(5)
+QKV_ROPE(0) QKV_ROPE(1) QKV_ROPE(2) QKV_ROPE(3) QKV_ROPE(4) QKV_ROPE(5) QKV_ROPE(6)
 
 // The same of x plus the pending part xa (`pending_value`: the token graph with the fused FFN).
 #define QKV_ROPE_PEND(K)                                                                                              \
@@ -732,7 +744,7 @@ QKV_ROPE(0) QKV_ROPE(1) QKV_ROPE(2) QKV_ROPE(3) QKV_ROPE(4) QKV_ROPE(5)
         RopeQkvMap m{wq, wk, wv, aq, ak, av, q, kc, vc, n_head, n_head_kv, head_dim, rot, neox, *pos, base, first >> 1}; \
         run_rows<K, 2, 1, X_PENDING>(m, count, cols, x, 1, 1, nw, eps, sm, xa);                                       \
     }
-QKV_ROPE_PEND(0) QKV_ROPE_PEND(1) QKV_ROPE_PEND(2) QKV_ROPE_PEND(3) QKV_ROPE_PEND(4) QKV_ROPE_PEND(5)
+QKV_ROPE_PEND(0) QKV_ROPE_PEND(1) QKV_ROPE_PEND(2) QKV_ROPE_PEND(3) QKV_ROPE_PEND(4) QKV_ROPE_PEND(5) QKV_ROPE_PEND(6)
 
 // The same for `batch` prompt rows at positions *pos.. in tiles of nb <= MATMUL_TILE
 // (blockIdx.y: tile): q (batch, n_head * head_dim). Dynamic shared memory: nb staged rows,
@@ -747,7 +759,7 @@ QKV_ROPE_PEND(0) QKV_ROPE_PEND(1) QKV_ROPE_PEND(2) QKV_ROPE_PEND(3) QKV_ROPE_PEN
         RopeQkvMap m{wq, wk, wv, aq, ak, av, q + (long)b0 * n_head * head_dim, kc, vc, n_head, n_head_kv, head_dim, rot, neox, *pos + b0, base, first >> 1}; \
         run_rows<K, 2, MATMUL_TILE>(m, count, cols, x + (long)b0 * cols, min(nb, batch - b0), nb, nw, eps, sm);       \
     }
-QKV_ROPE_TILE(0) QKV_ROPE_TILE(1) QKV_ROPE_TILE(2) QKV_ROPE_TILE(3) QKV_ROPE_TILE(4) QKV_ROPE_TILE(5)
+QKV_ROPE_TILE(0) QKV_ROPE_TILE(1) QKV_ROPE_TILE(2) QKV_ROPE_TILE(3) QKV_ROPE_TILE(4) QKV_ROPE_TILE(5) QKV_ROPE_TILE(6)
 
 // Gate and up rows interleaved (2i: gate row i, 2i + 1: up row i).
 struct GluRows {
@@ -785,7 +797,7 @@ template <int R> struct GluMap : GluRows {
         run_rows<K, R, 1>(m, 2 * rows, cols, x, 1, 1, nw, eps, sm);                                                          \
     }
 #define GATE_UP_R(K) GATE_UP(K, 2) GATE_UP(K, 4)
-GATE_UP_R(0) GATE_UP_R(1) GATE_UP_R(2) GATE_UP_R(3) GATE_UP_R(4) GATE_UP_R(5)
+GATE_UP_R(0) GATE_UP_R(1) GATE_UP_R(2) GATE_UP_R(3) GATE_UP_R(4) GATE_UP_R(5) GATE_UP_R(6)
 
 // GluRows whose blocks take whole units of 32 hidden values, each value kept in the block's
 // unit buffer (`unit_values`) as its (gate, up) pair finishes, for unit_done.
@@ -823,7 +835,7 @@ template <int R> struct GluUnitMap : GluUnits<R> {
         GluUnitMap<R> m{{{wg, wu, ag, au}}, h_img};                                                                      \
         run_rows<K, R, 1>(m, 2 * rows, cols, x, 1, 1, nw, eps, sm);                                                  \
     }
-GATE_UP_Q8(0, 4) GATE_UP_Q8(1, 4) GATE_UP_Q8(2, 4) GATE_UP_Q8(5, 4)
+GATE_UP_Q8(0, 4) GATE_UP_Q8(1, 4) GATE_UP_Q8(2, 4) GATE_UP_Q8(5, 4) GATE_UP_Q8(6, 4)
 
 // GluUnits whose hidden values go, a unit of 32 at a time, into the block's own int8 image of
 // its hidden units in shared memory (stage_x's layout of a row of `values` = NU x 32 values,
@@ -937,7 +949,7 @@ FFN_FUSED_N(0) FFN_FUSED_N(1) FFN_FUSED_N(2)
         GluMap<2> m{{wg, wu, ag, au}, h + (long)b0 * rows};                                                            \
         run_rows<K, 2, MATMUL_TILE>(m, 2 * rows, cols, x + (long)b0 * cols, min(nb, batch - b0), nb, nw, eps, sm);   \
     }
-GATE_UP_TILE(0) GATE_UP_TILE(1) GATE_UP_TILE(2) GATE_UP_TILE(3) GATE_UP_TILE(4) GATE_UP_TILE(5)
+GATE_UP_TILE(0) GATE_UP_TILE(1) GATE_UP_TILE(2) GATE_UP_TILE(3) GATE_UP_TILE(4) GATE_UP_TILE(5) GATE_UP_TILE(6)
 
 // Whether v may be an f16 matrix-unit operand: |v| <= 65504 and a number (SPEC section 6's
 // f16 operand guard; where a kernel finds one that is not, it sets its `bad` word and the
@@ -950,7 +962,7 @@ __device__ __forceinline__ unsigned short f2h_guarded(float v, unsigned int* bad
     return f2h(v);
 }
 
-// out (rows, cols) f16 = a planar Q4_0 / Q4_1 / Q8_0 / q6 matrix (kind 0 / 1 / 2 / 5) decoded, each
+// out (rows, cols) f16 = a planar Q4_0 / Q4_1 / Q8_0 / q6 / q4k matrix (kind 0 / 1 / 2 / 5 / 6) decoded, each
 // value rounded to f16 (guarded: `bad`): the weight of a prompt chunk's cuBLAS GEMM (host:
 // `gpu/cuda/blas.rs`). Thread t decodes values 8 (t % 4) .. + 8 of unit t / 4 (unit u =
 // row * cols / 32 + column / 32).
@@ -979,6 +991,10 @@ extern "C" __global__ void dequant_f16(const unsigned char* w, int kind, int a_o
             unsigned int s = a[3 * iu + 2];
             d = h2f(s & 0xffff) * (float)(signed char)(s >> (16 + 8 * (g >> 1)));
             high = a[3 * iu + (g >> 1)];
+        } else if (kind == KIND_Q4K) {
+            float2 s = q4k_unit_scale(a, iu);
+            d = s.x;
+            m = s.y;
         } else {
             d = h2f(a[iu] & 0xffff);
             m = h2f(a[iu] >> 16);

@@ -216,19 +216,24 @@ template <bool PENDING> __device__ __forceinline__ void load_x8(const float* x, 
     }
 }
 
-// Codec kinds shared with the host (`layout.rs`): 0 q4_0, 1 q4_1 (and Q4_K), 2 q8_0, 3 f16,
-// 4 f32, 5 q6 (Q6_K: its levels' low nibbles as Q4_0's payload, and a 3-word record a unit:
-// the high 2 bits of values 0-15 and of 16-31 (`dot_high2`), then f16 d and the int8 scales
-// of the two 16-value halves). Quantized kinds stage x as int8, the others as floats:
-// staged_bytes(kind, cols) on the host is cols + 12 * (cols / 32), or 4 * cols.
+// Codec kinds shared with the host (`layout.rs`): 0 q4_0, 1 q4_1, 2 q8_0, 3 f16, 4 f32, 5 q6
+// (Q6_K: its levels' low nibbles as Q4_0's payload, and a 3-word record a unit: the high 2
+// bits of values 0-15 and of 16-31 (`dot_high2`), then f16 d and the int8 scales of the two
+// 16-value halves), 6 q4k (Q4_K: its levels as Q4_0's payload, and a 5-word record a
+// superblock of 8 units: f16 d | f16 dmin << 16, then a word per two units of their 6-bit
+// scale and minimum, `sc | m << 8`, the odd unit's in the high half). Quantized kinds stage x
+// as int8, the others as floats: staged_bytes(kind, cols) on the host is
+// cols + 12 * (cols / 32), or 4 * cols.
 #define KIND_Q6 5
+#define KIND_Q4K 6
 // Whether kind K is dotted with int8 activations; its payload words a unit (Q8_0: two);
 // whether it has a scale record a unit (Q4_1, q6) rather than an f16 a unit, two a word; the
-// record's words.
-#define KIND_INT8(K) ((K) <= 2 || (K) == KIND_Q6)
+// words a unit's ring slot holds of its record (q4k: its superblock's d word and its pair
+// word).
+#define KIND_INT8(K) ((K) <= 2 || (K) == KIND_Q6 || (K) == KIND_Q4K)
 #define KIND_WORDS(K) ((K) == 2 ? 2 : 1)
 #define KIND_SCALE_WORD(K) ((K) == 1 || (K) == KIND_Q6)
-#define KIND_RECORD(K) ((K) == KIND_Q6 ? 3 : 1)
+#define KIND_RECORD(K) ((K) == KIND_Q6 ? 3 : (K) == KIND_Q4K ? 2 : 1)
 __device__ __forceinline__ bool quantized(int kind) { return KIND_INT8(kind); }
 
 // Passes of stage_x whose loads are issued together. Each pass holds 8 values a thread
@@ -384,23 +389,9 @@ __device__ __forceinline__ int dp4a_us(unsigned int a, int b, int c) {
     return d;
 }
 
-// Nibbles of a 16-byte Q4 payload (byte i: value i low, value i + 16 high) . int8 x. The
+// Nibbles of a 16-byte Q4 payload (byte i: value i low, value i + 16 high) . int8 x, the two
+// halves apart: values 0-15 (the low nibbles) . xa into lo, values 16-31 . xb into hi. The
 // high nibbles are dotted in place (16 x their value, as unsigned bytes), so no shifts.
-__device__ __forceinline__ int dot_q4(uint4 q, int4 xa, int4 xb) {
-    int lo = 0, hi = 0;
-    lo = __dp4a((int)(q.x & 0x0F0F0F0Fu), xa.x, lo);
-    hi = dp4a_us(q.x & 0xF0F0F0F0u, xb.x, hi);
-    lo = __dp4a((int)(q.y & 0x0F0F0F0Fu), xa.y, lo);
-    hi = dp4a_us(q.y & 0xF0F0F0F0u, xb.y, hi);
-    lo = __dp4a((int)(q.z & 0x0F0F0F0Fu), xa.z, lo);
-    hi = dp4a_us(q.z & 0xF0F0F0F0u, xb.z, hi);
-    lo = __dp4a((int)(q.w & 0x0F0F0F0Fu), xa.w, lo);
-    hi = dp4a_us(q.w & 0xF0F0F0F0u, xb.w, hi);
-    return lo + (hi >> 4);
-}
-
-// The same with the two halves apart: values 0-15 (the low nibbles) . xa into lo, values
-// 16-31 . xb into hi.
 __device__ __forceinline__ void dot_q4_halves(uint4 q, int4 xa, int4 xb, int& lo, int& hi) {
     int h = 0;
     lo = __dp4a((int)(q.x & 0x0F0F0F0Fu), xa.x, 0);
@@ -412,6 +403,13 @@ __device__ __forceinline__ void dot_q4_halves(uint4 q, int4 xa, int4 xb, int& lo
     lo = __dp4a((int)(q.w & 0x0F0F0F0Fu), xa.w, lo);
     h = dp4a_us(q.w & 0xF0F0F0F0u, xb.w, h);
     hi = h >> 4;
+}
+
+// The same, summed.
+__device__ __forceinline__ int dot_q4(uint4 q, int4 xa, int4 xb) {
+    int lo, hi;
+    dot_q4_halves(q, xa, xb, lo, hi);
+    return lo + hi;
 }
 
 // 16 2-bit fields of word h, each minus 2 (-2..1), . int8 x: value 4 k + b's field is bits
@@ -443,8 +441,9 @@ struct Row {
 };
 
 // One unit of a row as loaded from memory: a 16-byte payload word (b: the second one of
-// Q8_0; q6: its two high-bit words in b.x, b.y) and the unit's scale (f16 d for Q4_0 / Q8_0
-// in the low half, d | m << 16 for Q4_1, d | sc0 << 16 | sc1 << 24 for q6).
+// Q8_0; q6: its two high-bit words in b.x, b.y; q4k: its superblock's d | dmin << 16 in b.x)
+// and the unit's scale (f16 d for Q4_0 / Q8_0 in the low half, d | m << 16 for Q4_1,
+// d | sc0 << 16 | sc1 << 24 for q6, sc | m << 8 for q4k).
 struct Unit {
     uint4 a, b;
     unsigned int s;
@@ -472,6 +471,7 @@ template <int K> __device__ __forceinline__ float unit_dot(const Unit& w, const 
             int h0 = lo0 + 16 * dot_high2(w.b.x, xa), h1 = lo1 + 16 * dot_high2(w.b.y, xb);
             return h2f(w.s & 0xffff) * dx * (float)((int)(signed char)(w.s >> 16) * h0 + (int)(signed char)(w.s >> 24) * h1);
         }
+        if (K == KIND_Q4K) return h2f(w.b.x & 0xffff) * (float)(w.s & 0xff) * dx * (float)dot_q4(w.a, xa, xb) - h2f(w.b.x >> 16) * (float)(w.s >> 8) * gd[groups + u];
         return h2f(w.s & 0xffff) * dx * (float)dot_q8(w.a, w.b, xa, xb);
     }
     const float* xf = (const float*)sm;
@@ -529,8 +529,9 @@ __device__ void stage_image(const unsigned char* img, int cols, int* sm) {
 }
 
 // Where one weight row's units start: its payload words, its scale words (Q4_1, q6: one
-// record per unit; Q4_0 / Q8_0: two f16 per word, from the word holding the row's first unit) and
-// whether the row's first unit sits in a word's high half. Found once per warp group.
+// record per unit; q4k: one per 8 units, rows being whole superblocks; Q4_0 / Q8_0: two f16
+// per word, from the word holding the row's first unit) and whether the row's first unit sits
+// in a word's high half. Found once per warp group.
 template <int K> struct RowSrc {
     const uint4* pay;
     const unsigned int* sc;
@@ -538,8 +539,13 @@ template <int K> struct RowSrc {
     __device__ __forceinline__ void set(const Row& row, int units) {
         long iu0 = row.row * units;
         pay = (const uint4*)row.w + iu0 * KIND_WORDS(K);
-        sc = (const unsigned int*)row.w + row.a_off + (KIND_SCALE_WORD(K) ? iu0 * KIND_RECORD(K) : iu0 >> 1);
+        sc = (const unsigned int*)row.w + row.a_off + (K == KIND_Q4K ? (iu0 >> 3) * 5 : KIND_SCALE_WORD(K) ? iu0 * KIND_RECORD(K) : iu0 >> 1);
         odd = (int)(iu0 & 1);
+    }
+    // Word k of unit u's record as its ring slot holds it.
+    __device__ __forceinline__ const unsigned int* record(int u, int k) const {
+        if (K == KIND_Q4K) return sc + (u >> 3) * 5 + (k == 0 ? 0 : 1 + ((u & 7) >> 1));
+        return KIND_SCALE_WORD(K) ? sc + u * KIND_RECORD(K) + k : sc + ((odd + u) >> 1);
     }
 };
 
@@ -578,9 +584,10 @@ template <int K> struct Ring {
             cp_weight16(pay + slot * ROW_THREADS, src.pay + u, pol);
         }
         #pragma unroll
-        for (int k = 0; k < RECORD; k++) cp_weight4(sc + (slot * RECORD + k) * ROW_THREADS, KIND_SCALE_WORD(K) ? src.sc + u * RECORD + k : src.sc + ((src.odd + u) >> 1), pol);
+        for (int k = 0; k < RECORD; k++) cp_weight4(sc + (slot * RECORD + k) * ROW_THREADS, src.record(u, k), pol);
     }
-    // The unit in slot `slot`; `shift` picks its f16 scale out of the word (Q4_0 / Q8_0).
+    // The unit in slot `slot`; `shift` picks its f16 scale (Q4_0 / Q8_0) or its scale and
+    // minimum (q4k) out of the word.
     __device__ __forceinline__ Unit take(int slot, int shift) const {
         Unit x;
         if (WORDS == 2) {
@@ -595,6 +602,9 @@ template <int K> struct Ring {
             x.b.x = sc[slot * 3 * ROW_THREADS];
             x.b.y = sc[(slot * 3 + 1) * ROW_THREADS];
             x.s = sc[(slot * 3 + 2) * ROW_THREADS];
+        } else if (RECORD == 2) {
+            x.b.x = sc[slot * 2 * ROW_THREADS];
+            x.s = (sc[(slot * 2 + 1) * ROW_THREADS] >> shift) & 0xffff;
         } else if (SCALED) {
             unsigned int s = sc[slot * ROW_THREADS];
             x.s = KIND_SCALE_WORD(K) ? s : (s >> shift) & 0xffff;
@@ -683,8 +693,9 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
         }
         cp_commit();
     };
-    // Bit offset of each row's f16 scale in the scale words of the group `now` is in: a
-    // lane's units all have its parity (u = lane + 32 * it), clamped lanes are dropped.
+    // Bit offset of each row's f16 scale (q4k: scale and minimum) in the scale words of the
+    // group `now` is in: a lane's units all have its parity (u = lane + 32 * it), clamped
+    // lanes are dropped.
     int shift[R] = {0};
     auto find_shifts = [&](int row0) {
         #pragma unroll
@@ -714,7 +725,7 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
     }
 #endif
     TRACE_STAGED();
-    if (items && (K == 0 || K == 2)) find_shifts(now.row0);
+    if (items && (K == 0 || K == 2 || K == KIND_Q4K)) find_shifts(now.row0);
     float acc[R][NB];
     #pragma unroll
     for (int r = 0; r < R; r++) {
@@ -860,7 +871,7 @@ __device__ __forceinline__ float* unit_values(int unit) {
         run_rows<K, R, 1>(m, rows, cols, x + (long)b * cols, 1, 1, nw, eps, sm);                          \
     }
 #define MATVEC_R(K) MATVEC(K, 1) MATVEC(K, 2) MATVEC(K, 4)
-MATVEC_R(0) MATVEC_R(1) MATVEC_R(2) MATVEC_R(3) MATVEC_R(4) MATVEC_R(5)
+MATVEC_R(0) MATVEC_R(1) MATVEC_R(2) MATVEC_R(3) MATVEC_R(4) MATVEC_R(5) MATVEC_R(6)
 
 // y = x plus the pending part xa (one row; `pending_value`), then as matvec: RMS-normed with nw
 // when nw is not null, . W^T, the argmax folded into *best when best is not null (the token
@@ -875,7 +886,7 @@ MATVEC_R(0) MATVEC_R(1) MATVEC_R(2) MATVEC_R(3) MATVEC_R(4) MATVEC_R(5)
         run_rows<K, R, 1, X_PENDING>(m, rows, cols, x, 1, 1, nw, eps, sm, xa);                            \
     }
 #define MATVEC_PEND_R(K) MATVEC_PEND(K, 1) MATVEC_PEND(K, 2) MATVEC_PEND(K, 4)
-MATVEC_PEND_R(0) MATVEC_PEND_R(1) MATVEC_PEND_R(2) MATVEC_PEND_R(3) MATVEC_PEND_R(4) MATVEC_PEND_R(5)
+MATVEC_PEND_R(0) MATVEC_PEND_R(1) MATVEC_PEND_R(2) MATVEC_PEND_R(3) MATVEC_PEND_R(4) MATVEC_PEND_R(5) MATVEC_PEND_R(6)
 
 // The token graph's int8 chain (host: `chain.rs`): y (rows) = a . W^T (added into y when
 // add != 0), a given by its int8 image img (one row; quantized codec kinds only).
@@ -888,7 +899,7 @@ MATVEC_PEND_R(0) MATVEC_PEND_R(1) MATVEC_PEND_R(2) MATVEC_PEND_R(3) MATVEC_PEND_
         run_rows<K, R, 1, X_IMAGE>(m, rows, cols, (const float*)img, 1, 1, nullptr, 0.f, sm);             \
     }
 #define MATVEC_IMG_R(K) MATVEC_IMG(K, 1) MATVEC_IMG(K, 2) MATVEC_IMG(K, 4)
-MATVEC_IMG_R(0) MATVEC_IMG_R(1) MATVEC_IMG_R(2) MATVEC_IMG_R(5)
+MATVEC_IMG_R(0) MATVEC_IMG_R(1) MATVEC_IMG_R(2) MATVEC_IMG_R(5) MATVEC_IMG_R(6)
 
 // The same, y += a . W^T, with x's pending part xa folded into y and zeroed (the output
 // projection where the FFN is fused).
@@ -902,7 +913,7 @@ MATVEC_IMG_R(0) MATVEC_IMG_R(1) MATVEC_IMG_R(2) MATVEC_IMG_R(5)
         run_rows<K, R, 1, X_IMAGE>(m, rows, cols, (const float*)img, 1, 1, nullptr, 0.f, sm);             \
     }
 #define MATVEC_IMG_FOLD_R(K) MATVEC_IMG_FOLD(K, 1) MATVEC_IMG_FOLD(K, 2) MATVEC_IMG_FOLD(K, 4)
-MATVEC_IMG_FOLD_R(0) MATVEC_IMG_FOLD_R(1) MATVEC_IMG_FOLD_R(2) MATVEC_IMG_FOLD_R(5)
+MATVEC_IMG_FOLD_R(0) MATVEC_IMG_FOLD_R(1) MATVEC_IMG_FOLD_R(2) MATVEC_IMG_FOLD_R(5) MATVEC_IMG_FOLD_R(6)
 
 // Prefill: y (batch, rows) = x (batch, cols) . W^T (added into y when add != 0) in tiles of
 // nb <= MATMUL_TILE activation rows (blockIdx.y: tile), each weight unit read once per tile
@@ -917,7 +928,7 @@ MATVEC_IMG_FOLD_R(0) MATVEC_IMG_FOLD_R(1) MATVEC_IMG_FOLD_R(2) MATVEC_IMG_FOLD_R
         PlainMap<2> m{w, a_off, y + (long)b0 * rows, add, nullptr, 0ull};                                 \
         run_rows<K, 2, MATMUL_TILE>(m, rows, cols, x + (long)b0 * cols, min(nb, batch - b0), nb, nullptr, 0.f, sm); \
     }
-MATMUL(0) MATMUL(1) MATMUL(2) MATMUL(3) MATMUL(4) MATMUL(5)
+MATMUL(0) MATMUL(1) MATMUL(2) MATMUL(3) MATMUL(4) MATMUL(5) MATMUL(6)
 
 // silu(g) * u: the gated FFN's hidden value (every kernel that forms it).
 __device__ __forceinline__ float silu_times(float g, float u) { return g / (1.f + expf(-g)) * u; }
