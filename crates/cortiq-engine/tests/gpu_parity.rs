@@ -1146,8 +1146,8 @@ fn cuda_cluster_layers_match_the_cpu_path() {
 
 /// The CUDA token graph's FFN as one launch a layer (`gpu/cuda/ffn.rs`: gate/up and the down
 /// projection's columns in one kernel, the blocks' shares added into x's fixed-point pending
-/// part) against the CPU path and the two launches: the tiny llama in Q4_0, Q4_1, Q8_0 and Q4_K
-/// (transcoded to Q4_1's unit-major layout) and smollm2 in Q4_0 (one hidden unit a block), llama-8b in Q4_0 (448 units: two a block on the
+/// part) against the CPU path and the two launches: the tiny llama in Q4_0, Q4_1 and Q8_0 and
+/// smollm2 in Q4_0 (one hidden unit a block), llama-8b in Q4_0 (448 units: two a block on the
 /// H200), tiny-wide in Q8_0 (a 5120-value row: the norm's scale read first, with the pending
 /// part). Each run is fed the CPU's greedy tokens after a ~100-token prompt: every step's
 /// logits finite, within 5 % relative L2 of the CPU's or no further than 1.25 x the two

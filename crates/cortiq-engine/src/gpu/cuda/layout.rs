@@ -96,8 +96,14 @@ fn q4k_units(rows: usize, cols: usize, bytes: &[u8]) -> Planar {
             }
         }
     }
+    with_records(words, &records, cols)
+}
+
+/// A transcoded layout: the payload `words` (4 a unit), then from word `a` the `records`
+/// (padded to whole 16-byte words).
+fn with_records(mut words: Vec<u32>, records: &[u32], cols: usize) -> Planar {
     let a = words.len() as u32;
-    words.extend_from_slice(&records);
+    words.extend_from_slice(records);
     words.resize(words.len().next_multiple_of(4).max(4), 0);
     let end = words.len() as u32;
     Planar { words, units_per_row: (cols / 32) as u32, a, b: end, c: end }
@@ -129,19 +135,14 @@ fn q6k_units(rows: usize, cols: usize, bytes: &[u8]) -> Planar {
         let d = f16_at(sb, 208).to_bits() as u32;
         let levels = q6k_levels(sb);
         for (j, unit) in levels.chunks_exact(32).enumerate() {
-            let nibbles: Vec<u8> = unit.iter().map(|l| l & 15).collect();
-            words.extend(nibble_words(&nibbles));
+            words.extend(nibble_words(unit));
             for half in unit.chunks_exact(16) {
                 records.push(half.iter().enumerate().fold(0u32, |h, (v, l)| h | ((l >> 4) as u32 & 3) << (8 * (v % 4) + 2 * (v / 4))));
             }
             records.push(d | (sb[192 + 2 * j] as u32) << 16 | (sb[193 + 2 * j] as u32) << 24);
         }
     }
-    let a = words.len() as u32;
-    words.extend_from_slice(&records);
-    words.resize(words.len().next_multiple_of(4).max(4), 0);
-    let end = words.len() as u32;
-    Planar { words, units_per_row: (cols / 32) as u32, a, b: end, c: end }
+    with_records(words, &records, cols)
 }
 
 #[cfg(test)]

@@ -10,6 +10,12 @@ __device__ __forceinline__ float2 q4k_unit_scale(const unsigned int* a, long iu)
     return make_float2(h2f(r[0] & 0xffff) * (float)(p & 0xff), -h2f(r[0] >> 16) * (float)((p >> 8) & 0xff));
 }
 
+// The high 2 bits of value v16 (0..15) of a q6 unit's half, from that half's record word
+// (`dot_high2`'s place: bits 8 (v16 % 4) + 2 (v16 / 4)).
+__device__ __forceinline__ int q6_high2(unsigned int h, int v16) {
+    return (int)((h >> (8 * (v16 & 3) + 2 * (v16 >> 2))) & 3);
+}
+
 // out (rows, cols): row b (blockIdx.y) = row token[b] of a planar matrix (see matvec.cu),
 // decoded; *best = 0 for the head's argmax (the first kernel of a token or a prefill chunk,
 // so nothing else touches it meanwhile), and the pending part xa (cols + 1) zeroed where
@@ -42,8 +48,7 @@ extern "C" __global__ void embed_row(const unsigned char* w, int kind, int a_off
         // The level: the nibble (Q4_0's place), the high 2 bits (dot_high2's place in the
         // record's word for its half); minus 32, times d and the half's scale.
         unsigned char q = w[iu * 16 + (j & 15)];
-        int v16 = j & 15, high = (a[3 * iu + (j >> 4)] >> (8 * (v16 & 3) + 2 * (v16 >> 2))) & 3;
-        int level = (j < 16 ? (q & 15) : (q >> 4)) | high << 4;
+        int level = (j < 16 ? (q & 15) : (q >> 4)) | q6_high2(a[3 * iu + (j >> 4)], j & 15) << 4;
         unsigned int s = a[3 * iu + 2];
         v = h2f(s & 0xffff) * (float)((int)(signed char)(s >> (16 + 8 * (j >> 4))) * (level - 32));
     } else if (kind == 3) {
@@ -641,7 +646,7 @@ ATTENTION_ROWS(2) ATTENTION_ROWS(4) ATTENTION_ROWS(8)
 // 2j, 2j + 1) for j < rot/2, then the unrotated dimensions rot + 2 (j - rot/2) + (0, 1).
 // finish rotates q and k pairs by pos * base^(-2j/rot) (rope_store's formula before) and
 // writes q, and k and v straight into the KV mirror row pos. A launch takes the rows from
-// 2 * first_pair on (`qkv_rows`: all of them, or Q and K apart from V where V's codec kind
+// 2 * first_pair on (`qkv_parts`: all of them, or Q and K apart from V where V's codec kind
 // differs).
 struct RopeQkvMap {
     static constexpr int UNIT = 0;
@@ -1003,8 +1008,7 @@ extern "C" __global__ void dequant_f16(const unsigned char* w, int kind, int a_o
         for (int k = 0; k < 8; k++) {
             unsigned int byte = (qs[k >> 2] >> (8 * (k & 3))) & 0xff;
             int n = g < 2 ? (byte & 15) : (byte >> 4);
-            int v16 = (8 * g + k) & 15;
-            if (kind == KIND_Q6) v[k] = d * (float)((n | (int)((high >> (8 * (v16 & 3) + 2 * (v16 >> 2))) & 3) << 4) - 32);
+            if (kind == KIND_Q6) v[k] = d * (float)((n | q6_high2(high, (8 * g + k) & 15) << 4) - 32);
             else v[k] = kind == 0 ? d * ((float)n - 8.f) : d * (float)n + m;
         }
     }

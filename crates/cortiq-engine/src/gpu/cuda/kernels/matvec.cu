@@ -772,6 +772,7 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
                     pass_left = Map::UNIT / PASS;
                 }
             }
+            // (q4k rows start on whole superblocks, so its shifts never change.)
             if ((K == 0 || K == 2) && t + 1 < items) find_shifts(now.row0);
             if constexpr (NB == 1) {
                 if (t + 1 < items) map.begin(now.row0, total);
