@@ -136,13 +136,13 @@ const RING_UNITS: usize = 8;
 
 /// Shared bytes of a row kernel's weight ring (`Ring` in matvec.cu): per thread
 /// `RING_UNITS_Q8` or `RING_UNITS` units of 16-byte payload words (two for Q8_0) and, for
-/// quantized kinds, a scale word (Q6_K: its 3-word record; Q4_K: its d word and pair word; `layout.rs`).
+/// quantized kinds, a scale word (Q6_K: its 3-word record; Q4_K: a word, a warp's 32 holding
+/// its 4 superblocks' 5-word records; `layout.rs`).
 fn ring_bytes(kind: i32) -> usize {
     let (units, words, scale) = match kind {
         2 => (RING_UNITS_Q8, 2, 4),
         layout::KIND_Q6 => (RING_UNITS, 1, 12),
-        layout::KIND_Q4K => (RING_UNITS, 1, 8),
-        0 | 1 => (RING_UNITS, 1, 4),
+        layout::KIND_Q4K | 0 | 1 => (RING_UNITS, 1, 4),
         _ => (RING_UNITS, 1, 0),
     };
     ROW_THREADS as usize * units * (16 * words + scale)

@@ -228,12 +228,11 @@ template <bool PENDING> __device__ __forceinline__ void load_x8(const float* x, 
 #define KIND_Q4K 6
 // Whether kind K is dotted with int8 activations; its payload words a unit (Q8_0: two);
 // whether it has a scale record a unit (Q4_1, q6) rather than an f16 a unit, two a word; the
-// words a unit's ring slot holds of its record (q4k: its superblock's d word and its pair
-// word).
+// record words a unit's ring slot holds (q4k: its share of its superblock's 5, rounded up).
 #define KIND_INT8(K) ((K) <= 2 || (K) == KIND_Q6 || (K) == KIND_Q4K)
 #define KIND_WORDS(K) ((K) == 2 ? 2 : 1)
 #define KIND_SCALE_WORD(K) ((K) == 1 || (K) == KIND_Q6)
-#define KIND_RECORD(K) ((K) == KIND_Q6 ? 3 : (K) == KIND_Q4K ? 2 : 1)
+#define KIND_RECORD(K) ((K) == KIND_Q6 ? 3 : 1)
 __device__ __forceinline__ bool quantized(int kind) { return KIND_INT8(kind); }
 
 // Passes of stage_x whose loads are issued together. Each pass holds 8 values a thread
@@ -542,10 +541,11 @@ template <int K> struct RowSrc {
         sc = (const unsigned int*)row.w + row.a_off + (K == KIND_Q4K ? (iu0 >> 3) * 5 : KIND_SCALE_WORD(K) ? iu0 * KIND_RECORD(K) : iu0 >> 1);
         odd = (int)(iu0 & 1);
     }
-    // Word k of unit u's record as its ring slot holds it.
-    __device__ __forceinline__ const unsigned int* record(int u, int k) const {
-        if (K == KIND_Q4K) return sc + (u >> 3) * 5 + (k == 0 ? 0 : 1 + ((u & 7) >> 1));
-        return KIND_SCALE_WORD(K) ? sc + u * KIND_RECORD(K) + k : sc + ((odd + u) >> 1);
+    // Unit u's scale word (Q4_0 / Q8_0: the word holding its f16; Q4_1: its own); q6: its
+    // 3-word record; q4k: its superblock's 5-word record.
+    __device__ __forceinline__ const unsigned int* record(int u) const {
+        if (K == KIND_Q4K) return sc + (u >> 3) * 5;
+        return KIND_SCALE_WORD(K) ? sc + u * KIND_RECORD(K) : sc + ((odd + u) >> 1);
     }
 };
 
@@ -560,11 +560,19 @@ template <int K> struct Ring {
     static constexpr bool SCALED = KIND_INT8(K);
     static constexpr int RECORD = SCALED ? KIND_RECORD(K) : 0;  // scale words a unit
     static constexpr int BYTES = ROW_THREADS * UNITS * (16 * WORDS + 4 * RECORD);  // the block's ring (host: `ring_bytes`)
+    // Whether a lane reads ring words other lanes copied, so that its warp syncs around the
+    // refill: Q8_0's payload, and the records of q6 and q4k, which lie contiguous in memory
+    // for a warp's 32 units (q6: 96 words, 16-byte aligned; q4k: 4 superblocks' 5 words) and
+    // are copied whole into the warp's record slots (24 / 20 lanes' copies instead of 3 / 2 a
+    // lane) for `take` to gather a unit's words from.
+    static constexpr bool GATHERED = WORDS == 2 || K == KIND_Q6 || K == KIND_Q4K;
     uint4* pay;          // this thread's slot 0 payload word
     unsigned int* sc;    // this thread's slot 0 scale word
+    unsigned int* rec;   // q6, q4k: this warp's slot 0 record words (32 x RECORD)
     __device__ Ring(int* sm, int staged_bytes) {
         pay = (uint4*)((char*)sm + staged_bytes) + threadIdx.x;
         sc = (unsigned int*)((uint4*)((char*)sm + staged_bytes) + UNITS * WORDS * ROW_THREADS) + threadIdx.x;
+        rec = sc - threadIdx.x + (threadIdx.x & ~31) * RECORD;
     }
     // Start copying the units u0 + lane (clamped to the row) of the row at `src` into each
     // lane's slot `slot`. Q8_0's two payload words a unit are copied in two sweeps over
@@ -583,8 +591,14 @@ template <int K> struct Ring {
         } else {
             cp_weight16(pay + slot * ROW_THREADS, src.pay + u, pol);
         }
-        #pragma unroll
-        for (int k = 0; k < RECORD; k++) cp_weight4(sc + (slot * RECORD + k) * ROW_THREADS, src.record(u, k), pol);
+        // (Rows of q6 and q4k are whole superblocks, so units - u0 is a multiple of 8.)
+        if (K == KIND_Q6) {
+            if (lane < min(32, units - u0) * 3 / 4) cp_weight16((uint4*)(rec + slot * 3 * ROW_THREADS) + lane, (const uint4*)src.record(u0) + lane, pol);
+        } else if (K == KIND_Q4K) {
+            if (lane < min(32, units - u0) / 8 * 5) cp_weight4(rec + slot * ROW_THREADS + lane, src.record(u0) + lane, pol);
+        } else if (SCALED) {
+            cp_weight4(sc + slot * ROW_THREADS, src.record(u), pol);
+        }
     }
     // The unit in slot `slot`; `shift` picks its f16 scale (Q4_0 / Q8_0) or its scale and
     // minimum (q4k) out of the word.
@@ -598,13 +612,16 @@ template <int K> struct Ring {
         } else {
             x.a = pay[slot * ROW_THREADS];
         }
-        if (RECORD == 3) {
-            x.b.x = sc[slot * 3 * ROW_THREADS];
-            x.b.y = sc[(slot * 3 + 1) * ROW_THREADS];
-            x.s = sc[(slot * 3 + 2) * ROW_THREADS];
-        } else if (RECORD == 2) {
-            x.b.x = sc[slot * 2 * ROW_THREADS];
-            x.s = (sc[(slot * 2 + 1) * ROW_THREADS] >> shift) & 0xffff;
+        if (K == KIND_Q6) {
+            const unsigned int* r = rec + slot * 3 * ROW_THREADS + 3 * (threadIdx.x & 31);
+            x.b.x = r[0];
+            x.b.y = r[1];
+            x.s = r[2];
+        } else if (K == KIND_Q4K) {
+            int lane = threadIdx.x & 31;
+            const unsigned int* r = rec + slot * ROW_THREADS + (lane >> 3) * 5;
+            x.b.x = r[0];
+            x.s = (r[1 + ((lane & 7) >> 1)] >> shift) & 0xffff;
         } else if (SCALED) {
             unsigned int s = sc[slot * ROW_THREADS];
             x.s = KIND_SCALE_WORD(K) ? s : (s >> shift) & 0xffff;
@@ -734,11 +751,11 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
     }
     for (int t = 0; t < items; t++) {
         // Refill the slot item t - 1 used (its values are in acc already), then wait for t.
-        // Two-word lanes read ring words other lanes copied: the warp syncs around the refill.
-        if (Ring<K>::WORDS == 2) __syncwarp();
+        // Lanes reading ring words other lanes copied: the warp syncs around the refill.
+        if (Ring<K>::GATHERED) __syncwarp();
         issue(t + P - 1);
         cp_wait<P - 1>();
-        if (Ring<K>::WORDS == 2) __syncwarp();
+        if (Ring<K>::GATHERED) __syncwarp();
         int u = unit_of(now), i0 = now.row0, slot = (t & (P - 1)) * R;
         if (lane + 32 * now.it < units) {
             #pragma unroll
