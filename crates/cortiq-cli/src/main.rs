@@ -160,9 +160,9 @@ enum Command {
     /// Write a random-weight llama GGUF of a named shape (tiny, tiny-wide, smollm2-135m, smollm2-360m, llama-1b, llama-8b).
     Synth {
         shape: String,
-        /// One codec for every matrix (q4_0, q4_1, q5_0, q8_0, q4_k, q6_k, f16, ...), or
-        /// q4_k_m: llama.cpp's Q4_K_M mix (Q6_K for the head and for some layers' attn_v and
-        /// ffn_down).
+        /// One codec for every matrix (q4_0, q4_1, q5_0, q8_0, q4_k, q5_k, q6_k, f16, ...), or
+        /// q4_k_m / q5_k_m: llama.cpp's Q4_K_M / Q5_K_M mix (Q6_K for the head and for some
+        /// layers' attn_v and ffn_down).
         #[arg(long, default_value = "q4_0")]
         codec: String,
         #[arg(short, long)]

@@ -2,7 +2,8 @@
 //! random weights (normal, std 0.02; norms 1.0) and a complete byte-level BPE vocabulary,
 //! so cortiq and llama.cpp's tools both load it. Streams one tensor at a time to disk, rows
 //! generated in parallel from per-row seeds: deterministic for a seed, bounded memory.
-//! `--codec` names one codec for every matrix, or `q4_k_m`: llama.cpp's Q4_K_M mix.
+//! `--codec` names one codec for every matrix, or `q4_k_m` / `q5_k_m`: llama.cpp's Q4_K_M or
+//! Q5_K_M mix.
 
 use anyhow::{bail, Context, Result};
 use cortiq_core::gguf::{GgufWriter, TensorSpec};
@@ -51,6 +52,10 @@ enum Recipe {
     /// attn_v and ffn_down in the layers `more_bits` names; a matrix whose rows are not whole
     /// 256-value superblocks falls back (Q4_K to Q5_0, Q6_K to Q8_0; the head to Q8_0).
     Q4KM,
+    /// `LLAMA_FTYPE_MOSTLY_Q5_K_M`: the same choices with Q5_K where Q4_K_M has Q4_K. Its
+    /// fallback for rows that are not whole superblocks is Q5_1, which cortiq does not read,
+    /// so shapes with such rows (smollm2) are refused.
+    Q5KM,
 }
 
 impl Recipe {
@@ -58,13 +63,17 @@ impl Recipe {
         if name.eq_ignore_ascii_case("q4_k_m") {
             return Ok(Recipe::Q4KM);
         }
-        Codec::from_name(name).map(Recipe::Uniform).with_context(|| format!("unknown codec '{name}' (a codec name, or q4_k_m)"))
+        if name.eq_ignore_ascii_case("q5_k_m") {
+            return Ok(Recipe::Q5KM);
+        }
+        Codec::from_name(name).map(Recipe::Uniform).with_context(|| format!("unknown codec '{name}' (a codec name, q4_k_m or q5_k_m)"))
     }
 
     /// GGUF's `general.file_type` (llama.cpp's `llama_ftype`).
     fn file_type(self) -> Result<u32> {
         Ok(match self {
             Recipe::Q4KM => 15,
+            Recipe::Q5KM => 17,
             Recipe::Uniform(codec) => match codec {
                 Codec::F32 => 0,
                 Codec::F16 => 1,
@@ -82,23 +91,26 @@ impl Recipe {
     }
 
     /// The codec of matrix `name` (`blk.{layer}.{role}.weight`, `token_embd.weight`,
-    /// `output.weight`) whose rows hold `cols` values, in a model of `shape`.
-    fn codec(self, name: &str, cols: u64, shape: &Shape) -> Codec {
-        if let Recipe::Uniform(codec) = self {
-            return codec;
-        }
+    /// `output.weight`) whose rows hold `cols` values, in a model of `shape`; Err where the
+    /// mix falls back to a codec cortiq does not read.
+    fn codec(self, name: &str, cols: u64, shape: &Shape) -> Result<Codec> {
+        let (base, fallback) = match self {
+            Recipe::Uniform(codec) => return Ok(codec),
+            Recipe::Q4KM => (Codec::Q4K, Some(Codec::Q5_0)),
+            Recipe::Q5KM => (Codec::Q5K, None),
+        };
         let whole_superblocks = cols.is_multiple_of(256);
         if name == "output.weight" || (shape.tied && name == "token_embd.weight") {
-            return if whole_superblocks { Codec::Q6K } else { Codec::Q8_0 };
+            return Ok(if whole_superblocks { Codec::Q6K } else { Codec::Q8_0 });
         }
         let layer = name.strip_prefix("blk.").and_then(|r| r.split('.').next()).and_then(|i| i.parse::<u64>().ok());
         let wants_q6 = layer.is_some_and(|i| (name.ends_with(".attn_v.weight") || name.ends_with(".ffn_down.weight")) && more_bits(i, shape.layers));
-        match (wants_q6, whole_superblocks) {
+        Ok(match (wants_q6, whole_superblocks) {
             (true, true) => Codec::Q6K,
             (true, false) => Codec::Q8_0,
-            (false, true) => Codec::Q4K,
-            (false, false) => Codec::Q5_0,
-        }
+            (false, true) => base,
+            (false, false) => fallback.with_context(|| format!("{name}: rows of {cols} values are not whole 256-value superblocks, where llama.cpp's Q5_K_M falls back to Q5_1, which cortiq does not read"))?,
+        })
     }
 }
 
@@ -240,8 +252,8 @@ pub fn synth_shape(shape: &Shape, codec_name: &str, out: &Path, seed: u64) -> Re
     let list = tensor_list(shape);
     let specs: Vec<TensorSpec> = list
         .iter()
-        .map(|(name, dims)| TensorSpec { name: name.clone(), shape: dims.clone(), codec: if dims.len() == 1 { Codec::F32 } else { recipe.codec(name, dims[0], shape) } })
-        .collect();
+        .map(|(name, dims)| Ok(TensorSpec { name: name.clone(), shape: dims.clone(), codec: if dims.len() == 1 { Codec::F32 } else { recipe.codec(name, dims[0], shape)? } }))
+        .collect::<Result<_>>()?;
     let total: u64 = specs.iter().map(|s| cortiq_core::TensorInfo::expected_bytes(&s.name, &s.shape, s.codec)).sum::<Result<u64, _>>()?;
     let tmp = out.with_extension("partial");
     let file = std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
@@ -305,7 +317,7 @@ mod tests {
     fn q4_k_m_follows_llama_cpps_mix_and_its_fallbacks() {
         let shape = |name: &str| *SHAPES.iter().find(|s| s.name == name).unwrap();
         let of = |shape: &Shape| -> std::collections::HashMap<String, Codec> {
-            tensor_list(shape).into_iter().filter(|(_, d)| d.len() == 2).map(|(n, d)| (n.clone(), Recipe::Q4KM.codec(&n, d[0], shape))).collect()
+            tensor_list(shape).into_iter().filter(|(_, d)| d.len() == 2).map(|(n, d)| (n.clone(), Recipe::Q4KM.codec(&n, d[0], shape).unwrap())).collect()
         };
         // llama-8b: untied, every width a multiple of 256.
         let m = of(&shape("llama-8b"));
@@ -325,6 +337,25 @@ mod tests {
         assert_eq!(Recipe::parse("Q4_K_M").unwrap(), Recipe::Q4KM);
         assert_eq!(Recipe::parse("q8_0").unwrap(), Recipe::Uniform(Codec::Q8_0));
         assert!(Recipe::parse("q4_k_x").unwrap_err().to_string().contains("q4_k_m"));
+    }
+
+    #[test]
+    fn q5_k_m_is_q4_k_m_with_q5_k_and_refuses_its_q5_1_fallback() {
+        let shape = |name: &str| *SHAPES.iter().find(|s| s.name == name).unwrap();
+        for name in ["llama-8b", "llama-1b", "tiny"] {
+            let s = shape(name);
+            for (n, d) in tensor_list(&s).into_iter().filter(|(_, d)| d.len() == 2) {
+                let q4 = Recipe::Q4KM.codec(&n, d[0], &s).unwrap();
+                let want = if q4 == Codec::Q4K { Codec::Q5K } else { q4 };
+                assert_eq!(Recipe::Q5KM.codec(&n, d[0], &s).unwrap(), want, "{name} {n}");
+            }
+        }
+        let s = shape("smollm2-135m");
+        let why = Recipe::Q5KM.codec("blk.4.attn_q.weight", 576, &s).unwrap_err().to_string();
+        assert!(why.contains("blk.4.attn_q.weight") && why.contains("Q5_1"), "{why}");
+        let path = std::env::temp_dir().join(format!("cortiq-synth-q5km-refused-{}.gguf", std::process::id()));
+        assert!(synth("smollm2-135m", "q5_k_m", &path, 1).is_err() && !path.exists());
+        assert_eq!((Recipe::parse("Q5_K_M").unwrap(), Recipe::Q5KM.file_type().unwrap()), (Recipe::Q5KM, 17));
     }
 
     #[test]

@@ -63,6 +63,7 @@ pub fn q8_kernel(codec: Codec) -> Option<Q8Kernels> {
         Codec::Q5_0 => Some(Q8Kernels { one: q5_0, four: four_by_one!(q5_0), rows: rows_by_one!(q5_0), eight: None }),
         Codec::Q4K => Some(Q8Kernels { one: q4_k, four: four_by_one!(q4_k), rows: rows_by_one!(q4_k), eight: None }),
         Codec::Q6K => Some(Q8Kernels { one: q6_k, four: four_by_one!(q6_k), rows: rows_by_one!(q6_k), eight: None }),
+        Codec::Q5K => Some(Q8Kernels { one: q5_k, four: four_by_one!(q5_k), rows: rows_by_one!(q5_k), eight: None }),
         _ => None,
     }
 }
@@ -80,6 +81,7 @@ fn simd_kernels(codec: Codec, vnni: bool) -> Option<Q8Kernels> {
         Codec::Q5_0 => Some(kernels::<Q5_0>(vnni)),
         Codec::Q4K => Some(kernels::<Q4K>(vnni)),
         Codec::Q6K => Some(kernels::<Q6K>(vnni)),
+        Codec::Q5K => Some(kernels::<Q5K>(vnni)),
         _ => None,
     }
 }
@@ -173,6 +175,24 @@ pub fn q4_k(w: &[u8], x: &[BlockQ8]) -> f32 {
             let (sc, m) = cortiq_core::codec::k4_scale_min(j, &sb[4..16]);
             let q = &sb[16 + 32 * (j / 2)..16 + 32 * (j / 2) + 32];
             let acc: i32 = q.iter().zip(&xb.qs).map(|(&b, &y)| ((b >> (4 * (j % 2))) & 0x0F) as i32 * y as i32).sum();
+            sum += d * sc as f32 * xb.d * acc as f32 - dmin * m as f32 * xb.s;
+        }
+    }
+    sum
+}
+
+/// Q5_K row (176-byte super-blocks of 8 x 32 values: Q4_K's d, dmin and 12 bytes of scales
+/// and mins, then 32 bytes of high bits, bit j of byte l the fifth bit of sub-block j's value
+/// l, then Q4_K's 128 bytes of nibbles) . q8 activations (one block per sub-block), portable.
+pub fn q5_k(w: &[u8], x: &[BlockQ8]) -> f32 {
+    let mut sum = 0f32;
+    for (sb, xs) in w.chunks_exact(176).zip(x.chunks_exact(8)) {
+        let (d, dmin) = (f16_at(sb, 0), f16_at(sb, 2));
+        let qh = &sb[16..48];
+        for (j, xb) in xs.iter().enumerate() {
+            let (sc, m) = cortiq_core::codec::k4_scale_min(j, &sb[4..16]);
+            let q = &sb[48 + 32 * (j / 2)..48 + 32 * (j / 2) + 32];
+            let acc: i32 = q.iter().zip(qh).zip(&xb.qs).map(|((&b, &h), &y)| (((b >> (4 * (j % 2))) & 0x0F) | ((h >> j) & 1) << 4) as i32 * y as i32).sum();
             sum += d * sc as f32 * xb.d * acc as f32 - dmin * m as f32 * xb.s;
         }
     }
@@ -429,24 +449,35 @@ mod avx2 {
         sum
     }
 
-    /// Q4_K (see the portable `q4_k`) against N activation rows, each super-block's nibbles
-    /// widened once: per sub-block one `maddubs` dot and one FMA with d x scale x the
+    /// Q4_K (see the portable `q4_k`), or Q5_K where FIVE (`q5_k`), against N activation
+    /// rows, each super-block's nibbles widened once (Q5_K: the sub-block's fifth bits ORed
+    /// in at bit 4): per sub-block one `maddubs` dot and one FMA with d x scale x the
     /// activation scale; the mins come off through the activation blocks' sums.
     #[inline(always)]
-    unsafe fn q4_k_n<const VNNI: bool, const N: usize>(w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
-        let nsb = whole_blocks(w, 144, 8, &xs);
+    unsafe fn affine_k_n<const VNNI: bool, const N: usize, const FIVE: bool>(w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
+        let (block, nibbles) = if FIVE { (176, 48) } else { (144, 16) };
+        let nsb = whole_blocks(w, block, 8, &xs);
         let mut acc = [_mm256_setzero_ps(); N];
         let mut mins = [0f32; N];
-        let mask = _mm256_set1_epi8(0x0F);
+        let (mask, one) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi8(1));
         for sb in 0..nsb {
-            let b = w.as_ptr().add(144 * sb);
+            let b = w.as_ptr().add(block * sb);
             let (d, dmin) = (f16_at(b), f16_at(b.add(2)));
             let packed = std::slice::from_raw_parts(b.add(4), 12);
+            let high = if FIVE { _mm256_loadu_si256(b.add(16) as *const __m256i) } else { _mm256_setzero_si256() };
             for g in 0..4 {
-                let bytes = _mm256_loadu_si256(b.add(16 + 32 * g) as *const __m256i);
+                let bytes = _mm256_loadu_si256(b.add(nibbles + 32 * g) as *const __m256i);
                 let q = [_mm256_and_si256(bytes, mask), _mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask)];
                 for (h, qh) in q.into_iter().enumerate() {
                     let j = 2 * g + h;
+                    let qh = if FIVE {
+                        // Bit j of each high-bit byte, moved to bit 4 (16-bit shifts: bit 0 of
+                        // a byte after the right shift is its own bit j).
+                        let bit = _mm256_and_si256(_mm256_srl_epi16(high, _mm_cvtsi32_si128(j as i32)), one);
+                        _mm256_or_si256(qh, _mm256_slli_epi16(bit, 4))
+                    } else {
+                        qh
+                    };
                     let (sc, m) = cortiq_core::codec::k4_scale_min(j, packed);
                     let (dj, mj) = (d * sc as f32, dmin * m as f32);
                     for t in 0..N {
@@ -506,6 +537,7 @@ mod avx2 {
     pub(super) const Q8_0: u8 = 3;
     pub(super) const Q4K: u8 = 4;
     pub(super) const Q6K: u8 = 5;
+    pub(super) const Q5K: u8 = 6;
 
     /// Codec C's weight row against N activation rows. For one row this keeps ggml's block
     /// order and single FMA chain, so results stay bit-close to llama.cpp's CPU path (a
@@ -517,7 +549,8 @@ mod avx2 {
             Q4_1 => dot_n::<VNNI, N>(Kind::Q4_1, w, xs),
             Q5_0 => dot_n::<VNNI, N>(Kind::Q5_0, w, xs),
             Q8_0 => dot_n::<VNNI, N>(Kind::Q8_0, w, xs),
-            Q4K => q4_k_n::<VNNI, N>(w, xs),
+            Q4K => affine_k_n::<VNNI, N, false>(w, xs),
+            Q5K => affine_k_n::<VNNI, N, true>(w, xs),
             _ => q6_k_n::<VNNI, N>(w, xs),
         }
     }
@@ -660,6 +693,7 @@ mod tests {
                         Codec::Q8_0 => q8_0(&packed, &xq),
                         Codec::Q5_0 => q5_0(&packed, &xq),
                         Codec::Q4K => q4_k(&packed, &xq),
+                        Codec::Q5K => q5_k(&packed, &xq),
                         Codec::Q6K => q6_k(&packed, &xq),
                         _ => q8_row(&packed, &xq),
                     };
