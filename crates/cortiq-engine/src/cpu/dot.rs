@@ -1,5 +1,5 @@
 //! Row kernels: one packed weight row dotted with quantized activations (the Q4/Q5/Q8
-//! codecs, Q4_K, Q6_K) or with f32 activations (the float codecs, Q5_K). AVX2 versions where the CPU has them,
+//! codecs, the K-quants) or with f32 activations (the float codecs). AVX2 versions where the CPU has them,
 //! portable versions elsewhere; both are tested against the codec's reference dot.
 
 use super::quant::{BlockQ8, QK};

@@ -155,7 +155,7 @@ mod tests {
         // so a prompt's rows are bit-identical to decoding them one at a time (13 = 8 + 4 + 1).
         let mut rng = SplitMix64::fresh();
         let seed = rng.seed();
-        for codec in [Codec::Q4_0, Codec::Q4_1, Codec::Q5_0, Codec::Q8_0, Codec::Q4K, Codec::Q6K] {
+        for codec in [Codec::Q4_0, Codec::Q4_1, Codec::Q5_0, Codec::Q8_0, Codec::Q4K, Codec::Q5K, Codec::Q6K] {
             let (rows, cols, batch) = (21usize, 512usize, 13usize);
             let bytes = packed_random(&mut rng, codec, rows, cols);
             let w = WeightView { codec, rows, cols, bytes: &bytes };
@@ -178,7 +178,7 @@ mod tests {
     fn matmul_matches_reference_dots_for_odd_shapes() {
         let mut rng = SplitMix64::fresh();
         let seed = rng.seed();
-        for codec in [Codec::Q4_1, Codec::Q8_0, Codec::F16, Codec::Q6K, Codec::Q4_0] {
+        for codec in [Codec::Q4_1, Codec::Q8_0, Codec::F16, Codec::Q6K, Codec::Q5K, Codec::Q4_0] {
             for (rows, cols, batch) in [(1usize, 256usize, 1usize), (37, 512, 3), (17, 768, 1), (19, 256, 13)] {
                 let bytes = packed_random(&mut rng, codec, rows, cols);
                 let w = WeightView { codec, rows, cols, bytes: &bytes };
