@@ -3,7 +3,7 @@
 # (CUDA_ERROR_ILLEGAL_INSTRUCTION) after its 561- and 257-row prompts matched. Find the kernel:
 # `cortiq bench` on tiny q5_k_m / q4_k_m at prompts of 1, 2 and 9 rows (the row-tile
 # kernels, below the cuBLAS path's 16), launches blocking, then compute-sanitizer on the
-# first that fails.
+# first that fails. Carries gpuab/cortiq.gz built with kind7.patch applied (not on main).
 set -u
 cd "$(dirname "$0")/../../../.."
 . bench/device-start.sh tiny:q5_k_m tiny:q4_k_m tiny:q5_k
