@@ -168,31 +168,31 @@ pub fn q5_0(w: &[u8], x: &[BlockQ8]) -> f32 {
 /// scales and mins, 128 bytes of nibbles, sub-block 2g in the low nibbles of bytes 32g..,
 /// 2g + 1 in the high ones) . q8 activations (one block per sub-block), portable.
 pub fn q4_k(w: &[u8], x: &[BlockQ8]) -> f32 {
-    let mut sum = 0f32;
-    for (sb, xs) in w.chunks_exact(144).zip(x.chunks_exact(8)) {
-        let (d, dmin) = (f16_at(sb, 0), f16_at(sb, 2));
-        for (j, xb) in xs.iter().enumerate() {
-            let (sc, m) = cortiq_core::codec::k4_scale_min(j, &sb[4..16]);
-            let q = &sb[16 + 32 * (j / 2)..16 + 32 * (j / 2) + 32];
-            let acc: i32 = q.iter().zip(&xb.qs).map(|(&b, &y)| ((b >> (4 * (j % 2))) & 0x0F) as i32 * y as i32).sum();
-            sum += d * sc as f32 * xb.d * acc as f32 - dmin * m as f32 * xb.s;
-        }
-    }
-    sum
+    affine_k::<false>(w, x)
 }
 
 /// Q5_K row (176-byte super-blocks of 8 x 32 values: Q4_K's d, dmin and 12 bytes of scales
 /// and mins, then 32 bytes of high bits, bit j of byte l the fifth bit of sub-block j's value
 /// l, then Q4_K's 128 bytes of nibbles) . q8 activations (one block per sub-block), portable.
 pub fn q5_k(w: &[u8], x: &[BlockQ8]) -> f32 {
+    affine_k::<true>(w, x)
+}
+
+/// A Q4_K row (FIVE false) or Q5_K row . q8 activations: per sub-block j,
+/// d * scale_j * (levels . x_j) - dmin * min_j * sum(x_j).
+fn affine_k<const FIVE: bool>(w: &[u8], x: &[BlockQ8]) -> f32 {
+    let (size, nibbles) = if FIVE { (176, 48) } else { (144, 16) };
     let mut sum = 0f32;
-    for (sb, xs) in w.chunks_exact(176).zip(x.chunks_exact(8)) {
+    for (sb, xs) in w.chunks_exact(size).zip(x.chunks_exact(8)) {
         let (d, dmin) = (f16_at(sb, 0), f16_at(sb, 2));
-        let qh = &sb[16..48];
         for (j, xb) in xs.iter().enumerate() {
             let (sc, m) = cortiq_core::codec::k4_scale_min(j, &sb[4..16]);
-            let q = &sb[48 + 32 * (j / 2)..48 + 32 * (j / 2) + 32];
-            let acc: i32 = q.iter().zip(qh).zip(&xb.qs).map(|((&b, &h), &y)| (((b >> (4 * (j % 2))) & 0x0F) | ((h >> j) & 1) << 4) as i32 * y as i32).sum();
+            let q = &sb[nibbles + 32 * (j / 2)..][..32];
+            let level = |l: usize| {
+                let high = if FIVE { ((sb[16 + l] >> j) & 1) << 4 } else { 0 };
+                ((q[l] >> (4 * (j % 2))) & 0x0F) | high
+            };
+            let acc: i32 = (0..32).map(|l| level(l) as i32 * xb.qs[l] as i32).sum();
             sum += d * sc as f32 * xb.d * acc as f32 - dmin * m as f32 * xb.s;
         }
     }

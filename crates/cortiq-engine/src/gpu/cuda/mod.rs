@@ -806,12 +806,48 @@ impl Backend for CudaBackend {
 mod tests {
     use super::kernel_source;
     use cudarc::nvrtc::result::{compile_program, create_program, destroy_program, get_program_log, get_ptx};
+    use cudarc::nvrtc::sys::{nvrtcGetCUBIN, nvrtcGetCUBINSize, nvrtcProgram};
+
+    /// The machine code NVRTC made for a real architecture.
+    unsafe fn cubin(prog: nvrtcProgram) -> Vec<u8> {
+        let mut size = 0usize;
+        // SAFETY (both calls): prog compiled for a real architecture; the buffer holds size bytes.
+        assert_eq!(unsafe { nvrtcGetCUBINSize(prog, &mut size) }, cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS);
+        let mut bytes = vec![0u8; size];
+        assert_eq!(unsafe { nvrtcGetCUBIN(prog, bytes.as_mut_ptr().cast()) }, cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS);
+        bytes
+    }
+
+    /// The SASS lines of `sass` (cuobjdump -sass) where an LDGSTS (cp.async) addresses shared
+    /// memory through a uniform register, each with its kernel's name. CUDA 13.0's ptxas
+    /// (NVRTC 13.0, the driver 580 JIT) emits that form with uniform registers nothing writes
+    /// (session 51: qkv_rope_tile_k7_r2 died with CUDA_ERROR_ILLEGAL_INSTRUCTION on one).
+    fn uniform_offset_cp_async(sass: &str) -> Vec<String> {
+        let mut kernel = "";
+        let mut found = Vec::new();
+        for line in sass.lines() {
+            if let Some(name) = line.trim().strip_prefix("Function : ") {
+                kernel = name;
+            } else if line.contains("LDGSTS") && line.split('[').nth(1).is_some_and(|addr| addr.contains("+UR")) {
+                found.push(format!("{kernel}: {}", line.trim()));
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn uniform_offset_cp_async_is_found_in_sass() {
+        let sass = "\t\tFunction : qkv_rope_tile_k7_r2\n        /*1dc0*/   LDGSTS.E [R5+UR0], desc[UR1][R12.64] ;\n        /*1e40*/   LDGSTS.E.BYPASS.128 [R0+0x1000], desc[UR4][R12.64] ;\n\t\tFunction : matvec_k0_r1\n        /*0100*/   LDGSTS.E [R7], desc[UR4][R4.64] ;\n";
+        assert_eq!(uniform_offset_cp_async(sass), vec!["qkv_rope_tile_k7_r2: /*1dc0*/   LDGSTS.E [R5+UR0], desc[UR1][R12.64] ;".to_string()]);
+    }
 
     /// The kernel module compiles to machine code (NVRTC runs ptxas for a real architecture,
     /// so inline PTX such as mma.sync and cp.async is checked too) for the oldest and the
     /// newest architecture the backend serves, and defines every kernel the backend loads by
     /// name. Needs only libnvrtc, no GPU: `.ci/run` installs it from PyPI; without it the
-    /// test says so and passes.
+    /// test says so and passes. With NVRTC 13.0 and CORTIQ_CUOBJDUMP naming cuobjdump
+    /// (`.ci/run` installs both), the sm_90 machine code holds no cp.async through a uniform
+    /// register (`uniform_offset_cp_async`).
     #[test]
     fn kernels_compile_for_ampere_and_hopper() {
         // SAFETY: only tries to dlopen the library.
@@ -821,7 +857,7 @@ mod tests {
         }
         let plain = kernel_source("");
         let switched = kernel_source(&super::anatomy::KernelSwitches::parse(Some(&super::anatomy::DEFINES.join(","))).unwrap().source_defines());
-        for (arch, src) in [("sm_80", &plain), ("sm_90", &plain), ("sm_90", &switched)] {
+        for (arch, src, check_sass) in [("sm_80", &plain, false), ("sm_90", &plain, true), ("sm_90", &switched, false)] {
             let src = std::ffi::CString::new(src.as_str()).expect("kernel source has no NUL");
             let prog = create_program(&src, None).expect("nvrtcCreateProgram");
             // SAFETY: prog was just created and is destroyed once, below.
@@ -829,13 +865,40 @@ mod tests {
             let text = |chars: Vec<std::ffi::c_char>| chars.iter().map(|&c| c as u8 as char).collect::<String>();
             let log = unsafe { get_program_log(prog) }.map(text).unwrap_or_default();
             let ptx = unsafe { get_ptx(prog) }.map(text).unwrap_or_default();
+            let machine_code = (compiled.is_ok() && check_sass).then(|| unsafe { cubin(prog) });
             unsafe { destroy_program(prog) }.expect("nvrtcDestroyProgram");
             assert!(compiled.is_ok(), "NVRTC for {arch}: {compiled:?}\n{log}");
+            if let Some(code) = machine_code {
+                check_cp_async_addressing(&code);
+            }
             let cluster = if arch == "sm_90" { &super::cluster::KERNELS[..] } else { &[] };
             let loaded = super::FIXED_KERNELS.iter().chain(super::top_k::KERNELS.iter()).chain(cluster).map(|n| n.to_string()).chain(super::dynamic_smem_kernels());
             for name in loaded {
                 assert!(ptx.contains(&format!(".entry {name}(")), "{arch}: the backend loads kernel {name}, which the module does not define");
             }
         }
+    }
+
+    /// Disassembles `code` (NVRTC 13.0's) with $CORTIQ_CUOBJDUMP and fails on
+    /// `uniform_offset_cp_async` lines.
+    fn check_cp_async_addressing(code: &[u8]) {
+        let nvrtc = super::ptx_cache::nvrtc_version();
+        if nvrtc != (13, 0) {
+            eprintln!("SKIP kernels_compile_for_ampere_and_hopper's SASS check: it is for CUDA 13.0's ptxas, this NVRTC is {}.{} (.ci/run installs 13.0)", nvrtc.0, nvrtc.1);
+            return;
+        }
+        let Some(tool) = std::env::var_os("CORTIQ_CUOBJDUMP") else {
+            eprintln!("SKIP kernels_compile_for_ampere_and_hopper's SASS check: CORTIQ_CUOBJDUMP unset (.ci/run sets it)");
+            return;
+        };
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("kernels.cubin");
+        std::fs::write(&path, code).expect("write cubin");
+        let out = std::process::Command::new(&tool).arg("-sass").arg(&path).output().expect("run cuobjdump");
+        assert!(out.status.success(), "cuobjdump -sass: {}", String::from_utf8_lossy(&out.stderr));
+        let sass = String::from_utf8_lossy(&out.stdout);
+        assert!(sass.contains("LDGSTS"), "cuobjdump -sass printed no cp.async at all");
+        let bad = uniform_offset_cp_async(&sass);
+        assert!(bad.is_empty(), "cp.async through a uniform register (miscompiled by CUDA 13.0's ptxas; reshape the copy's code):\n{}", bad.join("\n"));
     }
 }

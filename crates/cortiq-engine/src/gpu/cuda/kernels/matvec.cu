@@ -722,6 +722,7 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
             shift[r] = ((s.odd + lane) & 1) << 4;
         }
     };
+    #pragma unroll
     for (int t = 0; t < P - 1; t++) issue(t);
     if constexpr (NB == 1 && Map::EARLY) {
         if (items) map.begin(now.row0, total);
