@@ -169,7 +169,7 @@ const REL_F16: f32 = 1e-3;
 /// reference is the CPU's int8 kernels (CUDA's K-quants too).
 fn int8_reference(be: &dyn Backend, codec: Codec, batch: usize) -> bool {
     let info = be.info();
-    let int8_codec = matches!(codec, Codec::Q4_0 | Codec::Q4Tiled | Codec::Q4_1 | Codec::Q8_0) || (info.backend == "cuda" && matches!(codec, Codec::Q4K | Codec::Q6K | Codec::Q5_0));
+    let int8_codec = matches!(codec, Codec::Q4_0 | Codec::Q4Tiled | Codec::Q4_1 | Codec::Q8_0) || (info.backend == "cuda" && matches!(codec, Codec::Q4K | Codec::Q5K | Codec::Q6K | Codec::Q5_0));
     (info.q8_activations || (batch == 1 && info.q8_matvec)) && int8_codec
 }
 
@@ -204,7 +204,7 @@ fn matmul_matches_the_cpu_reference_for_every_codec_and_odd_shapes() {
         let mut rng = SplitMix64::fresh();
         let seed = rng.seed();
         let mut ran = 0;
-        for codec in [Codec::Q4_0, Codec::Q4Tiled, Codec::Q4_1, Codec::Q8_0, Codec::Q8Row, Codec::F16, Codec::F32, Codec::Q4K, Codec::Q6K, Codec::Q5_0] {
+        for codec in [Codec::Q4_0, Codec::Q4Tiled, Codec::Q4_1, Codec::Q8_0, Codec::Q8Row, Codec::F16, Codec::F32, Codec::Q4K, Codec::Q5K, Codec::Q6K, Codec::Q5_0] {
             for (rows, cols, batch) in SHAPES {
                 if cols % codec.block_len() != 0 || (codec == Codec::Q8Row && cols % 32 != 0) {
                     continue;
@@ -216,7 +216,7 @@ fn matmul_matches_the_cpu_reference_for_every_codec_and_odd_shapes() {
                 match be.matmul(&job, &mut out) {
                     DeviceOutcome::Completed { .. } => ran += 1,
                     // A backend may lack a codec; it must then leave the output untouched.
-                    DeviceOutcome::Declined(why) if (name == "cuda" && codec == Codec::Q8Row) || (name == "wgpu" && codec == Codec::Q5_0) => {
+                    DeviceOutcome::Declined(why) if (name == "cuda" && codec == Codec::Q8Row) || (name == "wgpu" && matches!(codec, Codec::Q5_0 | Codec::Q5K)) => {
                         assert!(out.iter().all(|v| v.is_nan()), "{name}: a decline ({why}) wrote outputs");
                         continue;
                     }
@@ -392,9 +392,12 @@ fn token_graph_matches_the_cpu_path() {
         };
         let discrete = fresh().info().discrete;
         // q4_k (kind 6 on CUDA), q4_k_m (Q6_K V and down in some layers, the head in Q6_K;
-        // smollm2's 576-wide rows in Q5_0) and q6_k (the embedding too) where the backend is
-        // discrete.
-        let shapes: &[(&str, &str)] = if discrete { &[("tiny", "q4_0"), ("smollm2-135m", "q4_0"), ("smollm2-135m", "q8_0"), ("smollm2-135m", "q4_1"), ("llama-1b", "q4_0"), ("tiny", "q4_k"), ("tiny", "q4_k_m"), ("tiny", "q6_k"), ("smollm2-135m", "q4_k_m"), ("llama-1b", "q4_k_m")] } else { &[("tiny", "q4_0")] };
+        // smollm2's 576-wide rows in Q5_0), q5_k_m (kind 7 where q4_k_m has kind 6) and q6_k
+        // (the embedding too) where the backend is discrete; wgpu has no Q5_K kernel.
+        let k_quants: &[(&str, &str)] = &[("tiny", "q4_k"), ("tiny", "q4_k_m"), ("tiny", "q6_k"), ("smollm2-135m", "q4_k_m"), ("llama-1b", "q4_k_m")];
+        let q5: &[(&str, &str)] = if name == "cuda" { &[("tiny", "q5_k_m"), ("llama-1b", "q5_k_m")] } else { &[] };
+        let shape_list: Vec<(&str, &str)> = if discrete { [&[("tiny", "q4_0"), ("smollm2-135m", "q4_0"), ("smollm2-135m", "q8_0"), ("smollm2-135m", "q4_1"), ("llama-1b", "q4_0")][..], k_quants, q5].concat() } else { vec![("tiny", "q4_0")] };
+        let shapes = &shape_list[..];
         for &(shape, codec) in shapes {
             let path = dir.path().join(format!("{shape}-{codec}.gguf"));
             if !path.exists() {
@@ -1041,7 +1044,7 @@ fn decode_distances(what: &str, cpu: &[Vec<f32>], got: &[Vec<f32>], plain: &[Vec
 /// the same rule, so every link setting gives the same logits, bit for bit, as the graph
 /// without it: a 100-token prompt (two attention chunks), then 24 greedy steps, on the
 /// synthesized tiny llama and smollm2 in each quantized codec (Q4_0, Q4_1, Q8_0; tiny also in
-/// Q4_K_M, whose Q6_K down projections take the image, and in Q6_K throughout), and both
+/// Q4_K_M and Q5_K_M, whose Q6_K down projections take the image, and in Q6_K throughout), and both
 /// links on llama-8b, whose gate/up has more 32-row units (448) than the H200 holds blocks,
 /// so its blocks take two units each (the units' values double-buffered by parity). The FFN
 /// runs as two launches in every run: with both links the default would fuse it on the small
@@ -1059,7 +1062,7 @@ fn cuda_int8_chain_gives_the_logits_of_the_graph_without_it() {
         }
         let dir = tempfile::tempdir().unwrap();
         let every: &[&str] = &["attn", "glu", "attn,glu"];
-        for (shape, codec, chains) in [("tiny", "q4_0", every), ("smollm2-135m", "q4_1", every), ("smollm2-135m", "q8_0", every), ("tiny", "q4_k_m", every), ("tiny", "q6_k", every), ("llama-8b", "q4_0", &["attn,glu"][..])] {
+        for (shape, codec, chains) in [("tiny", "q4_0", every), ("smollm2-135m", "q4_1", every), ("smollm2-135m", "q8_0", every), ("tiny", "q4_k_m", every), ("tiny", "q5_k_m", every), ("tiny", "q6_k", every), ("llama-8b", "q4_0", &["attn,glu"][..])] {
             let path = dir.path().join(format!("{shape}-{codec}.gguf"));
             cortiq_engine::synth::synth(shape, codec, &path, 7).unwrap();
             let engine = cortiq_engine::generate::Engine::load(&path).unwrap();

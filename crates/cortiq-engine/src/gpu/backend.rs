@@ -23,7 +23,7 @@ pub struct DeviceInfo {
     /// wgpu's cooperative matrices (`gemm_coop.wgsl`, `attn_coop.wgsl`), CUDA's mma kernels.
     pub matrix_units: bool,
     pub max_binding_bytes: u64,
-    /// Quantized weights (Q4_0, Q4_1, Q8_0; on CUDA also Q4_K, Q6_K and Q5_0) are dotted with activations quantized to int8
+    /// Quantized weights (Q4_0, Q4_1, Q8_0; on CUDA also Q4_K, Q5_K, Q6_K and Q5_0) are dotted with activations quantized to int8
     /// per 32 values by the CPU path's q8 rule (`cpu::quant`), not with f32 activations.
     pub q8_activations: bool,
     /// Batch-1 matmuls (`matmul`, `matmul_many`) of those codecs dot int8 activations (the

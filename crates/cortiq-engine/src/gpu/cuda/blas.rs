@@ -84,7 +84,7 @@ impl Drop for Blas {
 }
 
 impl CudaBackend {
-    /// Queue resident weight `w` (an int8-dotted kind: Q4_0, Q4_1, Q8_0, Q6_K, Q4_K; rows x cols) decoded to f16 into the
+    /// Queue resident weight `w` (an int8-dotted kind: Q4_0, Q4_1, Q8_0, Q6_K, Q4_K, Q5_K; rows x cols) decoded to f16 into the
     /// rows * cols halves at `into`, setting the word `bad` where a value is past f16's range.
     pub(super) fn queue_dequant(&self, w: &WeightArg, res: &Resident, into: &impl DevicePtr<u16>, bad: &impl DevicePtr<u32>) -> Result<(), String> {
         let k = kind(w.view.codec).filter(|&k| super::int8_kind(k)).ok_or_else(|| format!("{}: no f16 decoder", w.view.codec))?;

@@ -263,7 +263,7 @@ pub(super) fn unsupported(m: &Llama, capacity: usize, smem_limit: usize) -> Opti
         return Some("cannot build a graph: head size or context beyond the attention kernels");
     }
     if all_weights(m).iter().any(|w| kind(w.codec).is_none()) {
-        return Some("cannot build a graph: a weight codec has no CUDA kernel (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K, F16 and F32 have)");
+        return Some("cannot build a graph: a weight codec has no CUDA kernel (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K, F16 and F32 have)");
     }
     if all_weights(m).iter().any(|w| kind(w.codec).is_some_and(|k| row_smem(k, w.cols) > smem_limit) || !super::layout::supports(w.codec, w.cols)) {
         return Some("cannot build a graph: a weight width has no CUDA kernel (not whole 32-value units, or its staged row exceeds the shared memory)");
@@ -1309,16 +1309,19 @@ mod tests {
         assert!(unsupported(&m, 2048, row_smem(0, 512) - 1).is_some_and(|why| why.contains("width")));
         // A context whose mirror offsets would overflow the kernels' i32 arithmetic.
         assert!(unsupported(&m, i32::MAX as usize, ample).is_some_and(|why| why.contains("context")));
-        // Q4_K (kind 6) and Q4_K_M's mix (Q6_K V in some layers: Q/K and V launched apart)
-        // run as graphs where their larger rings (records of 2 and 3 words a unit) fit; a
-        // codec without a kernel declines instead of running part of it.
-        use super::super::layout::{KIND_Q4K, KIND_Q6};
+        // Q4_K (kind 6), Q4_K_M's and Q5_K_M's mixes (Q6_K V in some layers: Q/K and V
+        // launched apart) run as graphs where their larger rings (records of 1 to 3 words a
+        // unit) fit; a codec without a kernel declines instead of running part of it.
+        use super::super::layout::{KIND_Q4K, KIND_Q5K, KIND_Q6};
         assert_eq!(unsupported(&tiny("q4_k"), 2048, row_smem(KIND_Q4K, 512) + 1024), None);
         assert!(unsupported(&tiny("q4_k"), 2048, row_smem(KIND_Q4K, 512) - 1).is_some_and(|why| why.contains("width")));
         let mixed = tiny("q4_k_m");
         assert!(mixed.layers.iter().any(|l| kind(l.wv.codec) != kind(l.wq.codec)), "the mix puts V in Q6_K somewhere");
         assert_eq!(unsupported(&mixed, 2048, row_smem(KIND_Q4K, 512).max(row_smem(KIND_Q6, 512)) + 1024), None);
-        assert!(unsupported(&tiny("q5_k"), 2048, ample).is_some_and(|why| why.contains("codec") && crate::gpu::refuses_model(why)));
+        let q5 = row_smem(KIND_Q5K, 512).max(row_smem(KIND_Q6, 512));
+        assert_eq!(unsupported(&tiny("q5_k_m"), 2048, q5 + 1024), None);
+        assert!(unsupported(&tiny("q5_k_m"), 2048, row_smem(KIND_Q5K, 512) - 1).is_some_and(|why| why.contains("width")));
+        assert!(unsupported(&tiny("bf16"), 2048, ample).is_some_and(|why| why.contains("codec") && crate::gpu::refuses_model(why)));
     }
 
     #[test]

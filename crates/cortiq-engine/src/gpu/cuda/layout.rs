@@ -6,6 +6,11 @@
 //!   two units holding each unit's 6-bit scale and minimum as bytes (`sc | m << 8`, the odd
 //!   unit in the high half). 4.625 bits a weight instead of 4.5; `unit_dot` in matvec.cu
 //!   computes `d * sc * dx * dot - dmin * m * sum(x)`.
+//! - Q5_K as kind 7 (`KIND_Q5K`): kind 6's payload words (the levels' low nibbles) and
+//!   superblock records, then from word `high_off(a)` one word a unit of its levels' fifth
+//!   bits (value 4k + b's at bit 8b + k, so a shift and a mask give `dp4a` the bytes of x's
+//!   component k). 5.625 bits a weight instead of 5.5; `unit_dot` adds 16 times the high bits'
+//!   dot product to the nibbles'.
 //! - Q6_K as kind 5 (`KIND_Q6`): per 32-value unit the low nibbles of its levels as
 //!   Q4_0's payload word, and a 3-word record: the high 2 bits of values 0-15, of values 16-31
 //!   (value 4k + b's at bits 8b + 2k, so a shift and a mask give `dp4a` the bytes of x's
@@ -19,12 +24,21 @@
 use super::super::planar::{self, f16_at, nibble_words, q6k_levels, scale_min, Planar};
 use cortiq_core::Codec;
 
-/// The kernels' codec kinds of Q6_K's and Q4_K's layouts (matvec.cu's `KIND_Q6`, `KIND_Q4K`).
+/// The kernels' codec kinds of Q6_K's, Q4_K's and Q5_K's layouts (matvec.cu's `KIND_Q6`,
+/// `KIND_Q4K`, `KIND_Q5K`).
 pub(super) const KIND_Q6: i32 = 5;
 pub(super) const KIND_Q4K: i32 = 6;
+pub(super) const KIND_Q5K: i32 = 7;
+
+/// Where kind 7's high-bit words start (u32 words) in a matrix whose records start at word
+/// `a` (4 payload words a unit, so `a / 4` units, then 5 record words a superblock of 8 units,
+/// padded to a whole 16-byte word): matvec.cu's `q5k_high_off`.
+pub(super) fn high_off(a: usize) -> usize {
+    a + (5 * (a / 32)).next_multiple_of(4)
+}
 
 /// The kernels' codec kind for a weight codec, if they decode it: 0 Q4_0 (and q4_tiled),
-/// 1 Q4_1, 2 Q8_0 (and Q5_0, transcoded), 3 F16, 4 F32, 5 Q6_K, 6 Q4_K.
+/// 1 Q4_1, 2 Q8_0 (and Q5_0, transcoded), 3 F16, 4 F32, 5 Q6_K, 6 Q4_K, 7 Q5_K.
 pub(super) fn kind(codec: Codec) -> Option<i32> {
     Some(match codec {
         Codec::Q4_0 | Codec::Q4Tiled => 0,
@@ -34,6 +48,7 @@ pub(super) fn kind(codec: Codec) -> Option<i32> {
         Codec::F32 => 4,
         Codec::Q6K => KIND_Q6,
         Codec::Q4K => KIND_Q4K,
+        Codec::Q5K => KIND_Q5K,
         _ => return None,
     })
 }
@@ -41,13 +56,18 @@ pub(super) fn kind(codec: Codec) -> Option<i32> {
 /// Whether kind `kind`'s rows are dotted with int8 activations (staged as `stage_x`'s int8
 /// groups) rather than floats.
 pub(super) fn int8_kind(kind: i32) -> bool {
-    kind <= 2 || kind == KIND_Q6 || kind == KIND_Q4K
+    kind <= 2 || kind == KIND_Q6 || kind == KIND_Q4K || kind == KIND_Q5K
 }
 
 /// Whether the kernels take a `codec` matrix with rows of `cols` values: a kind, and a
 /// width its layout holds (whole 32-value units; K-quants whole 256-value superblocks).
 pub(super) fn supports(codec: Codec, cols: usize) -> bool {
-    kind(codec).is_some() && cols > 0 && cols.is_multiple_of(32) && (codec == Codec::Q5_0 || planar::supports(codec, cols))
+    let whole = match codec {
+        Codec::Q5_0 => true,
+        Codec::Q5K => cols.is_multiple_of(256),
+        _ => planar::supports(codec, cols),
+    };
+    kind(codec).is_some() && cols > 0 && cols.is_multiple_of(32) && whole
 }
 
 /// `bytes` (`rows` x `cols` of `codec`, the file's layout) as the device holds them: the
@@ -64,30 +84,52 @@ pub(super) fn device_layout(codec: Codec, rows: usize, cols: usize, bytes: &[u8]
             transcoded = q5_0_as_q8_0(bytes);
             (Codec::Q8_0, &transcoded[..])
         }
-        Codec::Q6K | Codec::Q4K if unit_major => return Err(format!("{}: no unit-major layout", what())),
+        Codec::Q6K | Codec::Q4K | Codec::Q5K if unit_major => return Err(format!("{}: no unit-major layout", what())),
         Codec::Q6K => return Ok(q6k_units(rows, cols, bytes)),
-        Codec::Q4K => return Ok(q4k_units(rows, cols, bytes)),
+        Codec::Q4K => return Ok(affine_k_units(cols, bytes, AffineK::Q4K)),
+        Codec::Q5K => return Ok(affine_k_units(cols, bytes, AffineK::Q5K)),
         _ => (codec, bytes),
     };
     let p = if unit_major { planar::repack_unit_major(codec, rows, cols, bytes) } else { planar::repack(codec, rows, cols, bytes) };
     p.ok_or_else(|| format!("{}: no planar layout", what()))
 }
 
-/// Q4_K rows (144 bytes a 256 values: f16 d, f16 dmin, 12 bytes of 6-bit scales and
-/// minimums, 128 of nibbles) in kind 6's layout: per unit 4 payload words of its levels
-/// (Q4_0's order), then from word `a` a 5-word record a superblock.
-fn q4k_units(rows: usize, cols: usize, bytes: &[u8]) -> Planar {
-    let units = rows * cols / 32;
-    let mut words = Vec::with_capacity(units * 4 + units / 8 * 5 + 4);
-    let mut records = Vec::with_capacity(units / 8 * 5);
-    for sb in bytes.chunks_exact(144) {
-        let (scales, qs) = (&sb[4..16], &sb[16..144]);
+/// The K-quants whose values are `d * sc * level - dmin * m` per 32-value unit: Q4_K (4-bit
+/// levels) and Q5_K (5-bit: a bit a value more, in 32 bytes before the nibbles).
+#[derive(Clone, Copy, PartialEq)]
+enum AffineK {
+    Q4K,
+    Q5K,
+}
+
+impl AffineK {
+    /// Bytes a 256-value superblock: f16 d, f16 dmin, 12 bytes of 6-bit scales and minimums,
+    /// (Q5_K) 32 bytes of high bits, 128 of nibbles.
+    fn block_bytes(self) -> usize {
+        if self == AffineK::Q5K { 176 } else { 144 }
+    }
+}
+
+/// Q4_K or Q5_K rows in kind 6's or 7's layout: per unit 4 payload words of its levels' low
+/// nibbles (Q4_0's order), then from word `a` a 5-word record a superblock, and for Q5_K from
+/// word `high_off(a)` a word a unit of its levels' fifth bits.
+fn affine_k_units(cols: usize, bytes: &[u8], k: AffineK) -> Planar {
+    let superblocks = bytes.len() / k.block_bytes();
+    let mut words = Vec::with_capacity(superblocks * 32);
+    let mut records = Vec::with_capacity(superblocks * 5);
+    let mut high = Vec::with_capacity(superblocks * 8);
+    for sb in bytes.chunks_exact(k.block_bytes()) {
+        let scales = &sb[4..16];
+        let (qh, qs) = if k == AffineK::Q5K { (&sb[16..48], &sb[48..176]) } else { (&sb[0..0], &sb[16..144]) };
         records.push(u32::from_le_bytes([sb[0], sb[1], sb[2], sb[3]]));
         let mut pair = 0u32;
         for j in 0..8 {
             let chunk = &qs[32 * (j / 2)..32 * (j / 2) + 32];
             let levels: Vec<u8> = chunk.iter().map(|b| if j % 2 == 0 { b & 15 } else { b >> 4 }).collect();
             words.extend(nibble_words(&levels));
+            if k == AffineK::Q5K {
+                high.push(qh.iter().enumerate().fold(0u32, |h, (v, q)| h | ((q >> j) as u32 & 1) << (8 * (v % 4) + v / 4)));
+            }
             let (sc, m) = scale_min(j, scales);
             pair |= (sc as u32 | (m as u32) << 8) << (16 * (j % 2));
             if j % 2 == 1 {
@@ -95,6 +137,10 @@ fn q4k_units(rows: usize, cols: usize, bytes: &[u8]) -> Planar {
                 pair = 0;
             }
         }
+    }
+    if k == AffineK::Q5K {
+        records.resize(high_off(words.len()) - words.len(), 0);
+        records.extend(high);
     }
     with_records(words, &records, cols)
 }
@@ -153,7 +199,8 @@ mod tests {
 
     /// Row `r`'s values as the kernels decode the device layout (`unit_dot` with one-hot x):
     /// kind 2 as planar Q8_0 (`planar::tests::decode_unit`), kind 5
-    /// `d * sc * (nibble + 16 high - 32)`, kind 6 `d * sc * nibble - dmin * m`.
+    /// `d * sc * (nibble + 16 high - 32)`, kind 6 `d * sc * nibble - dmin * m`, kind 7 as 6 with
+    /// the level's fifth bit (`16 high`) added to the nibble.
     fn decode_row(kind: i32, p: &Planar, r: usize) -> Vec<f32> {
         let (w, units) = (&p.words, p.units_per_row as usize);
         let half = |bits: u32| f16::from_bits(bits as u16).to_f32();
@@ -162,13 +209,14 @@ mod tests {
         (0..units)
             .flat_map(|u| match kind {
                 2 => planar::tests::decode_unit(Codec::Q8_0, p, r, u),
-                KIND_Q4K => {
+                KIND_Q4K | KIND_Q5K => {
                     let n = r * units + u;
                     let record = &w[p.a as usize + 5 * (n / 8)..];
                     let pair = record[1 + (n % 8) / 2] >> (16 * (n % 2));
                     let (d, dmin) = (half(record[0] & 0xffff), half(record[0] >> 16));
                     let (sc, m) = ((pair & 0xff) as f32, ((pair >> 8) & 0xff) as f32);
-                    (0..32).map(|v| d * sc * nibble(n, v) as f32 - dmin * m).collect()
+                    let high = |v: usize| if kind == KIND_Q5K { (w[high_off(p.a as usize) + n] >> (8 * (v % 4) + v / 4)) & 1 } else { 0 };
+                    (0..32).map(|v| d * sc * (nibble(n, v) | high(v) << 4) as f32 - dmin * m).collect()
                 }
                 _ => {
                     let n = r * units + u;
@@ -190,7 +238,7 @@ mod tests {
     fn transcoded_codecs_decode_on_the_device_layout_as_the_codec_does() {
         let mut rng = SplitMix64::fresh();
         let seed = rng.seed();
-        for (codec, kind_want) in [(Codec::Q4K, KIND_Q4K), (Codec::Q6K, KIND_Q6), (Codec::Q5_0, 2)] {
+        for (codec, kind_want) in [(Codec::Q4K, KIND_Q4K), (Codec::Q5K, KIND_Q5K), (Codec::Q6K, KIND_Q6), (Codec::Q5_0, 2)] {
             assert_eq!(kind(codec), Some(kind_want));
             for (rows, cols) in [(1, 256), (3, 512), (5, 768), (2, 576)] {
                 if !supports(codec, cols) {
@@ -217,7 +265,9 @@ mod tests {
     fn malformed_k_quants_and_their_unit_major_layouts_are_refused_by_name() {
         assert!(device_layout(Codec::Q4K, 2, 256, &[0u8; 144], false).unwrap_err().contains("2x256"));
         assert!(device_layout(Codec::Q6K, 1, 32 * 3, &[0u8; 63], false).is_err());
-        assert!(kind(Codec::Q5K).is_none() && !supports(Codec::Q5_0, 48));
+        assert!(kind(Codec::BF16).is_none() && !supports(Codec::Q5_0, 48) && !supports(Codec::Q5K, 288));
+        assert!(device_layout(Codec::Q5K, 1, 256, &[0u8; 175], false).unwrap_err().contains("1x256"));
+        assert!(device_layout(Codec::Q5K, 1, 256, &[0u8; 176], true).unwrap_err().contains("unit-major"));
         assert!(device_layout(Codec::Q6K, 1, 256, &[0u8; 210], true).unwrap_err().contains("unit-major"));
         assert!(device_layout(Codec::Q4K, 1, 256, &[0u8; 144], true).unwrap_err().contains("unit-major"));
     }

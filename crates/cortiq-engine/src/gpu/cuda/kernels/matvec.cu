@@ -221,18 +221,27 @@ template <bool PENDING> __device__ __forceinline__ void load_x8(const float* x, 
 // bits of values 0-15 and of 16-31 (`dot_high2`), then f16 d and the int8 scales of the two
 // 16-value halves), 6 q4k (Q4_K: its levels as Q4_0's payload, and a 5-word record a
 // superblock of 8 units: f16 d | f16 dmin << 16, then a word per two units of their 6-bit
-// scale and minimum, `sc | m << 8`, the odd unit's in the high half). Quantized kinds stage x
-// as int8, the others as floats: staged_bytes(kind, cols) on the host is
-// cols + 12 * (cols / 32), or 4 * cols.
+// scale and minimum, `sc | m << 8`, the odd unit's in the high half), 7 q5k (Q5_K: q4k's
+// payload of its levels' low nibbles and records, then from word q5k_high_off(a_off) a word a
+// unit of its levels' fifth bits, `dot_high1`). Quantized kinds stage x as int8, the others
+// as floats: staged_bytes(kind, cols) on the host is cols + 12 * (cols / 32), or 4 * cols.
 #define KIND_Q6 5
 #define KIND_Q4K 6
+#define KIND_Q5K 7
 // Whether kind K is dotted with int8 activations; its payload words a unit (Q8_0: two);
 // whether it has a scale record a unit (Q4_1, q6) rather than an f16 a unit, two a word; the
-// record words a unit's ring slot holds (q4k: its share of its superblock's 5, rounded up).
-#define KIND_INT8(K) ((K) <= 2 || (K) == KIND_Q6 || (K) == KIND_Q4K)
+// record words a unit's ring slot holds (q4k: its share of its superblock's 5, rounded up;
+// q5k: that and its high-bit word); whether its units are q4k's (q4k, q5k).
+#define KIND_INT8(K) ((K) <= 2 || (K) == KIND_Q6 || (K) == KIND_Q4K || (K) == KIND_Q5K)
 #define KIND_WORDS(K) ((K) == 2 ? 2 : 1)
 #define KIND_SCALE_WORD(K) ((K) == 1 || (K) == KIND_Q6)
-#define KIND_RECORD(K) ((K) == KIND_Q6 ? 3 : 1)
+#define KIND_RECORD(K) ((K) == KIND_Q6 ? 3 : (K) == KIND_Q5K ? 2 : 1)
+#define KIND_AFFINE_K(K) ((K) == KIND_Q4K || (K) == KIND_Q5K)
+
+// Where a q5k matrix's high-bit words start (u32 words) from where its records start, a_off:
+// a_off / 4 units (4 payload words each), 5 record words a superblock of 8, padded to a
+// 16-byte word (host: `layout::high_off`).
+__device__ __forceinline__ long q5k_high_off(int a_off) { return a_off + (((long)5 * (a_off >> 5) + 3) & ~3L); }
 __device__ __forceinline__ bool quantized(int kind) { return KIND_INT8(kind); }
 
 // Passes of stage_x whose loads are issued together. Each pass holds 8 values a thread
@@ -422,6 +431,21 @@ __device__ __forceinline__ int dot_high2(unsigned int h, int4 x) {
     return s;
 }
 
+// 32 1-bit fields of word h . int8 x: value 4 k + b's bit is 8 b + k, so (h >> k) & 0x01010101
+// holds values 4 k .. 4 k + 3 (x's component k; xa: values 0-15, xb: 16-31).
+__device__ __forceinline__ int dot_high1(unsigned int h, int4 xa, int4 xb) {
+    int s = 0;
+    s = __dp4a((int)(h & 0x01010101u), xa.x, s);
+    s = __dp4a((int)((h >> 1) & 0x01010101u), xa.y, s);
+    s = __dp4a((int)((h >> 2) & 0x01010101u), xa.z, s);
+    s = __dp4a((int)((h >> 3) & 0x01010101u), xa.w, s);
+    s = __dp4a((int)((h >> 4) & 0x01010101u), xb.x, s);
+    s = __dp4a((int)((h >> 5) & 0x01010101u), xb.y, s);
+    s = __dp4a((int)((h >> 6) & 0x01010101u), xb.z, s);
+    s = __dp4a((int)((h >> 7) & 0x01010101u), xb.w, s);
+    return s;
+}
+
 // 32 int8 weights (two 16-byte words) . int8 x.
 __device__ __forceinline__ int dot_q8(uint4 q0, uint4 q1, int4 xa, int4 xb) {
     int s = 0;
@@ -440,9 +464,9 @@ struct Row {
 };
 
 // One unit of a row as loaded from memory: a 16-byte payload word (b: the second one of
-// Q8_0; q6: its two high-bit words in b.x, b.y; q4k: its superblock's d | dmin << 16 in b.x)
-// and the unit's scale (f16 d for Q4_0 / Q8_0 in the low half, d | m << 16 for Q4_1,
-// d | sc0 << 16 | sc1 << 24 for q6, sc | m << 8 for q4k).
+// Q8_0; q6: its two high-bit words in b.x, b.y; q4k, q5k: its superblock's d | dmin << 16 in
+// b.x, q5k its high-bit word in b.y) and the unit's scale (f16 d for Q4_0 / Q8_0 in the low
+// half, d | m << 16 for Q4_1, d | sc0 << 16 | sc1 << 24 for q6, sc | m << 8 for q4k, q5k).
 struct Unit {
     uint4 a, b;
     unsigned int s;
@@ -470,7 +494,12 @@ template <int K> __device__ __forceinline__ float unit_dot(const Unit& w, const 
             int h0 = lo0 + 16 * dot_high2(w.b.x, xa), h1 = lo1 + 16 * dot_high2(w.b.y, xb);
             return h2f(w.s & 0xffff) * dx * (float)((int)(signed char)(w.s >> 16) * h0 + (int)(signed char)(w.s >> 24) * h1);
         }
-        if (K == KIND_Q4K) return h2f(w.b.x & 0xffff) * (float)(w.s & 0xff) * dx * (float)dot_q4(w.a, xa, xb) - h2f(w.b.x >> 16) * (float)(w.s >> 8) * gd[groups + u];
+        if (KIND_AFFINE_K(K)) {
+            // q5k: level = nibble + 16 high; the dot is at most 32 * 31 * 127 in magnitude.
+            int dot = dot_q4(w.a, xa, xb);
+            if (K == KIND_Q5K) dot += 16 * dot_high1(w.b.y, xa, xb);
+            return h2f(w.b.x & 0xffff) * (float)(w.s & 0xff) * dx * (float)dot - h2f(w.b.x >> 16) * (float)(w.s >> 8) * gd[groups + u];
+        }
         return h2f(w.s & 0xffff) * dx * (float)dot_q8(w.a, w.b, xa, xb);
     }
     const float* xf = (const float*)sm;
@@ -528,29 +557,31 @@ __device__ void stage_image(const unsigned char* img, int cols, int* sm) {
 }
 
 // Where one weight row's units start: its payload words, its scale words (Q4_1, q6: one
-// record per unit; q4k: one per 8 units, rows being whole superblocks; Q4_0 / Q8_0: two f16
-// per word, from the word holding the row's first unit) and whether the row's first unit sits
-// in a word's high half. Found once per warp group.
+// record per unit; q4k, q5k: one per 8 units, rows being whole superblocks; Q4_0 / Q8_0: two
+// f16 per word, from the word holding the row's first unit), q5k's high-bit words, and
+// whether the row's first unit sits in a word's high half. Found once per warp group.
 template <int K> struct RowSrc {
     const uint4* pay;
     const unsigned int* sc;
+    const unsigned int* high;  // q5k: unit 0's high-bit word
     int odd;
     __device__ __forceinline__ void set(const Row& row, int units) {
         long iu0 = row.row * units;
         pay = (const uint4*)row.w + iu0 * KIND_WORDS(K);
-        sc = (const unsigned int*)row.w + row.a_off + (K == KIND_Q4K ? (iu0 >> 3) * 5 : KIND_SCALE_WORD(K) ? iu0 * KIND_RECORD(K) : iu0 >> 1);
+        sc = (const unsigned int*)row.w + row.a_off + (KIND_AFFINE_K(K) ? (iu0 >> 3) * 5 : KIND_SCALE_WORD(K) ? iu0 * KIND_RECORD(K) : iu0 >> 1);
+        if (K == KIND_Q5K) high = (const unsigned int*)row.w + q5k_high_off(row.a_off) + iu0;
         odd = (int)(iu0 & 1);
     }
     // Unit u's scale word (Q4_0 / Q8_0: the word holding its f16; Q4_1: its own); q6: its
-    // 3-word record; q4k: its superblock's 5-word record.
+    // 3-word record; q4k, q5k: its superblock's 5-word record.
     __device__ __forceinline__ const unsigned int* record(int u) const {
-        if (K == KIND_Q4K) return sc + (u >> 3) * 5;
+        if (KIND_AFFINE_K(K)) return sc + (u >> 3) * 5;
         return KIND_SCALE_WORD(K) ? sc + u * KIND_RECORD(K) : sc + ((odd + u) >> 1);
     }
 };
 
 // The weight ring: per thread RING_UNITS_Q8 (Q8_0) or RING_UNITS units in flight (ring
-// slots x rows), payload words then scale words (q6: its records' three), thread-major so a warp's copies and reads
+// slots x rows), payload words then scale words (q6: its records' three; q5k two), thread-major so a warp's copies and reads
 // are conflict-free (Q8_0's gathering reads: 2-way); ROW_THREADS threads per block (both
 // from the host, which sizes it: `ring_bytes`). The ring starts after the staged
 // activation rows.
@@ -561,14 +592,15 @@ template <int K> struct Ring {
     static constexpr int RECORD = SCALED ? KIND_RECORD(K) : 0;  // scale words a unit
     static constexpr int BYTES = ROW_THREADS * UNITS * (16 * WORDS + 4 * RECORD);  // the block's ring (host: `ring_bytes`)
     // Whether a lane reads ring words other lanes copied, so that its warp syncs around the
-    // refill: Q8_0's payload, and the records of q6 and q4k, which lie contiguous in memory
-    // for a warp's 32 units (q6: 96 words, 16-byte aligned; q4k: 4 superblocks' 5 words) and
-    // are copied whole into the warp's record slots (24 / 20 lanes' copies instead of 3 / 2 a
-    // lane) for `take` to gather a unit's words from.
-    static constexpr bool GATHERED = WORDS == 2 || K == KIND_Q6 || K == KIND_Q4K;
+    // refill: Q8_0's payload, and the records of q6, q4k and q5k, which lie contiguous in
+    // memory for a warp's 32 units (q6: 96 words, 16-byte aligned; q4k, q5k: 4 superblocks' 5
+    // words; q5k's high-bit words: 32, 16-byte aligned) and are copied whole into the warp's
+    // record slots (q6 24 lanes' copies instead of 3 a lane, q4k 20 instead of 2, q5k 20 and 8
+    // into the slots' second words) for `take` to gather a unit's words from.
+    static constexpr bool GATHERED = WORDS == 2 || K == KIND_Q6 || KIND_AFFINE_K(K);
     uint4* pay;          // this thread's slot 0 payload word
     unsigned int* sc;    // this thread's slot 0 scale word
-    unsigned int* rec;   // q6, q4k: this warp's slot 0 record words (32 x RECORD)
+    unsigned int* rec;   // q6, q4k, q5k: this warp's slot 0 record words (32 x RECORD)
     __device__ Ring(int* sm, int staged_bytes) {
         pay = (uint4*)((char*)sm + staged_bytes) + threadIdx.x;
         sc = (unsigned int*)((uint4*)((char*)sm + staged_bytes) + UNITS * WORDS * ROW_THREADS) + threadIdx.x;
@@ -591,11 +623,15 @@ template <int K> struct Ring {
         } else {
             cp_weight16(pay + slot * ROW_THREADS, src.pay + u, pol);
         }
-        // (Rows of q6 and q4k are whole superblocks, so units - u0 is a multiple of 8.)
+        // (Rows of q6, q4k and q5k are whole superblocks, so units - u0 is a multiple of 8.)
         if (K == KIND_Q6) {
             if (lane < min(32, units - u0) * 3 / 4) cp_weight16((uint4*)(rec + slot * 3 * ROW_THREADS) + lane, (const uint4*)src.record(u0) + lane, pol);
-        } else if (K == KIND_Q4K) {
-            if (lane < min(32, units - u0) / 8 * 5) cp_weight4(rec + slot * ROW_THREADS + lane, src.record(u0) + lane, pol);
+        } else if (KIND_AFFINE_K(K)) {
+            int n = min(32, units - u0);
+            unsigned int* r = rec + slot * RECORD * ROW_THREADS;
+            if (lane < n / 8 * 5) cp_weight4(r + lane, src.record(u0) + lane, pol);
+            // q5k: lanes 20.. copy the high-bit words, 4 a lane, into words 32..63.
+            else if (K == KIND_Q5K && lane >= 20 && lane < 20 + n / 4) cp_weight16((uint4*)(r + 32) + (lane - 20), (const uint4*)(src.high + u0) + (lane - 20), pol);
         } else if (SCALED) {
             cp_weight4(sc + slot * ROW_THREADS, src.record(u), pol);
         }
@@ -617,11 +653,12 @@ template <int K> struct Ring {
             x.b.x = r[0];
             x.b.y = r[1];
             x.s = r[2];
-        } else if (K == KIND_Q4K) {
+        } else if (KIND_AFFINE_K(K)) {
             int lane = threadIdx.x & 31;
-            const unsigned int* r = rec + slot * ROW_THREADS + (lane >> 3) * 5;
-            x.b.x = r[0];
-            x.s = (r[1 + ((lane & 7) >> 1)] >> shift) & 0xffff;
+            const unsigned int* r = rec + slot * RECORD * ROW_THREADS;
+            x.b.x = r[(lane >> 3) * 5];
+            x.s = (r[(lane >> 3) * 5 + 1 + ((lane & 7) >> 1)] >> shift) & 0xffff;
+            if (K == KIND_Q5K) x.b.y = r[32 + lane];
         } else if (SCALED) {
             unsigned int s = sc[slot * ROW_THREADS];
             x.s = KIND_SCALE_WORD(K) ? s : (s >> shift) & 0xffff;
@@ -743,7 +780,7 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
     }
 #endif
     TRACE_STAGED();
-    if (items && (K == 0 || K == 2 || K == KIND_Q4K)) find_shifts(now.row0);
+    if (items && (K == 0 || K == 2 || KIND_AFFINE_K(K))) find_shifts(now.row0);
     float acc[R][NB];
     #pragma unroll
     for (int r = 0; r < R; r++) {
@@ -790,7 +827,7 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
                     pass_left = Map::UNIT / PASS;
                 }
             }
-            // (q4k rows start on whole superblocks, so its shifts never change.)
+            // (q4k and q5k rows start on whole superblocks, so their shifts never change.)
             if ((K == 0 || K == 2) && t + 1 < items) find_shifts(now.row0);
             if constexpr (NB == 1) {
                 if (t + 1 < items) map.begin(now.row0, total);
@@ -890,7 +927,7 @@ __device__ __forceinline__ float* unit_values(int unit) {
         run_rows<K, R, 1>(m, rows, cols, x + (long)b * cols, 1, 1, nw, eps, sm);                          \
     }
 #define MATVEC_R(K) MATVEC(K, 1) MATVEC(K, 2) MATVEC(K, 4)
-MATVEC_R(0) MATVEC_R(1) MATVEC_R(2) MATVEC_R(3) MATVEC_R(4) MATVEC_R(5) MATVEC_R(6)
+MATVEC_R(0) MATVEC_R(1) MATVEC_R(2) MATVEC_R(3) MATVEC_R(4) MATVEC_R(5) MATVEC_R(6) MATVEC_R(7)
 
 // y = x plus the pending part xa (one row; `pending_value`), then as matvec: RMS-normed with nw
 // when nw is not null, . W^T, the argmax folded into *best when best is not null (the token
@@ -905,7 +942,7 @@ MATVEC_R(0) MATVEC_R(1) MATVEC_R(2) MATVEC_R(3) MATVEC_R(4) MATVEC_R(5) MATVEC_R
         run_rows<K, R, 1, X_PENDING>(m, rows, cols, x, 1, 1, nw, eps, sm, xa);                            \
     }
 #define MATVEC_PEND_R(K) MATVEC_PEND(K, 1) MATVEC_PEND(K, 2) MATVEC_PEND(K, 4)
-MATVEC_PEND_R(0) MATVEC_PEND_R(1) MATVEC_PEND_R(2) MATVEC_PEND_R(3) MATVEC_PEND_R(4) MATVEC_PEND_R(5) MATVEC_PEND_R(6)
+MATVEC_PEND_R(0) MATVEC_PEND_R(1) MATVEC_PEND_R(2) MATVEC_PEND_R(3) MATVEC_PEND_R(4) MATVEC_PEND_R(5) MATVEC_PEND_R(6) MATVEC_PEND_R(7)
 
 // The token graph's int8 chain (host: `chain.rs`): y (rows) = a . W^T (added into y when
 // add != 0), a given by its int8 image img (one row; quantized codec kinds only).
@@ -918,7 +955,7 @@ MATVEC_PEND_R(0) MATVEC_PEND_R(1) MATVEC_PEND_R(2) MATVEC_PEND_R(3) MATVEC_PEND_
         run_rows<K, R, 1, X_IMAGE>(m, rows, cols, (const float*)img, 1, 1, nullptr, 0.f, sm);             \
     }
 #define MATVEC_IMG_R(K) MATVEC_IMG(K, 1) MATVEC_IMG(K, 2) MATVEC_IMG(K, 4)
-MATVEC_IMG_R(0) MATVEC_IMG_R(1) MATVEC_IMG_R(2) MATVEC_IMG_R(5) MATVEC_IMG_R(6)
+MATVEC_IMG_R(0) MATVEC_IMG_R(1) MATVEC_IMG_R(2) MATVEC_IMG_R(5) MATVEC_IMG_R(6) MATVEC_IMG_R(7)
 
 // The same, y += a . W^T, with x's pending part xa folded into y and zeroed (the output
 // projection where the FFN is fused).
@@ -932,7 +969,7 @@ MATVEC_IMG_R(0) MATVEC_IMG_R(1) MATVEC_IMG_R(2) MATVEC_IMG_R(5) MATVEC_IMG_R(6)
         run_rows<K, R, 1, X_IMAGE>(m, rows, cols, (const float*)img, 1, 1, nullptr, 0.f, sm);             \
     }
 #define MATVEC_IMG_FOLD_R(K) MATVEC_IMG_FOLD(K, 1) MATVEC_IMG_FOLD(K, 2) MATVEC_IMG_FOLD(K, 4)
-MATVEC_IMG_FOLD_R(0) MATVEC_IMG_FOLD_R(1) MATVEC_IMG_FOLD_R(2) MATVEC_IMG_FOLD_R(5) MATVEC_IMG_FOLD_R(6)
+MATVEC_IMG_FOLD_R(0) MATVEC_IMG_FOLD_R(1) MATVEC_IMG_FOLD_R(2) MATVEC_IMG_FOLD_R(5) MATVEC_IMG_FOLD_R(6) MATVEC_IMG_FOLD_R(7)
 
 // Prefill: y (batch, rows) = x (batch, cols) . W^T (added into y when add != 0) in tiles of
 // nb <= MATMUL_TILE activation rows (blockIdx.y: tile), each weight unit read once per tile
@@ -947,7 +984,7 @@ MATVEC_IMG_FOLD_R(0) MATVEC_IMG_FOLD_R(1) MATVEC_IMG_FOLD_R(2) MATVEC_IMG_FOLD_R
         PlainMap<2> m{w, a_off, y + (long)b0 * rows, add, nullptr, 0ull};                                 \
         run_rows<K, 2, MATMUL_TILE>(m, rows, cols, x + (long)b0 * cols, min(nb, batch - b0), nb, nullptr, 0.f, sm); \
     }
-MATMUL(0) MATMUL(1) MATMUL(2) MATMUL(3) MATMUL(4) MATMUL(5) MATMUL(6)
+MATMUL(0) MATMUL(1) MATMUL(2) MATMUL(3) MATMUL(4) MATMUL(5) MATMUL(6) MATMUL(7)
 
 // silu(g) * u: the gated FFN's hidden value (every kernel that forms it).
 __device__ __forceinline__ float silu_times(float g, float u) { return g / (1.f + expf(-g)) * u; }
