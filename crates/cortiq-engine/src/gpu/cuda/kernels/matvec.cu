@@ -759,6 +759,8 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
             shift[r] = ((s.odd + lane) & 1) << 4;
         }
     };
+    // Unrolled: rolled, CUDA 13.0's ptxas (the driver 580 JIT) compiled kind 7's tile kernel
+    // to cp.async through uniform registers nothing writes (NOTES.md, session 51; CI checks).
     #pragma unroll
     for (int t = 0; t < P - 1; t++) issue(t);
     if constexpr (NB == 1 && Map::EARLY) {
