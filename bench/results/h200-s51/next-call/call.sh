@@ -5,6 +5,8 @@
 # gpuab/gpu_parity.gz (main's); runs the test with each, one after the other (not side by
 # side: session 51's call 2 ran out of its 170 s compiling twice at once). Prediction: both
 # print llama-8b q4_0 at 18/24 (two launches 19/24) on an H100, so the check is the card's.
+# Build each: `cargo test --release --features gpu,cuda -p cortiq-engine --test gpu_parity
+# --no-run` (0669216's in a `git worktree`), strip, gzip into gpuab/ under those names.
 set -u
 cd "$(dirname "$0")/../../../.."
 . bench/device-start.sh
