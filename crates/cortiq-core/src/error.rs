@@ -21,6 +21,8 @@ pub enum FormatError {
     Invalid { what: String, detail: String },
     #[error("tensor '{tensor}': unknown codec id {id}")]
     UnknownCodec { tensor: String, id: u32 },
+    #[error("tensor '{tensor}': GGML type {id} ({name}) is not one cortiq reads (it reads {reads})")]
+    UnreadGgmlType { tensor: String, id: u32, name: &'static str, reads: String },
     #[error("tensor '{tensor}': shape {shape:?} overflows")]
     ShapeOverflow { tensor: String, shape: Vec<u64> },
     #[error("tensor '{tensor}': data [{start}, {end}) lies past the end of the data ({len} bytes)")]

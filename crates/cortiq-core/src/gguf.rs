@@ -71,7 +71,7 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed> {
             shape.push(c.u64(&format!("tensor '{name}' shape"))?);
         }
         let ty = c.u32(&format!("tensor '{name}' type"))?;
-        let codec = Codec::from_ggml_type(ty).ok_or(FormatError::UnknownCodec { tensor: name.clone(), id: ty })?;
+        let codec = Codec::from_ggml_type(ty).ok_or_else(|| unread_type(&name, ty))?;
         let offset = c.u64(&format!("tensor '{name}' offset"))?;
         if offset % alignment != 0 {
             return Err(invalid(format!("tensor '{name}'"), format!("offset {offset} is not a multiple of the alignment {alignment}")));
@@ -91,6 +91,13 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed> {
     }
     check_layout(&tensors, data_start, file_len)?;
     Ok(Parsed { version, metadata, tensors, alignment, data_start })
+}
+
+/// The error for tensor `name` of GGML type `id`, which cortiq has no codec for: the type's
+/// name and the types it does read.
+fn unread_type(name: &str, id: u32) -> FormatError {
+    let reads: Vec<&str> = (0..64).filter(|&t| Codec::from_ggml_type(t).is_some()).map(crate::codec::ggml_type_name).collect();
+    FormatError::UnreadGgmlType { tensor: name.to_string(), id, name: crate::codec::ggml_type_name(id), reads: reads.join(", ") }
 }
 
 pub fn align_up(x: u64, a: u64) -> u64 {

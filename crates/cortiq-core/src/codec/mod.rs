@@ -17,6 +17,15 @@ pub fn k4_scale_min(j: usize, packed: &[u8]) -> (u8, u8) {
     kquant::scale_min(j, packed)
 }
 
+/// GGML's name for type id `id` (gguf-py's `GGMLQuantizationType`), or "unknown".
+pub fn ggml_type_name(id: u32) -> &'static str {
+    const NAMES: [&str; 42] = [
+        "F32", "F16", "Q4_0", "Q4_1", "", "", "Q5_0", "Q5_1", "Q8_0", "Q8_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_K", "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL",
+        "IQ3_S", "IQ2_S", "IQ4_XS", "I8", "I16", "I32", "I64", "F64", "IQ1_M", "BF16", "", "", "", "TQ1_0", "TQ2_0", "", "", "", "MXFP4", "NVFP4", "Q1_0",
+    ];
+    NAMES.get(id as usize).copied().filter(|n| !n.is_empty()).unwrap_or("unknown")
+}
+
 /// A tensor encoding. Rows are independent: a row of `cols` values is `row_bytes(cols)` bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Codec {
@@ -26,6 +35,7 @@ pub enum Codec {
     Q4_0,
     Q4_1,
     Q5_0,
+    Q5_1,
     Q8_0,
     Q4K,
     Q5K,
@@ -37,13 +47,14 @@ pub enum Codec {
     Q4Tiled,
 }
 
-pub const ALL_CODECS: [Codec; 12] = [
+pub const ALL_CODECS: [Codec; 13] = [
     Codec::F32,
     Codec::F16,
     Codec::BF16,
     Codec::Q4_0,
     Codec::Q4_1,
     Codec::Q5_0,
+    Codec::Q5_1,
     Codec::Q8_0,
     Codec::Q4K,
     Codec::Q5K,
@@ -61,6 +72,7 @@ impl Codec {
             Codec::Q4_0 => 2,
             Codec::Q4_1 => 3,
             Codec::Q5_0 => 6,
+            Codec::Q5_1 => 7,
             Codec::Q8_0 => 8,
             Codec::Q4K => 12,
             Codec::Q5K => 13,
@@ -90,6 +102,7 @@ impl Codec {
             Codec::Q8Row => 9,
             Codec::Q4Tiled => 10,
             Codec::Q5_0 => 11,
+            Codec::Q5_1 => 12,
         }
     }
 
@@ -106,6 +119,7 @@ impl Codec {
             Codec::Q4_0 => "q4_0",
             Codec::Q4_1 => "q4_1",
             Codec::Q5_0 => "q5_0",
+            Codec::Q5_1 => "q5_1",
             Codec::Q8_0 => "q8_0",
             Codec::Q4K => "q4_k",
             Codec::Q5K => "q5_k",
@@ -124,7 +138,7 @@ impl Codec {
     pub fn block_len(self) -> usize {
         match self {
             Codec::F32 | Codec::F16 | Codec::BF16 | Codec::Q8Row => 1,
-            Codec::Q4_0 | Codec::Q4_1 | Codec::Q5_0 | Codec::Q8_0 | Codec::Q4Tiled => 32,
+            Codec::Q4_0 | Codec::Q4_1 | Codec::Q5_0 | Codec::Q5_1 | Codec::Q8_0 | Codec::Q4Tiled => 32,
             Codec::Q4K | Codec::Q5K | Codec::Q6K => 256,
         }
     }
@@ -137,6 +151,7 @@ impl Codec {
             Codec::Q4_0 | Codec::Q4Tiled => 18,
             Codec::Q4_1 => 20,
             Codec::Q5_0 => 22,
+            Codec::Q5_1 => 24,
             Codec::Q8_0 => 34,
             Codec::Q4K => 144,
             Codec::Q5K => 176,
@@ -175,6 +190,7 @@ impl Codec {
             Codec::Q4_0 | Codec::Q4Tiled => q4::pack_q4_0(row, &mut out),
             Codec::Q4_1 => q4::pack_q4_1(row, &mut out),
             Codec::Q5_0 => q4::pack_q5_0(row, &mut out),
+            Codec::Q5_1 => q4::pack_q5_1(row, &mut out),
             Codec::Q8_0 => q8::pack_q8_0(row, &mut out),
             Codec::Q8Row => q8::pack_q8_row(row, &mut out),
             Codec::Q4K => kquant::pack_q4_k(row, &mut out),
@@ -193,6 +209,7 @@ impl Codec {
             Codec::Q4_0 | Codec::Q4Tiled => q4::unpack_q4_0(bytes, out),
             Codec::Q4_1 => q4::unpack_q4_1(bytes, out),
             Codec::Q5_0 => q4::unpack_q5_0(bytes, out),
+            Codec::Q5_1 => q4::unpack_q5_1(bytes, out),
             Codec::Q8_0 => q8::unpack_q8_0(bytes, out),
             Codec::Q8Row => q8::unpack_q8_row(bytes, out),
             Codec::Q4K => kquant::unpack_q4_k(bytes, out),

@@ -61,6 +61,7 @@ pub fn q8_kernel(codec: Codec) -> Option<Q8Kernels> {
         Codec::Q8_0 => Some(Q8Kernels { one: q8_0, four: four_by_one!(q8_0), rows: rows_by_one!(q8_0), eight: None }),
         Codec::Q8Row => Some(Q8Kernels { one: q8_row, four: four_by_one!(q8_row), rows: rows_by_one!(q8_row), eight: None }),
         Codec::Q5_0 => Some(Q8Kernels { one: q5_0, four: four_by_one!(q5_0), rows: rows_by_one!(q5_0), eight: None }),
+        Codec::Q5_1 => Some(Q8Kernels { one: q5_1, four: four_by_one!(q5_1), rows: rows_by_one!(q5_1), eight: None }),
         Codec::Q4K => Some(Q8Kernels { one: q4_k, four: four_by_one!(q4_k), rows: rows_by_one!(q4_k), eight: None }),
         Codec::Q6K => Some(Q8Kernels { one: q6_k, four: four_by_one!(q6_k), rows: rows_by_one!(q6_k), eight: None }),
         Codec::Q5K => Some(Q8Kernels { one: q5_k, four: four_by_one!(q5_k), rows: rows_by_one!(q5_k), eight: None }),
@@ -79,6 +80,7 @@ fn simd_kernels(codec: Codec, vnni: bool) -> Option<Q8Kernels> {
         Codec::Q8_0 => Some(kernels::<Q8_0>(vnni)),
         Codec::Q8Row => Some(Q8Kernels { one: q8_row, four: four_by_one!(q8_row), rows: rows_by_one!(q8_row), eight: None }),
         Codec::Q5_0 => Some(kernels::<Q5_0>(vnni)),
+        Codec::Q5_1 => Some(kernels::<Q5_1>(vnni)),
         Codec::Q4K => Some(kernels::<Q4K>(vnni)),
         Codec::Q6K => Some(kernels::<Q6K>(vnni)),
         Codec::Q5K => Some(kernels::<Q5K>(vnni)),
@@ -160,6 +162,23 @@ pub fn q5_0(w: &[u8], x: &[BlockQ8]) -> f32 {
             acc += lo * xb.qs[j] as i32 + hi * xb.qs[j + 16] as i32;
         }
         sum += f16_at(blk, 0) * xb.d * acc as f32;
+    }
+    sum
+}
+
+/// Q5_1 row (24-byte blocks: f16 d, f16 m, u32 of fifth bits, 16 nibble bytes) . q8
+/// activations, portable.
+pub fn q5_1(w: &[u8], x: &[BlockQ8]) -> f32 {
+    let mut sum = 0f32;
+    for (blk, xb) in w.chunks_exact(24).zip(x) {
+        let qh = u32::from_le_bytes([blk[4], blk[5], blk[6], blk[7]]);
+        let mut acc = 0i32;
+        for j in 0..16 {
+            let lo = ((blk[8 + j] & 0x0F) as u32 | (((qh >> j) & 1) << 4)) as i32;
+            let hi = ((blk[8 + j] >> 4) as u32 | (((qh >> (j + 16)) & 1) << 4)) as i32;
+            acc += lo * xb.qs[j] as i32 + hi * xb.qs[j + 16] as i32;
+        }
+        sum += f16_at(blk, 0) * xb.d * acc as f32 + f16_at(blk, 2) * xb.s;
     }
     sum
 }
@@ -346,6 +365,7 @@ mod avx2 {
         Q4_0,
         Q4_1,
         Q5_0,
+        Q5_1,
         Q8_0,
     }
 
@@ -355,6 +375,7 @@ mod avx2 {
                 Kind::Q4_0 => 18,
                 Kind::Q4_1 => 20,
                 Kind::Q5_0 => 22,
+                Kind::Q5_1 => 24,
                 Kind::Q8_0 => 34,
             }
         }
@@ -386,15 +407,21 @@ mod avx2 {
                 let high = _mm256_andnot_si256(bytes_from_bits(b.add(2)), _mm256_set1_epi8(0xF0u8 as i8));
                 (f16_at(b), 0.0, _mm256_or_si256(nibbles_to_bytes(b.add(6)), high))
             }
+            Kind::Q5_1 => {
+                // As Q4_1's d and m; value j is its nibble plus 16 where bit j of qh is set.
+                let dm = _mm_cvtph_ps(_mm_cvtsi32_si128(std::ptr::read_unaligned(b as *const i32)));
+                let high = _mm256_and_si256(bytes_from_bits(b.add(4)), _mm256_set1_epi8(0x10));
+                (_mm_cvtss_f32(dm), _mm_cvtss_f32(_mm_movehdup_ps(dm)), _mm256_or_si256(nibbles_to_bytes(b.add(8)), high))
+            }
             Kind::Q8_0 => (f16_at(b), 0.0, _mm256_loadu_si256(b.add(2) as *const __m256i)),
         }
     }
 
-    /// Block dot as 8 f32 lanes: Q4_1 nibbles are unsigned, the others signed.
+    /// Block dot as 8 f32 lanes: Q4_1 and Q5_1 levels are unsigned, the others signed.
     #[inline(always)]
     unsafe fn block_dot<const VNNI: bool>(kind: Kind, qx: __m256i, qy: __m256i) -> __m256 {
         match kind {
-            Kind::Q4_1 => mul_sum_us8::<VNNI>(qx, qy),
+            Kind::Q4_1 | Kind::Q5_1 => mul_sum_us8::<VNNI>(qx, qy),
             _ => mul_sum_i8::<VNNI>(qx, qy),
         }
     }
@@ -411,7 +438,7 @@ mod avx2 {
             let (d, m, qx) = load_block(kind, p.add(kind.block_bytes() * i));
             for t in 0..N {
                 let xb = xs[t].get_unchecked(i);
-                if let Kind::Q4_1 = kind {
+                if let Kind::Q4_1 | Kind::Q5_1 = kind {
                     mins[t] += m * xb.s;
                 }
                 let qy = _mm256_loadu_si256(xb.qs.as_ptr() as *const __m256i);
@@ -538,6 +565,7 @@ mod avx2 {
     pub(super) const Q4K: u8 = 4;
     pub(super) const Q6K: u8 = 5;
     pub(super) const Q5K: u8 = 6;
+    pub(super) const Q5_1: u8 = 7;
 
     /// Codec C's weight row against N activation rows. For one row this keeps ggml's block
     /// order and single FMA chain, so results stay bit-close to llama.cpp's CPU path (a
@@ -548,6 +576,7 @@ mod avx2 {
             Q4_0 => dot_n::<VNNI, N>(Kind::Q4_0, w, xs),
             Q4_1 => dot_n::<VNNI, N>(Kind::Q4_1, w, xs),
             Q5_0 => dot_n::<VNNI, N>(Kind::Q5_0, w, xs),
+            Q5_1 => dot_n::<VNNI, N>(Kind::Q5_1, w, xs),
             Q8_0 => dot_n::<VNNI, N>(Kind::Q8_0, w, xs),
             Q4K => affine_k_n::<VNNI, N, false>(w, xs),
             Q5K => affine_k_n::<VNNI, N, true>(w, xs),
@@ -692,6 +721,7 @@ mod tests {
                         Codec::Q4_1 => q4_1(&packed, &xq),
                         Codec::Q8_0 => q8_0(&packed, &xq),
                         Codec::Q5_0 => q5_0(&packed, &xq),
+                        Codec::Q5_1 => q5_1(&packed, &xq),
                         Codec::Q4K => q4_k(&packed, &xq),
                         Codec::Q5K => q5_k(&packed, &xq),
                         Codec::Q6K => q6_k(&packed, &xq),
