@@ -150,7 +150,7 @@ fn crafted_bad_gguf_files_get_errors_that_name_the_problem() {
         ("value string 2^60", Craft::header(3, 0, 1).str("k").u32(8).u64(1 << 60).bytes, "string length"),
         ("unknown value type", Craft::header(3, 0, 1).str("k").u32(77).u64(0).bytes, "unknown value type"),
         ("unknown codec", Craft::header(3, 1, 0).tensor("w", &[32, 1], 99, 0).pad_and_data(64), "GGML type 99 (unknown) is not one cortiq reads"),
-        ("unread codec", Craft::header(3, 1, 0).tensor("blk.0.attn_q.weight", &[256, 1], 11, 0).pad_and_data(128), "tensor 'blk.0.attn_q.weight': GGML type 11 (Q3_K) is not one cortiq reads (it reads F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, BF16)"),
+        ("unread codec", Craft::header(3, 1, 0).tensor("blk.0.attn_q.weight", &[256, 1], 16, 0).pad_and_data(128), "tensor 'blk.0.attn_q.weight': GGML type 16 (IQ2_XXS) is not one cortiq reads (it reads F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, BF16)"),
         ("offset past end", Craft::header(3, 1, 0).tensor("w", &[32, 1], 0, 1 << 20).pad_and_data(128), "past the end"),
         ("truncated data", Craft::header(3, 1, 0).tensor("w", &[32, 4], 0, 0).pad_and_data(100), "past the end"),
         (

@@ -81,9 +81,13 @@ impl Recipe {
                 Codec::Q5_0 => 8,
                 Codec::Q5_1 => 9,
                 Codec::Q8_0 => 7,
+                Codec::Q2K => 10,
+                Codec::Q3K => 11,
                 Codec::Q4K => 15,
                 Codec::Q5K => 17,
                 Codec::Q6K => 18,
+                Codec::IQ4NL => 25,
+                Codec::IQ4XS => 30,
                 Codec::BF16 => 32,
                 Codec::Q8Row => bail!("q8_row has no GGUF type; synthesize q8_0 and convert"),
             },
@@ -377,12 +381,14 @@ mod tests {
         std::fs::remove_dir_all(&dir).ok();
     }
 
-    /// Q5_1 (the Q5_K_M mix's fallback) through the CPU pipeline: tiny in Q5_1 and in Q4_1,
-    /// from the same f32 weights (same seed), against the F32 model's logits over a prompt;
-    /// the fifth bit halves each block's step, so Q5_1 must land nearer than Q4_1.
+    /// Q5_1 (the Q5_K_M mix's fallback) and the 2-, 3- and non-linear 4-bit types through
+    /// the CPU pipeline: tiny in each,
+    /// from the same f32 weights (same seed), against the F32 model's logits over a prompt.
+    /// Each added bit halves the step, so the errors must fall in bit order: Q5_1 well below
+    /// Q4_1, Q3_K below Q2_K, both 4-bit i-quants below Q3_K.
     #[test]
-    fn a_q5_1_model_decodes_nearer_its_f32_weights_than_q4_1() {
-        let dir = std::env::temp_dir().join(format!("cortiq-synth-q5_1-{}", std::process::id()));
+    fn lower_bit_models_decode_farther_from_their_f32_weights() {
+        let dir = std::env::temp_dir().join(format!("cortiq-synth-bits-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let logits = |codec: &str| {
             let path = dir.join(format!("tiny-{codec}.gguf"));
@@ -391,11 +397,18 @@ mod tests {
             let mut session = crate::pipeline::Session::new(std::sync::Arc::clone(&engine.model), 64);
             session.prefill(&[5, 17, 300, 42, 7, 1999]).unwrap()
         };
-        let (exact, q5, q4) = (logits("f32"), logits("q5_1"), logits("q4_1"));
-        let rel = |a: &[f32]| (a.iter().zip(&exact).map(|(x, y)| (x - y).powi(2)).sum::<f32>() / exact.iter().map(|y| y * y).sum::<f32>()).sqrt();
-        let (e5, e4) = (rel(&q5), rel(&q4));
-        eprintln!("tiny, relative L2 of the logits against F32's: q5_1 {e5:.3e}, q4_1 {e4:.3e}");
-        assert!(q5.iter().all(|v| v.is_finite()) && e5 < 0.6 * e4, "q5_1 {e5} vs q4_1 {e4}");
+        let exact = logits("f32");
+        let err = |codec: &str| {
+            let got = logits(codec);
+            assert!(got.iter().all(|v| v.is_finite()), "{codec}: non-finite logits");
+            let e = (got.iter().zip(&exact).map(|(x, y)| (x - y).powi(2)).sum::<f32>() / exact.iter().map(|y| y * y).sum::<f32>()).sqrt();
+            eprintln!("tiny {codec}: relative L2 of the logits against F32's {e:.3e}");
+            e
+        };
+        let (q5_1, q4_1, q2_k, q3_k, iq4_nl, iq4_xs) = (err("q5_1"), err("q4_1"), err("q2_k"), err("q3_k"), err("iq4_nl"), err("iq4_xs"));
+        assert!(q5_1 < 0.6 * q4_1, "q5_1 {q5_1} vs q4_1 {q4_1}");
+        assert!(q3_k < q2_k && q2_k < 1.0, "q3_k {q3_k} vs q2_k {q2_k}");
+        assert!(iq4_nl < q3_k && iq4_xs < q3_k, "iq4_nl {iq4_nl}, iq4_xs {iq4_xs} vs q3_k {q3_k}");
         std::fs::remove_dir_all(&dir).ok();
     }
 }

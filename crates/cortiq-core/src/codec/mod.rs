@@ -4,7 +4,9 @@
 //! kernel (CPU SIMD or GPU) is tested against.
 
 mod float;
+mod iquant;
 mod kquant;
+mod kquant_low;
 mod q4;
 mod q8;
 
@@ -37,9 +39,13 @@ pub enum Codec {
     Q5_0,
     Q5_1,
     Q8_0,
+    Q2K,
+    Q3K,
     Q4K,
     Q5K,
     Q6K,
+    IQ4NL,
+    IQ4XS,
     /// cortiq: int8 rows, one f32 scale per row (scale first, then `cols` int8 values).
     Q8Row,
     /// cortiq: 18-byte tiles of 32 weights, f16 scale + 16 bytes of nibbles. Byte-identical
@@ -47,7 +53,7 @@ pub enum Codec {
     Q4Tiled,
 }
 
-pub const ALL_CODECS: [Codec; 13] = [
+pub const ALL_CODECS: [Codec; 17] = [
     Codec::F32,
     Codec::F16,
     Codec::BF16,
@@ -56,9 +62,13 @@ pub const ALL_CODECS: [Codec; 13] = [
     Codec::Q5_0,
     Codec::Q5_1,
     Codec::Q8_0,
+    Codec::Q2K,
+    Codec::Q3K,
     Codec::Q4K,
     Codec::Q5K,
     Codec::Q6K,
+    Codec::IQ4NL,
+    Codec::IQ4XS,
     Codec::Q8Row,
     Codec::Q4Tiled,
 ];
@@ -74,9 +84,13 @@ impl Codec {
             Codec::Q5_0 => 6,
             Codec::Q5_1 => 7,
             Codec::Q8_0 => 8,
+            Codec::Q2K => 10,
+            Codec::Q3K => 11,
             Codec::Q4K => 12,
             Codec::Q5K => 13,
             Codec::Q6K => 14,
+            Codec::IQ4NL => 20,
+            Codec::IQ4XS => 23,
             Codec::BF16 => 30,
             Codec::Q8Row | Codec::Q4Tiled => return None,
         })
@@ -103,6 +117,10 @@ impl Codec {
             Codec::Q4Tiled => 10,
             Codec::Q5_0 => 11,
             Codec::Q5_1 => 12,
+            Codec::Q2K => 13,
+            Codec::Q3K => 14,
+            Codec::IQ4NL => 15,
+            Codec::IQ4XS => 16,
         }
     }
 
@@ -121,9 +139,13 @@ impl Codec {
             Codec::Q5_0 => "q5_0",
             Codec::Q5_1 => "q5_1",
             Codec::Q8_0 => "q8_0",
+            Codec::Q2K => "q2_k",
+            Codec::Q3K => "q3_k",
             Codec::Q4K => "q4_k",
             Codec::Q5K => "q5_k",
             Codec::Q6K => "q6_k",
+            Codec::IQ4NL => "iq4_nl",
+            Codec::IQ4XS => "iq4_xs",
             Codec::Q8Row => "q8_row",
             Codec::Q4Tiled => "q4_tiled",
         }
@@ -138,8 +160,8 @@ impl Codec {
     pub fn block_len(self) -> usize {
         match self {
             Codec::F32 | Codec::F16 | Codec::BF16 | Codec::Q8Row => 1,
-            Codec::Q4_0 | Codec::Q4_1 | Codec::Q5_0 | Codec::Q5_1 | Codec::Q8_0 | Codec::Q4Tiled => 32,
-            Codec::Q4K | Codec::Q5K | Codec::Q6K => 256,
+            Codec::Q4_0 | Codec::Q4_1 | Codec::Q5_0 | Codec::Q5_1 | Codec::Q8_0 | Codec::Q4Tiled | Codec::IQ4NL => 32,
+            Codec::Q2K | Codec::Q3K | Codec::Q4K | Codec::Q5K | Codec::Q6K | Codec::IQ4XS => 256,
         }
     }
 
@@ -148,14 +170,17 @@ impl Codec {
             Codec::F32 => 4,
             Codec::F16 | Codec::BF16 => 2,
             Codec::Q8Row => 1,
-            Codec::Q4_0 | Codec::Q4Tiled => 18,
+            Codec::Q4_0 | Codec::Q4Tiled | Codec::IQ4NL => 18,
             Codec::Q4_1 => 20,
             Codec::Q5_0 => 22,
             Codec::Q5_1 => 24,
             Codec::Q8_0 => 34,
+            Codec::Q2K => 84,
+            Codec::Q3K => 110,
             Codec::Q4K => 144,
             Codec::Q5K => 176,
             Codec::Q6K => 210,
+            Codec::IQ4XS => 136,
         }
     }
 
@@ -193,9 +218,13 @@ impl Codec {
             Codec::Q5_1 => q4::pack_q5_1(row, &mut out),
             Codec::Q8_0 => q8::pack_q8_0(row, &mut out),
             Codec::Q8Row => q8::pack_q8_row(row, &mut out),
+            Codec::Q2K => kquant_low::pack_q2_k(row, &mut out),
+            Codec::Q3K => kquant_low::pack_q3_k(row, &mut out),
             Codec::Q4K => kquant::pack_q4_k(row, &mut out),
             Codec::Q5K => kquant::pack_q5_k(row, &mut out),
             Codec::Q6K => kquant::pack_q6_k(row, &mut out),
+            Codec::IQ4NL => iquant::pack_iq4_nl(row, &mut out),
+            Codec::IQ4XS => iquant::pack_iq4_xs(row, &mut out),
         }
         Ok(out)
     }
@@ -212,9 +241,13 @@ impl Codec {
             Codec::Q5_1 => q4::unpack_q5_1(bytes, out),
             Codec::Q8_0 => q8::unpack_q8_0(bytes, out),
             Codec::Q8Row => q8::unpack_q8_row(bytes, out),
+            Codec::Q2K => kquant_low::unpack_q2_k(bytes, out),
+            Codec::Q3K => kquant_low::unpack_q3_k(bytes, out),
             Codec::Q4K => kquant::unpack_q4_k(bytes, out),
             Codec::Q5K => kquant::unpack_q5_k(bytes, out),
             Codec::Q6K => kquant::unpack_q6_k(bytes, out),
+            Codec::IQ4NL => iquant::unpack_iq4_nl(bytes, out),
+            Codec::IQ4XS => iquant::unpack_iq4_xs(bytes, out),
         }
         Ok(())
     }

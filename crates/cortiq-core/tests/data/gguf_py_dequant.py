@@ -12,7 +12,7 @@ from gguf import GGMLQuantizationType, GGML_QUANT_SIZES
 from gguf.quants import dequantize
 
 # Offsets of each block's f16 scales (d, and m or dmin) in the types this script knows.
-SCALES = {"Q5_1": (0, 2)}
+SCALES = {"Q5_1": (0, 2), "Q2_K": (80, 82), "Q3_K": (108,), "IQ4_NL": (0,), "IQ4_XS": (0,)}
 
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gguf_py_dequant.json")
 cases = json.load(open(path))

@@ -178,7 +178,7 @@ mod tests {
     fn matmul_matches_reference_dots_for_odd_shapes() {
         let mut rng = SplitMix64::fresh();
         let seed = rng.seed();
-        for codec in [Codec::Q4_1, Codec::Q8_0, Codec::F16, Codec::Q6K, Codec::Q5K, Codec::Q4_0] {
+        for codec in [Codec::Q4_1, Codec::Q8_0, Codec::F16, Codec::Q6K, Codec::Q5K, Codec::Q4_0, Codec::Q2K, Codec::Q3K, Codec::IQ4NL, Codec::IQ4XS] {
             for (rows, cols, batch) in [(1usize, 256usize, 1usize), (37, 512, 3), (17, 768, 1), (19, 256, 13)] {
                 let bytes = packed_random(&mut rng, codec, rows, cols);
                 let w = WeightView { codec, rows, cols, bytes: &bytes };
