@@ -13,7 +13,7 @@ use super::q4::f16_at;
 use half::f16;
 
 /// ggml's `kvalues_iq4nl`.
-const IQ4_LEVELS: [i8; 16] = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
+pub(super) const IQ4_LEVELS: [i8; 16] = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
 
 /// The index of the level nearest `t` (in level units).
 fn nearest_level(t: f32) -> u8 {
@@ -81,15 +81,18 @@ pub(super) fn pack_iq4_xs(row: &[f32], out: &mut [u8]) {
     }
 }
 
+/// The signed 6-bit scale (-32..31) of block `k` (0..8) of an IQ4_XS super-block.
+pub(super) fn iq4_xs_scale(blk: &[u8], k: usize) -> i32 {
+    let low = (blk[4 + k / 2] >> (4 * (k % 2))) & 15;
+    let high = (u16::from_le_bytes([blk[2], blk[3]]) >> (2 * k)) as u8 & 3;
+    (low | (high << 4)) as i32 - 32
+}
+
 pub(super) fn unpack_iq4_xs(bytes: &[u8], out: &mut [f32]) {
     for (blk, y) in bytes.chunks_exact(136).zip(out.chunks_exact_mut(256)) {
         let d = f16_at(blk, 0);
-        let scales_h = u16::from_le_bytes([blk[2], blk[3]]);
         for (k, yk) in y.chunks_exact_mut(32).enumerate() {
-            let low = (blk[4 + k / 2] >> (4 * (k % 2))) & 15;
-            let high = ((scales_h >> (2 * k)) & 3) as u8;
-            let ls = (low | (high << 4)) as i32 - 32;
-            get_nibbles(&blk[8 + 16 * k..24 + 16 * k], d * ls as f32, yk);
+            get_nibbles(&blk[8 + 16 * k..24 + 16 * k], d * iq4_xs_scale(blk, k) as f32, yk);
         }
     }
 }

@@ -67,7 +67,7 @@ pub(super) fn unpack_q2_k(bytes: &[u8], out: &mut [f32]) {
 /// Q3_K's 16 sub-block scales (6 bits, stored plus 32) from the 12 packed bytes: the low
 /// nibbles of sub-block k in byte k % 8 (k < 8: low half), the high pairs in byte 8 + k % 4
 /// at bit 2 (k / 4).
-fn q3_scales(s: &[u8]) -> [i32; 16] {
+pub(super) fn q3_scales(s: &[u8]) -> [i32; 16] {
     std::array::from_fn(|k| {
         let low = (s[k % 8] >> (4 * (k / 8))) & 15;
         let high = (s[8 + k % 4] >> (2 * (k / 4))) & 3;

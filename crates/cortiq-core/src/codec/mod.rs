@@ -19,6 +19,21 @@ pub fn k4_scale_min(j: usize, packed: &[u8]) -> (u8, u8) {
     kquant::scale_min(j, packed)
 }
 
+/// IQ4_NL / IQ4_XS: the signed level each nibble stands for (ggml's `kvalues_iq4nl`).
+pub const IQ4_LEVELS: [i8; 16] = iquant::IQ4_LEVELS;
+
+/// IQ4_XS: the signed scale (-32..31) of 32-value block `k` (0..8) of a 136-byte super-block.
+#[inline]
+pub fn iq4_xs_scale(superblock: &[u8], k: usize) -> i32 {
+    iquant::iq4_xs_scale(superblock, k)
+}
+
+/// Q3_K: the 16 signed scales (-32..31) of a super-block's 12 packed scale bytes.
+#[inline]
+pub fn q3_k_scales(packed: &[u8]) -> [i32; 16] {
+    kquant_low::q3_scales(packed)
+}
+
 /// GGML's name for type id `id` (gguf-py's `GGMLQuantizationType`), or "unknown".
 pub fn ggml_type_name(id: u32) -> &'static str {
     const NAMES: [&str; 42] = [

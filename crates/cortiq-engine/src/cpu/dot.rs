@@ -1,5 +1,5 @@
 //! Row kernels: one packed weight row dotted with quantized activations (the Q4/Q5/Q8
-//! codecs, the K-quants) or with f32 activations (the float codecs). AVX2 versions where the CPU has them,
+//! codecs, the K-quants, the IQ4 types) or with f32 activations (the float codecs). AVX2 versions where the CPU has them,
 //! portable versions elsewhere; both are tested against the codec's reference dot.
 
 use super::quant::{BlockQ8, QK};
@@ -65,6 +65,10 @@ pub fn q8_kernel(codec: Codec) -> Option<Q8Kernels> {
         Codec::Q4K => Some(Q8Kernels { one: q4_k, four: four_by_one!(q4_k), rows: rows_by_one!(q4_k), eight: None }),
         Codec::Q6K => Some(Q8Kernels { one: q6_k, four: four_by_one!(q6_k), rows: rows_by_one!(q6_k), eight: None }),
         Codec::Q5K => Some(Q8Kernels { one: q5_k, four: four_by_one!(q5_k), rows: rows_by_one!(q5_k), eight: None }),
+        Codec::Q3K => Some(Q8Kernels { one: q3_k, four: four_by_one!(q3_k), rows: rows_by_one!(q3_k), eight: None }),
+        Codec::Q2K => Some(Q8Kernels { one: q2_k, four: four_by_one!(q2_k), rows: rows_by_one!(q2_k), eight: None }),
+        Codec::IQ4NL => Some(Q8Kernels { one: iq4_nl, four: four_by_one!(iq4_nl), rows: rows_by_one!(iq4_nl), eight: None }),
+        Codec::IQ4XS => Some(Q8Kernels { one: iq4_xs, four: four_by_one!(iq4_xs), rows: rows_by_one!(iq4_xs), eight: None }),
         _ => None,
     }
 }
@@ -84,6 +88,10 @@ fn simd_kernels(codec: Codec, vnni: bool) -> Option<Q8Kernels> {
         Codec::Q4K => Some(kernels::<Q4K>(vnni)),
         Codec::Q6K => Some(kernels::<Q6K>(vnni)),
         Codec::Q5K => Some(kernels::<Q5K>(vnni)),
+        Codec::Q3K => Some(kernels::<Q3K>(vnni)),
+        Codec::Q2K => Some(kernels::<Q2K>(vnni)),
+        Codec::IQ4NL => Some(kernels::<IQ4NL>(vnni)),
+        Codec::IQ4XS => Some(kernels::<IQ4XS>(vnni)),
         _ => None,
     }
 }
@@ -242,6 +250,81 @@ pub fn q6_k(w: &[u8], x: &[BlockQ8]) -> f32 {
     sum
 }
 
+/// Q3_K row (110-byte super-blocks: 32 bytes of high bits, 64 of 2-bit levels, 12 of 6-bit
+/// scales of 16 values each, f16 d) . q8 activations, portable. Activation block j = 4n + k
+/// of a super-block holds values 128n + 32k + l: bits 2k.. of qs[32n + l], less 4 where bit j
+/// of hmask[l] is clear; scales 2j and 2j + 1.
+pub fn q3_k(w: &[u8], x: &[BlockQ8]) -> f32 {
+    let mut sum = 0f32;
+    for (sb, xs) in w.chunks_exact(110).zip(x.chunks_exact(8)) {
+        let d = f16_at(sb, 108);
+        let scales = cortiq_core::codec::q3_k_scales(&sb[96..108]);
+        for (j, xb) in xs.iter().enumerate() {
+            let (n, k) = (j / 4, j % 4);
+            let mut acc = [0i32; 2];
+            for l in 0..32 {
+                let q = ((sb[32 + 32 * n + l] >> (2 * k)) & 3) as i32 - if (sb[l] >> j) & 1 == 1 { 0 } else { 4 };
+                acc[l / 16] += q * xb.qs[l] as i32;
+            }
+            sum += d * xb.d * (scales[2 * j] * acc[0] + scales[2 * j + 1] * acc[1]) as f32;
+        }
+    }
+    sum
+}
+
+/// Q2_K row (84-byte super-blocks: 16 bytes of 4-bit (scale, min) pairs of 16 values each,
+/// 64 of 2-bit levels, f16 d, f16 dmin) . q8 activations, portable. Activation block j = 4n +
+/// k holds values 128n + 32k + l: bits 2k.. of qs[32n + l]; pairs 2j and 2j + 1.
+pub fn q2_k(w: &[u8], x: &[BlockQ8]) -> f32 {
+    let mut sum = 0f32;
+    for (sb, xs) in w.chunks_exact(84).zip(x.chunks_exact(8)) {
+        let (d, dmin) = (f16_at(sb, 80), f16_at(sb, 82));
+        for (j, xb) in xs.iter().enumerate() {
+            let (n, k) = (j / 4, j % 4);
+            let (mut acc, mut xsum) = ([0i32; 2], [0i32; 2]);
+            for l in 0..32 {
+                acc[l / 16] += ((sb[16 + 32 * n + l] >> (2 * k)) & 3) as i32 * xb.qs[l] as i32;
+                xsum[l / 16] += xb.qs[l] as i32;
+            }
+            let (p0, p1) = (sb[2 * j] as i32, sb[2 * j + 1] as i32);
+            let scaled = (p0 & 15) * acc[0] + (p1 & 15) * acc[1];
+            let mins = (p0 >> 4) * xsum[0] + (p1 >> 4) * xsum[1];
+            sum += xb.d * (d * scaled as f32 - dmin * mins as f32);
+        }
+    }
+    sum
+}
+
+/// The integer dot of 16 IQ4 nibble bytes (value l low, l + 16 high) with 32 int8 values.
+fn iq4_block(q: &[u8], x: &[i8; 32]) -> i32 {
+    let level = |n: u8| cortiq_core::codec::IQ4_LEVELS[n as usize] as i32;
+    (0..16).map(|l| level(q[l] & 15) * x[l] as i32 + level(q[l] >> 4) * x[l + 16] as i32).sum()
+}
+
+/// IQ4_NL row (18-byte blocks: f16 d, 16 nibble bytes indexing the IQ4 levels) . q8
+/// activations, portable.
+pub fn iq4_nl(w: &[u8], x: &[BlockQ8]) -> f32 {
+    let mut sum = 0f32;
+    for (blk, xb) in w.chunks_exact(18).zip(x) {
+        sum += f16_at(blk, 0) * xb.d * iq4_block(&blk[2..18], &xb.qs) as f32;
+    }
+    sum
+}
+
+/// IQ4_XS row (136-byte super-blocks: f16 d, 6-bit scales in 6 bytes, 8 blocks of 16 nibble
+/// bytes) . q8 activations (one block per block), portable.
+pub fn iq4_xs(w: &[u8], x: &[BlockQ8]) -> f32 {
+    let mut sum = 0f32;
+    for (sb, xs) in w.chunks_exact(136).zip(x.chunks_exact(8)) {
+        let d = f16_at(sb, 0);
+        for (k, xb) in xs.iter().enumerate() {
+            let dot = iq4_block(&sb[8 + 16 * k..24 + 16 * k], &xb.qs);
+            sum += d * cortiq_core::codec::iq4_xs_scale(sb, k) as f32 * xb.d * dot as f32;
+        }
+    }
+    sum
+}
+
 /// Q8_0 row (34-byte blocks) . q8 activations, portable.
 pub fn q8_0(w: &[u8], x: &[BlockQ8]) -> f32 {
     let mut sum = 0f32;
@@ -367,6 +450,7 @@ mod avx2 {
         Q5_0,
         Q5_1,
         Q8_0,
+        IQ4NL,
     }
 
     impl Kind {
@@ -377,6 +461,7 @@ mod avx2 {
                 Kind::Q5_0 => 22,
                 Kind::Q5_1 => 24,
                 Kind::Q8_0 => 34,
+                Kind::IQ4NL => 18,
             }
         }
     }
@@ -414,7 +499,14 @@ mod avx2 {
                 (_mm_cvtss_f32(dm), _mm_cvtss_f32(_mm_movehdup_ps(dm)), _mm256_or_si256(nibbles_to_bytes(b.add(8)), high))
             }
             Kind::Q8_0 => (f16_at(b), 0.0, _mm256_loadu_si256(b.add(2) as *const __m256i)),
+            Kind::IQ4NL => (f16_at(b), 0.0, _mm256_shuffle_epi8(iq4_levels(), nibbles_to_bytes(b.add(2)))),
         }
+    }
+
+    /// The 16 IQ4 levels in both 128-bit lanes, for `shuffle_epi8` to look nibbles up in.
+    #[inline(always)]
+    unsafe fn iq4_levels() -> __m256i {
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(cortiq_core::codec::IQ4_LEVELS.as_ptr() as *const __m128i))
     }
 
     /// Block dot as 8 f32 lanes: Q4_1 and Q5_1 levels are unsigned, the others signed.
@@ -557,6 +649,108 @@ mod avx2 {
         out
     }
 
+    /// IQ4_XS (see the portable `iq4_xs`) against N activation rows: per block the nibbles
+    /// looked up as signed levels once, one signed dot and one FMA with d x the block's scale
+    /// x the activation scale.
+    #[inline(always)]
+    unsafe fn iq4_xs_n<const VNNI: bool, const N: usize>(w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
+        let nsb = whole_blocks(w, 136, 8, &xs);
+        let mut acc = [_mm256_setzero_ps(); N];
+        let levels = iq4_levels();
+        for sb in 0..nsb {
+            let b = w.as_ptr().add(136 * sb);
+            let d = f16_at(b);
+            let head = std::slice::from_raw_parts(b, 8);
+            for k in 0..8 {
+                let q = _mm256_shuffle_epi8(levels, nibbles_to_bytes(b.add(8 + 16 * k)));
+                let dk = d * cortiq_core::codec::iq4_xs_scale(head, k) as f32;
+                for t in 0..N {
+                    let xb = xs[t].get_unchecked(8 * sb + k);
+                    let qy = _mm256_loadu_si256(xb.qs.as_ptr() as *const __m256i);
+                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dk * xb.d), mul_sum_i8::<VNNI>(q, qy), acc[t]);
+                }
+            }
+        }
+        let mut out = [0f32; N];
+        for t in 0..N {
+            out[t] = hsum(acc[t]);
+        }
+        out
+    }
+
+    /// Q3_K (see the portable `q3_k`) against N activation rows: per activation block the
+    /// levels rebuilt as signed bytes (2 bits, plus 4 where the high bit is set, less 4) once,
+    /// one signed dot whose 8 lanes (4 per 16 values) take their scale, one FMA with d x the
+    /// activation scale.
+    #[inline(always)]
+    unsafe fn q3_k_n<const VNNI: bool, const N: usize>(w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
+        let nsb = whole_blocks(w, 110, 8, &xs);
+        let mut acc = [_mm256_setzero_ps(); N];
+        let (low2, one, four) = (_mm256_set1_epi8(3), _mm256_set1_epi8(1), _mm256_set1_epi8(4));
+        for sb in 0..nsb {
+            let b = w.as_ptr().add(110 * sb);
+            let d = f16_at(b.add(108));
+            let scales = cortiq_core::codec::q3_k_scales(std::slice::from_raw_parts(b.add(96), 12));
+            let hmask = _mm256_loadu_si256(b as *const __m256i);
+            for j in 0..8 {
+                let (n, k) = (j / 4, j % 4);
+                // 16-bit shifts: the bits a byte takes from its neighbour are masked off.
+                let ql = _mm256_loadu_si256(b.add(32 + 32 * n) as *const __m256i);
+                let ql = _mm256_and_si256(_mm256_srl_epi16(ql, _mm_cvtsi32_si128(2 * k as i32)), low2);
+                let high = _mm256_and_si256(_mm256_srl_epi16(hmask, _mm_cvtsi32_si128(j as i32)), one);
+                let q = _mm256_sub_epi8(_mm256_or_si256(ql, _mm256_slli_epi16(high, 2)), four);
+                let (s0, s1) = (scales[2 * j] as f32, scales[2 * j + 1] as f32);
+                let lanes = _mm256_set_ps(s1, s1, s1, s1, s0, s0, s0, s0);
+                for t in 0..N {
+                    let xb = xs[t].get_unchecked(8 * sb + j);
+                    let qy = _mm256_loadu_si256(xb.qs.as_ptr() as *const __m256i);
+                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb.d), _mm256_mul_ps(mul_sum_i8::<VNNI>(q, qy), lanes), acc[t]);
+                }
+            }
+        }
+        let mut out = [0f32; N];
+        for t in 0..N {
+            out[t] = hsum(acc[t]);
+        }
+        out
+    }
+
+    /// Q2_K (see the portable `q2_k`) against N activation rows: per activation block the
+    /// 2-bit levels unpacked once; one unsigned dot with the levels and one with ones (the
+    /// activations' 4-value sums, for the mins), their 8 lanes (4 per 16 values) times d x
+    /// scale and dmin x min, one FMA with the activation scale.
+    #[inline(always)]
+    unsafe fn q2_k_n<const VNNI: bool, const N: usize>(w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
+        let nsb = whole_blocks(w, 84, 8, &xs);
+        let mut acc = [_mm256_setzero_ps(); N];
+        let (low2, ones) = (_mm256_set1_epi8(3), _mm256_set1_epi8(1));
+        for sb in 0..nsb {
+            let b = w.as_ptr().add(84 * sb);
+            let (d, dmin) = (f16_at(b.add(80)), f16_at(b.add(82)));
+            for j in 0..8 {
+                let (n, k) = (j / 4, j % 4);
+                let ql = _mm256_loadu_si256(b.add(16 + 32 * n) as *const __m256i);
+                let q = _mm256_and_si256(_mm256_srl_epi16(ql, _mm_cvtsi32_si128(2 * k as i32)), low2);
+                let (p0, p1) = (*b.add(2 * j), *b.add(2 * j + 1));
+                let (c0, c1) = (d * (p0 & 15) as f32, d * (p1 & 15) as f32);
+                let (m0, m1) = (dmin * (p0 >> 4) as f32, dmin * (p1 >> 4) as f32);
+                let scales = _mm256_set_ps(c1, c1, c1, c1, c0, c0, c0, c0);
+                let mins = _mm256_set_ps(m1, m1, m1, m1, m0, m0, m0, m0);
+                for t in 0..N {
+                    let xb = xs[t].get_unchecked(8 * sb + j);
+                    let qy = _mm256_loadu_si256(xb.qs.as_ptr() as *const __m256i);
+                    let lanes = _mm256_fmsub_ps(mul_sum_us8::<VNNI>(q, qy), scales, _mm256_mul_ps(mul_sum_us8::<VNNI>(ones, qy), mins));
+                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(xb.d), lanes, acc[t]);
+                }
+            }
+        }
+        let mut out = [0f32; N];
+        for t in 0..N {
+            out[t] = hsum(acc[t]);
+        }
+        out
+    }
+
     /// Codecs of the generic entry points (their const parameter).
     pub(super) const Q4_0: u8 = 0;
     pub(super) const Q4_1: u8 = 1;
@@ -566,6 +760,10 @@ mod avx2 {
     pub(super) const Q6K: u8 = 5;
     pub(super) const Q5K: u8 = 6;
     pub(super) const Q5_1: u8 = 7;
+    pub(super) const IQ4NL: u8 = 8;
+    pub(super) const IQ4XS: u8 = 9;
+    pub(super) const Q3K: u8 = 10;
+    pub(super) const Q2K: u8 = 11;
 
     /// Codec C's weight row against N activation rows. For one row this keeps ggml's block
     /// order and single FMA chain, so results stay bit-close to llama.cpp's CPU path (a
@@ -580,7 +778,11 @@ mod avx2 {
             Q8_0 => dot_n::<VNNI, N>(Kind::Q8_0, w, xs),
             Q4K => affine_k_n::<VNNI, N, false>(w, xs),
             Q5K => affine_k_n::<VNNI, N, true>(w, xs),
-            _ => q6_k_n::<VNNI, N>(w, xs),
+            Q6K => q6_k_n::<VNNI, N>(w, xs),
+            IQ4NL => dot_n::<VNNI, N>(Kind::IQ4NL, w, xs),
+            IQ4XS => iq4_xs_n::<VNNI, N>(w, xs),
+            Q3K => q3_k_n::<VNNI, N>(w, xs),
+            _ => q2_k_n::<VNNI, N>(w, xs),
         }
     }
 
@@ -725,6 +927,10 @@ mod tests {
                         Codec::Q4K => q4_k(&packed, &xq),
                         Codec::Q5K => q5_k(&packed, &xq),
                         Codec::Q6K => q6_k(&packed, &xq),
+                        Codec::Q3K => q3_k(&packed, &xq),
+                        Codec::Q2K => q2_k(&packed, &xq),
+                        Codec::IQ4NL => iq4_nl(&packed, &xq),
+                        Codec::IQ4XS => iq4_xs(&packed, &xq),
                         _ => q8_row(&packed, &xq),
                     };
                     assert!((got - portable).abs() <= 1e-4 * norm, "{c}: simd {got} vs portable {portable} (seed {seed})");

@@ -155,7 +155,7 @@ mod tests {
         // so a prompt's rows are bit-identical to decoding them one at a time (13 = 8 + 4 + 1).
         let mut rng = SplitMix64::fresh();
         let seed = rng.seed();
-        for codec in [Codec::Q4_0, Codec::Q4_1, Codec::Q5_0, Codec::Q5_1, Codec::Q8_0, Codec::Q4K, Codec::Q5K, Codec::Q6K] {
+        for codec in [Codec::Q4_0, Codec::Q4_1, Codec::Q5_0, Codec::Q5_1, Codec::Q8_0, Codec::Q4K, Codec::Q5K, Codec::Q6K, Codec::Q2K, Codec::Q3K, Codec::IQ4NL, Codec::IQ4XS] {
             let (rows, cols, batch) = (21usize, 512usize, 13usize);
             let bytes = packed_random(&mut rng, codec, rows, cols);
             let w = WeightView { codec, rows, cols, bytes: &bytes };
