@@ -169,7 +169,7 @@ const REL_F16: f32 = 1e-3;
 /// reference is the CPU's int8 kernels (CUDA's K-quants too).
 fn int8_reference(be: &dyn Backend, codec: Codec, batch: usize) -> bool {
     let info = be.info();
-    let int8_codec = matches!(codec, Codec::Q4_0 | Codec::Q4Tiled | Codec::Q4_1 | Codec::Q8_0) || (info.backend == "cuda" && matches!(codec, Codec::Q4K | Codec::Q5K | Codec::Q6K | Codec::Q5_0));
+    let int8_codec = matches!(codec, Codec::Q4_0 | Codec::Q4Tiled | Codec::Q4_1 | Codec::Q8_0) || (info.backend == "cuda" && matches!(codec, Codec::Q4K | Codec::Q5K | Codec::Q6K | Codec::Q5_0 | Codec::Q3K | Codec::IQ4NL));
     (info.q8_activations || (batch == 1 && info.q8_matvec)) && int8_codec
 }
 
@@ -217,9 +217,9 @@ fn matmul_matches_the_cpu_reference_for_every_codec_and_odd_shapes() {
                     DeviceOutcome::Completed { .. } => ran += 1,
                     // A backend may lack a codec; it must then leave the output untouched.
                     DeviceOutcome::Declined(why)
-                        if matches!(codec, Codec::Q2K | Codec::Q3K | Codec::IQ4NL | Codec::IQ4XS)
-                            || (name == "cuda" && matches!(codec, Codec::Q8Row | Codec::Q5_1))
-                            || (name == "wgpu" && matches!(codec, Codec::Q5_0 | Codec::Q5K | Codec::Q5_1)) =>
+                        if matches!(codec, Codec::Q2K | Codec::IQ4XS | Codec::Q5_1)
+                            || (name == "cuda" && codec == Codec::Q8Row)
+                            || (name == "wgpu" && matches!(codec, Codec::Q5_0 | Codec::Q5K | Codec::Q3K | Codec::IQ4NL)) =>
                     {
                         assert!(out.iter().all(|v| v.is_nan()), "{name}: a decline ({why}) wrote outputs");
                         continue;
@@ -397,10 +397,11 @@ fn token_graph_matches_the_cpu_path() {
         let discrete = fresh().info().discrete;
         // q4_k (kind 6 on CUDA), q4_k_m (Q6_K V and down in some layers, the head in Q6_K;
         // smollm2's 576-wide rows in Q5_0), q5_k_m (kind 7 where q4_k_m has kind 6) and q6_k
-        // (the embedding too) where the backend is discrete; wgpu has no Q5_K kernel.
+        // (the embedding too) where the backend is discrete; on CUDA also q3_k (as Q6_K) and
+        // iq4_nl (as Q8_0): wgpu has no Q5_K kernel nor these transcodes.
         let k_quants: &[(&str, &str)] = &[("tiny", "q4_k"), ("tiny", "q4_k_m"), ("tiny", "q6_k"), ("smollm2-135m", "q4_k_m"), ("llama-1b", "q4_k_m")];
-        let q5: &[(&str, &str)] = if name == "cuda" { &[("tiny", "q5_k_m"), ("llama-1b", "q5_k_m")] } else { &[] };
-        let shape_list: Vec<(&str, &str)> = if discrete { [&[("tiny", "q4_0"), ("smollm2-135m", "q4_0"), ("smollm2-135m", "q8_0"), ("smollm2-135m", "q4_1"), ("llama-1b", "q4_0")][..], k_quants, q5].concat() } else { vec![("tiny", "q4_0")] };
+        let cuda_only: &[(&str, &str)] = if name == "cuda" { &[("tiny", "q5_k_m"), ("llama-1b", "q5_k_m"), ("tiny", "q3_k"), ("tiny", "iq4_nl")] } else { &[] };
+        let shape_list: Vec<(&str, &str)> = if discrete { [&[("tiny", "q4_0"), ("smollm2-135m", "q4_0"), ("smollm2-135m", "q8_0"), ("smollm2-135m", "q4_1"), ("llama-1b", "q4_0")][..], k_quants, cuda_only].concat() } else { vec![("tiny", "q4_0")] };
         let shapes = &shape_list[..];
         for &(shape, codec) in shapes {
             let path = dir.path().join(format!("{shape}-{codec}.gguf"));

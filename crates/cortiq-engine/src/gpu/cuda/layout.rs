@@ -20,6 +20,11 @@
 //! - Q5_0 (Q4_K_M's fallback for rows that are not whole superblocks, e.g. smollm2's 576) as
 //!   Q8_0 (kind 2): `d * (q - 16)` is Q8_0's `d * q'` with q' = q - 16 in -16..15.
 //!   8.5 bits a weight instead of 5.5.
+//! - IQ4_NL as Q8_0 (kind 2): `d * LEVELS[q]` is Q8_0's `d * q'` with q' = LEVELS[q], an int8.
+//!   8.5 bits a weight instead of 4.5.
+//! - Q3_K as Q6_K, then kind 5: `d * (sc - 32) * q` with q in -4..3 is Q6_K's
+//!   `d * sc' * (q' - 32)` with the int8 scale sc' = sc - 32 and the 6-bit level q' = q + 32.
+//!   7 bits a weight instead of 3.4375.
 
 use super::super::planar::{self, f16_at, nibble_words, q6k_levels, scale_min, Planar};
 use cortiq_core::Codec;
@@ -38,15 +43,16 @@ pub(super) fn high_off(a: usize) -> usize {
 }
 
 /// The kernels' codec kind for a weight codec, if they decode it: 0 Q4_0 (and q4_tiled),
-/// 1 Q4_1, 2 Q8_0 (and Q5_0, transcoded), 3 F16, 4 F32, 5 Q6_K, 6 Q4_K, 7 Q5_K.
+/// 1 Q4_1, 2 Q8_0 (and Q5_0, IQ4_NL, transcoded), 3 F16, 4 F32, 5 Q6_K (and Q3_K), 6 Q4_K,
+/// 7 Q5_K.
 pub(super) fn kind(codec: Codec) -> Option<i32> {
     Some(match codec {
         Codec::Q4_0 | Codec::Q4Tiled => 0,
         Codec::Q4_1 => 1,
-        Codec::Q8_0 | Codec::Q5_0 => 2,
+        Codec::Q8_0 | Codec::Q5_0 | Codec::IQ4NL => 2,
         Codec::F16 => 3,
         Codec::F32 => 4,
-        Codec::Q6K => KIND_Q6,
+        Codec::Q6K | Codec::Q3K => KIND_Q6,
         Codec::Q4K => KIND_Q4K,
         Codec::Q5K => KIND_Q5K,
         _ => return None,
@@ -63,15 +69,15 @@ pub(super) fn int8_kind(kind: i32) -> bool {
 /// width its layout holds (whole 32-value units; K-quants whole 256-value superblocks).
 pub(super) fn supports(codec: Codec, cols: usize) -> bool {
     let whole = match codec {
-        Codec::Q5_0 => true,
-        Codec::Q5K => cols.is_multiple_of(256),
+        Codec::Q5_0 | Codec::IQ4NL => true,
+        Codec::Q5K | Codec::Q3K => cols.is_multiple_of(256),
         _ => planar::supports(codec, cols),
     };
     kind(codec).is_some() && cols > 0 && cols.is_multiple_of(32) && whole
 }
 
 /// `bytes` (`rows` x `cols` of `codec`, the file's layout) as the device holds them: the
-/// planar layout of `kind(codec)`, row-major or, where `unit_major` (Q4_0, Q4_1, Q8_0, Q5_0),
+/// planar layout of `kind(codec)`, row-major or, where `unit_major` (kinds 0 to 2),
 /// unit-major (`planar::repack_unit_major`). Err names what does not fit.
 pub(super) fn device_layout(codec: Codec, rows: usize, cols: usize, bytes: &[u8], unit_major: bool) -> Result<Planar, String> {
     let what = || format!("{codec} {rows}x{cols}");
@@ -84,8 +90,13 @@ pub(super) fn device_layout(codec: Codec, rows: usize, cols: usize, bytes: &[u8]
             transcoded = q5_0_as_q8_0(bytes);
             (Codec::Q8_0, &transcoded[..])
         }
-        Codec::Q6K | Codec::Q4K | Codec::Q5K if unit_major => return Err(format!("{}: no unit-major layout", what())),
+        Codec::IQ4NL => {
+            transcoded = iq4_nl_as_q8_0(bytes);
+            (Codec::Q8_0, &transcoded[..])
+        }
+        Codec::Q6K | Codec::Q4K | Codec::Q5K | Codec::Q3K if unit_major => return Err(format!("{}: no unit-major layout", what())),
         Codec::Q6K => return Ok(q6k_units(rows, cols, bytes)),
+        Codec::Q3K => return Ok(q6k_units(rows, cols, &q3_k_as_q6_k(bytes))),
         Codec::Q4K => return Ok(affine_k_units(cols, bytes, AffineK::Q4K)),
         Codec::Q5K => return Ok(affine_k_units(cols, bytes, AffineK::Q5K)),
         _ => (codec, bytes),
@@ -171,6 +182,39 @@ fn q5_0_as_q8_0(bytes: &[u8]) -> Vec<u8> {
     out
 }
 
+/// IQ4_NL blocks (18 bytes a 32 values: f16 d, byte j = the level indices of values j and
+/// j + 16) as Q8_0 blocks (34 bytes: f16 d, the 32 levels as int8).
+fn iq4_nl_as_q8_0(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len() / 18 * 34);
+    for blk in bytes.chunks_exact(18) {
+        let level = |v: usize| cortiq_core::codec::IQ4_LEVELS[(if v < 16 { blk[2 + v] & 15 } else { blk[2 + v - 16] >> 4 }) as usize] as u8;
+        out.extend_from_slice(&blk[0..2]);
+        out.extend((0..32).map(level));
+    }
+    out
+}
+
+/// Q3_K superblocks (110 bytes: hmask, 2-bit levels, 12 bytes of scales, f16 d) as Q6_K's
+/// (210 bytes: low nibbles, high pairs, int8 scales, f16 d); value 128n + 32k + l is level
+/// bits 2k.. of byte 32n + l in both, and sub-block s's scale Q6_K's scale s.
+fn q3_k_as_q6_k(bytes: &[u8]) -> Vec<u8> {
+    let mut out = vec![0u8; bytes.len() / 110 * 210];
+    for (sb, o) in bytes.chunks_exact(110).zip(out.chunks_exact_mut(210)) {
+        for v in 0..256 {
+            let (n, k, l) = (v / 128, (v % 128) / 32, v % 32);
+            let less = if (sb[l] >> (v / 32)) & 1 == 1 { 0 } else { 4 };
+            let q = ((sb[32 + 32 * n + l] >> (2 * k)) & 3) + 32 - less;
+            o[64 * n + 32 * (k & 1) + l] |= (q & 15) << (4 * (k >> 1));
+            o[128 + 32 * n + l] |= (q >> 4) << (2 * k);
+        }
+        for (s, sc) in cortiq_core::codec::q3_k_scales(&sb[96..108]).into_iter().enumerate() {
+            o[192 + s] = sc as i8 as u8;
+        }
+        o[208..210].copy_from_slice(&sb[108..110]);
+    }
+    out
+}
+
 /// Q6_K rows (210 bytes a 256 values) in kind 5's layout: per unit 4 payload words of the
 /// levels' low nibbles (Q4_0's order), then from word `a` a 3-word record a unit.
 fn q6k_units(rows: usize, cols: usize, bytes: &[u8]) -> Planar {
@@ -238,11 +282,11 @@ mod tests {
     fn transcoded_codecs_decode_on_the_device_layout_as_the_codec_does() {
         let mut rng = SplitMix64::fresh();
         let seed = rng.seed();
-        for (codec, kind_want) in [(Codec::Q4K, KIND_Q4K), (Codec::Q5K, KIND_Q5K), (Codec::Q6K, KIND_Q6), (Codec::Q5_0, 2)] {
+        for (codec, kind_want) in [(Codec::Q4K, KIND_Q4K), (Codec::Q5K, KIND_Q5K), (Codec::Q6K, KIND_Q6), (Codec::Q5_0, 2), (Codec::IQ4NL, 2), (Codec::Q3K, KIND_Q6)] {
             assert_eq!(kind(codec), Some(kind_want));
             for (rows, cols) in [(1, 256), (3, 512), (5, 768), (2, 576)] {
                 if !supports(codec, cols) {
-                    assert!(cols % 256 != 0 && codec != Codec::Q5_0, "{codec} {cols}");
+                    assert!(cols % 256 != 0 && !matches!(codec, Codec::Q5_0 | Codec::IQ4NL), "{codec} {cols}");
                     continue;
                 }
                 let data = rng.normals(rows * cols, 0.7);
@@ -269,6 +313,8 @@ mod tests {
         assert!(device_layout(Codec::Q5K, 1, 256, &[0u8; 175], false).unwrap_err().contains("1x256"));
         assert!(device_layout(Codec::Q5K, 1, 256, &[0u8; 176], true).unwrap_err().contains("unit-major"));
         assert!(device_layout(Codec::Q6K, 1, 256, &[0u8; 210], true).unwrap_err().contains("unit-major"));
+        assert!(device_layout(Codec::Q3K, 1, 256, &[0u8; 110], true).unwrap_err().contains("unit-major"));
+        assert!(kind(Codec::Q2K).is_none() && kind(Codec::IQ4XS).is_none() && !supports(Codec::Q3K, 288));
         assert!(device_layout(Codec::Q4K, 1, 256, &[0u8; 144], true).unwrap_err().contains("unit-major"));
     }
 }
