@@ -678,19 +678,45 @@ mod avx2 {
         out
     }
 
-    /// Q3_K (see the portable `q3_k`) against N activation rows: per activation block the
-    /// levels rebuilt as signed bytes (2 bits, plus 4 where the high bit is set, less 4) once,
-    /// one signed dot whose 8 lanes (4 per 16 values) take their scale, one FMA with d x the
+    /// Lanes 0-3 from lane 2j' and lanes 4-7 from lane 2j' + 1 of `v` (j' = j % 4): the
+    /// factors of activation block j's two 16-value halves, from a register holding those of
+    /// blocks 4 (j / 4)..
+    #[inline(always)]
+    unsafe fn half_pair(v: __m256, j: usize) -> __m256 {
+        let (a, b) = (2 * (j % 4) as i32, 2 * (j % 4) as i32 + 1);
+        _mm256_permutevar8x32_ps(v, _mm256_set_epi32(b, b, b, b, a, a, a, a))
+    }
+
+    /// 16 signed bytes as two registers of 8 floats times `f`.
+    #[inline(always)]
+    unsafe fn bytes_times(bytes: __m128i, f: f32) -> [__m256; 2] {
+        let lo = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes));
+        let hi = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(bytes, 8)));
+        [_mm256_mul_ps(lo, _mm256_set1_ps(f)), _mm256_mul_ps(hi, _mm256_set1_ps(f))]
+    }
+
+    /// Q3_K (see the portable `q3_k`) against N activation rows: per superblock the 16 scales
+    /// unpacked (ggml's 32-bit masks) and times d once; per activation block the levels
+    /// rebuilt as signed bytes (2 bits, plus 4 where the high bit is set, less 4) once, one
+    /// signed dot whose 8 lanes (4 per 16 values) take their half's factor, one FMA with the
     /// activation scale.
     #[inline(always)]
     unsafe fn q3_k_n<const VNNI: bool, const N: usize>(w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
         let nsb = whole_blocks(w, 110, 8, &xs);
         let mut acc = [_mm256_setzero_ps(); N];
         let (low2, one, four) = (_mm256_set1_epi8(3), _mm256_set1_epi8(1), _mm256_set1_epi8(4));
+        let word = |p: *const u8| std::ptr::read_unaligned(p as *const u32);
         for sb in 0..nsb {
             let b = w.as_ptr().add(110 * sb);
-            let d = f16_at(b.add(108));
-            let scales = cortiq_core::codec::q3_k_scales(std::slice::from_raw_parts(b.add(96), 12));
+            let (a0, a1, hi) = (word(b.add(96)), word(b.add(100)), word(b.add(104)));
+            let (m4, m2) = (0x0f0f_0f0fu32, 0x0303_0303u32);
+            let scales = _mm_set_epi32(
+                (((a1 >> 4) & m4) | (((hi >> 6) & m2) << 4)) as i32,
+                (((a0 >> 4) & m4) | (((hi >> 4) & m2) << 4)) as i32,
+                ((a1 & m4) | (((hi >> 2) & m2) << 4)) as i32,
+                ((a0 & m4) | ((hi & m2) << 4)) as i32,
+            );
+            let factors = bytes_times(_mm_sub_epi8(scales, _mm_set1_epi8(32)), f16_at(b.add(108)));
             let hmask = _mm256_loadu_si256(b as *const __m256i);
             for j in 0..8 {
                 let (n, k) = (j / 4, j % 4);
@@ -699,12 +725,11 @@ mod avx2 {
                 let ql = _mm256_and_si256(_mm256_srl_epi16(ql, _mm_cvtsi32_si128(2 * k as i32)), low2);
                 let high = _mm256_and_si256(_mm256_srl_epi16(hmask, _mm_cvtsi32_si128(j as i32)), one);
                 let q = _mm256_sub_epi8(_mm256_or_si256(ql, _mm256_slli_epi16(high, 2)), four);
-                let (s0, s1) = (scales[2 * j] as f32, scales[2 * j + 1] as f32);
-                let lanes = _mm256_set_ps(s1, s1, s1, s1, s0, s0, s0, s0);
+                let lanes = half_pair(factors[n], j);
                 for t in 0..N {
                     let xb = xs[t].get_unchecked(8 * sb + j);
                     let qy = _mm256_loadu_si256(xb.qs.as_ptr() as *const __m256i);
-                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb.d), _mm256_mul_ps(mul_sum_i8::<VNNI>(q, qy), lanes), acc[t]);
+                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(xb.d), _mm256_mul_ps(mul_sum_i8::<VNNI>(q, qy), lanes), acc[t]);
                 }
             }
         }
@@ -715,31 +740,30 @@ mod avx2 {
         out
     }
 
-    /// Q2_K (see the portable `q2_k`) against N activation rows: per activation block the
-    /// 2-bit levels unpacked once; one unsigned dot with the levels and one with ones (the
-    /// activations' 4-value sums, for the mins), their 8 lanes (4 per 16 values) times d x
-    /// scale and dmin x min, one FMA with the activation scale.
+    /// Q2_K (see the portable `q2_k`) against N activation rows: per superblock the 16 scales
+    /// times d and minimums times dmin as floats once; per activation block the 2-bit levels
+    /// unpacked once, one unsigned dot with the levels and one with ones (the activations'
+    /// 4-value sums, for the minimums), their 8 lanes (4 per 16 values) times their half's
+    /// factors, one FMA with the activation scale.
     #[inline(always)]
     unsafe fn q2_k_n<const VNNI: bool, const N: usize>(w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
         let nsb = whole_blocks(w, 84, 8, &xs);
         let mut acc = [_mm256_setzero_ps(); N];
-        let (low2, ones) = (_mm256_set1_epi8(3), _mm256_set1_epi8(1));
+        let (low2, ones, low4) = (_mm256_set1_epi8(3), _mm256_set1_epi8(1), _mm_set1_epi8(15));
         for sb in 0..nsb {
             let b = w.as_ptr().add(84 * sb);
-            let (d, dmin) = (f16_at(b.add(80)), f16_at(b.add(82)));
+            let pairs = _mm_loadu_si128(b as *const __m128i);
+            let scales = bytes_times(_mm_and_si128(pairs, low4), f16_at(b.add(80)));
+            let mins = bytes_times(_mm_and_si128(_mm_srli_epi16(pairs, 4), low4), f16_at(b.add(82)));
             for j in 0..8 {
                 let (n, k) = (j / 4, j % 4);
                 let ql = _mm256_loadu_si256(b.add(16 + 32 * n) as *const __m256i);
                 let q = _mm256_and_si256(_mm256_srl_epi16(ql, _mm_cvtsi32_si128(2 * k as i32)), low2);
-                let (p0, p1) = (*b.add(2 * j), *b.add(2 * j + 1));
-                let (c0, c1) = (d * (p0 & 15) as f32, d * (p1 & 15) as f32);
-                let (m0, m1) = (dmin * (p0 >> 4) as f32, dmin * (p1 >> 4) as f32);
-                let scales = _mm256_set_ps(c1, c1, c1, c1, c0, c0, c0, c0);
-                let mins = _mm256_set_ps(m1, m1, m1, m1, m0, m0, m0, m0);
+                let (sc, mn) = (half_pair(scales[n], j), half_pair(mins[n], j));
                 for t in 0..N {
                     let xb = xs[t].get_unchecked(8 * sb + j);
                     let qy = _mm256_loadu_si256(xb.qs.as_ptr() as *const __m256i);
-                    let lanes = _mm256_fmsub_ps(mul_sum_us8::<VNNI>(q, qy), scales, _mm256_mul_ps(mul_sum_us8::<VNNI>(ones, qy), mins));
+                    let lanes = _mm256_fmsub_ps(mul_sum_us8::<VNNI>(q, qy), sc, _mm256_mul_ps(mul_sum_us8::<VNNI>(ones, qy), mn));
                     acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(xb.d), lanes, acc[t]);
                 }
             }
