@@ -568,8 +568,24 @@ mod avx2 {
         sum
     }
 
+    /// A Q4_K / Q5_K superblock's 8 sub-block factors `d * scale_j` and `dmin * min_j` from
+    /// its 12 packed bytes at `p`, unpacked by ggml's 32-bit masks and converted together
+    /// (the same products as one at a time).
+    #[inline(always)]
+    unsafe fn k4_factors(p: *const u8, d: f32, dmin: f32) -> ([f32; 8], [f32; 8]) {
+        let word = |i: usize| std::ptr::read_unaligned(p.add(4 * i) as *const u32);
+        let (w0, w1, w2) = (word(0), word(1), word(2));
+        let (m6, m4, m2) = (0x3f3f_3f3fu32, 0x0f0f_0f0fu32, 0x0303_0303u32);
+        let scales = _mm_set_epi32(0, 0, ((w2 & m4) | (((w0 >> 6) & m2) << 4)) as i32, (w0 & m6) as i32);
+        let mins = _mm_set_epi32(0, 0, (((w2 >> 4) & m4) | (((w1 >> 6) & m2) << 4)) as i32, (w1 & m6) as i32);
+        let (mut dsc, mut dmn) = ([0f32; 8], [0f32; 8]);
+        _mm256_storeu_ps(dsc.as_mut_ptr(), _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(scales))));
+        _mm256_storeu_ps(dmn.as_mut_ptr(), _mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mins))));
+        (dsc, dmn)
+    }
+
     /// Q4_K (see the portable `q4_k`), or Q5_K where FIVE (`q5_k`), against N activation
-    /// rows, each super-block's nibbles widened once (Q5_K: the sub-block's fifth bits ORed
+    /// rows, each super-block's factors unpacked and its nibbles widened once (Q5_K: the sub-block's fifth bits ORed
     /// in at bit 4): per sub-block one `maddubs` dot and one FMA with d x scale x the
     /// activation scale; the mins come off through the activation blocks' sums.
     #[inline(always)]
@@ -581,8 +597,7 @@ mod avx2 {
         let (mask, one) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi8(1));
         for sb in 0..nsb {
             let b = w.as_ptr().add(block * sb);
-            let (d, dmin) = (f16_at(b), f16_at(b.add(2)));
-            let packed = std::slice::from_raw_parts(b.add(4), 12);
+            let (dsc, dmn) = k4_factors(b.add(4), f16_at(b), f16_at(b.add(2)));
             let high = if FIVE { _mm256_loadu_si256(b.add(16) as *const __m256i) } else { _mm256_setzero_si256() };
             for g in 0..4 {
                 let bytes = _mm256_loadu_si256(b.add(nibbles + 32 * g) as *const __m256i);
@@ -597,8 +612,7 @@ mod avx2 {
                     } else {
                         qh
                     };
-                    let (sc, m) = cortiq_core::codec::k4_scale_min(j, packed);
-                    let (dj, mj) = (d * sc as f32, dmin * m as f32);
+                    let (dj, mj) = (dsc[j], dmn[j]);
                     for t in 0..N {
                         let xb = xs[t].get_unchecked(8 * sb + j);
                         mins[t] += mj * xb.s;
@@ -615,9 +629,10 @@ mod avx2 {
         out
     }
 
-    /// Q6_K (see the portable `q6_k`) against N activation rows: per activation block the
-    /// 6-bit values rebuilt as signed bytes once, one `maddubs` dot whose 8 lanes (4 per 16
-    /// values) take their 16-value scale, one FMA with d x the activation scale.
+    /// Q6_K (see the portable `q6_k`) against N activation rows: per superblock the 16
+    /// scales converted once; per activation block the 6-bit values rebuilt as signed bytes
+    /// once, one `maddubs` dot whose 8 lanes (4 per 16 values) take their 16-value scale, one
+    /// FMA with d x the activation scale.
     #[inline(always)]
     unsafe fn q6_k_n<const VNNI: bool, const N: usize>(w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
         let nsb = whole_blocks(w, 210, 8, &xs);
@@ -626,6 +641,7 @@ mod avx2 {
         for sb in 0..nsb {
             let b = w.as_ptr().add(210 * sb);
             let d = f16_at(b.add(208));
+            let scales = byte_floats(_mm_loadu_si128(b.add(192) as *const __m128i));
             for j in 0..8 {
                 let (n, k) = (j / 4, j % 4);
                 let ql = _mm256_loadu_si256(b.add(64 * n + 32 * (k & 1)) as *const __m256i);
@@ -633,12 +649,11 @@ mod avx2 {
                 let qh = _mm256_loadu_si256(b.add(128 + 32 * n) as *const __m256i);
                 let qh = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * k as i32)), low2);
                 let q = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(ql, low4), _mm256_slli_epi16(qh, 4)), bias);
-                let (s0, s1) = (*b.add(192 + 8 * n + 2 * k) as i8 as f32, *b.add(193 + 8 * n + 2 * k) as i8 as f32);
-                let scales = _mm256_set_ps(s1, s1, s1, s1, s0, s0, s0, s0);
+                let lanes = half_pair(scales[n], j);
                 for t in 0..N {
                     let xb = xs[t].get_unchecked(8 * sb + j);
                     let qy = _mm256_loadu_si256(xb.qs.as_ptr() as *const __m256i);
-                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb.d), _mm256_mul_ps(mul_sum_i8::<VNNI>(q, qy), scales), acc[t]);
+                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb.d), _mm256_mul_ps(mul_sum_i8::<VNNI>(q, qy), lanes), acc[t]);
                 }
             }
         }
@@ -687,12 +702,16 @@ mod avx2 {
         _mm256_permutevar8x32_ps(v, _mm256_set_epi32(b, b, b, b, a, a, a, a))
     }
 
+    /// 16 signed bytes as two registers of 8 floats.
+    #[inline(always)]
+    unsafe fn byte_floats(bytes: __m128i) -> [__m256; 2] {
+        [_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(bytes, 8)))]
+    }
+
     /// 16 signed bytes as two registers of 8 floats times `f`.
     #[inline(always)]
     unsafe fn bytes_times(bytes: __m128i, f: f32) -> [__m256; 2] {
-        let lo = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes));
-        let hi = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(bytes, 8)));
-        [_mm256_mul_ps(lo, _mm256_set1_ps(f)), _mm256_mul_ps(hi, _mm256_set1_ps(f))]
+        byte_floats(bytes).map(|v| _mm256_mul_ps(v, _mm256_set1_ps(f)))
     }
 
     /// Q3_K (see the portable `q3_k`) against N activation rows: per superblock the 16 scales
