@@ -2,7 +2,7 @@
 # CPU speed per weight codec on this machine: llama-1b synthesized (random weights, so
 # speed only) in each codec, `cortiq bench --backend cpu` pp$PROMPT / tg$GEN, $REPS runs.
 # Writes OUTDIR/cpu-codecs.{md,json} and prints the markdown.
-# Usage: bash bench/cpu-codecs.sh OUTDIR [CODEC ...]   (default: q4_0 q4_k iq4_nl iq4_xs q3_k q2_k)
+# Usage: bash bench/cpu-codecs.sh OUTDIR [CODEC ...]   (default: q4_0 q4_k q5_k q6_k iq4_nl iq4_xs q3_k q2_k)
 # Env: CORTIQ_BIN (default: ./target/release/cortiq, built here), MODELS_DIR, THREADS,
 # PROMPT (64), GEN (32), REPS (2).
 set -euo pipefail
@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 out=${1:?output directory}
 shift
 codecs=("$@")
-[ ${#codecs[@]} -gt 0 ] || codecs=(q4_0 q4_k iq4_nl iq4_xs q3_k q2_k)
+[ ${#codecs[@]} -gt 0 ] || codecs=(q4_0 q4_k q5_k q6_k iq4_nl iq4_xs q3_k q2_k)
 bin=${CORTIQ_BIN:-}
 [ -n "$bin" ] || { cargo build --release --locked -q; bin=./target/release/cortiq; }
 models=${MODELS_DIR:-/tmp/cortiq-models}
