@@ -35,18 +35,23 @@ pub(super) fn unpack_q4_0(bytes: &[u8], out: &mut [f32]) {
     }
 }
 
+/// Q4_1 / Q5_1's block quantizer: the block's minimum is m and its range spreads over levels
+/// 0..=top; writes f16 d and m to `blk[0..4]` and returns the 32 levels.
+fn affine_levels(x: &[f32], top: i32, blk: &mut [u8]) -> [u32; 32] {
+    let min = x.iter().copied().fold(f32::INFINITY, f32::min);
+    let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let d = (max - min) / top as f32;
+    let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+    blk[0..2].copy_from_slice(&f16::from_f32(d).to_le_bytes());
+    blk[2..4].copy_from_slice(&f16::from_f32(min).to_le_bytes());
+    std::array::from_fn(|j| (((x[j] - min) * id + 0.5) as i32).clamp(0, top) as u32)
+}
+
 pub(super) fn pack_q4_1(row: &[f32], out: &mut [u8]) {
     for (x, blk) in row.chunks_exact(32).zip(out.chunks_exact_mut(20)) {
-        let min = x.iter().copied().fold(f32::INFINITY, f32::min);
-        let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let d = (max - min) / 15.0;
-        let id = if d != 0.0 { 1.0 / d } else { 0.0 };
-        blk[0..2].copy_from_slice(&f16::from_f32(d).to_le_bytes());
-        blk[2..4].copy_from_slice(&f16::from_f32(min).to_le_bytes());
+        let levels = affine_levels(x, 15, blk);
         for j in 0..16 {
-            let lo = (((x[j] - min) * id + 0.5) as i32).clamp(0, 15) as u8;
-            let hi = (((x[j + 16] - min) * id + 0.5) as i32).clamp(0, 15) as u8;
-            blk[4 + j] = lo | (hi << 4);
+            blk[4 + j] = (levels[j] | (levels[j + 16] << 4)) as u8;
         }
     }
 }
@@ -95,17 +100,10 @@ pub(super) fn unpack_q5_0(bytes: &[u8], out: &mut [f32]) {
 
 pub(super) fn pack_q5_1(row: &[f32], out: &mut [u8]) {
     for (x, blk) in row.chunks_exact(32).zip(out.chunks_exact_mut(24)) {
-        // As Q4_1: the block's minimum is m, its range spread over 32 levels.
-        let min = x.iter().copied().fold(f32::INFINITY, f32::min);
-        let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let d = (max - min) / 31.0;
-        let id = if d != 0.0 { 1.0 / d } else { 0.0 };
-        blk[0..2].copy_from_slice(&f16::from_f32(d).to_le_bytes());
-        blk[2..4].copy_from_slice(&f16::from_f32(min).to_le_bytes());
+        let levels = affine_levels(x, 31, blk);
         let mut qh = 0u32;
         for j in 0..16 {
-            let lo = (((x[j] - min) * id + 0.5) as i32).clamp(0, 31) as u32;
-            let hi = (((x[j + 16] - min) * id + 0.5) as i32).clamp(0, 31) as u32;
+            let (lo, hi) = (levels[j], levels[j + 16]);
             blk[8 + j] = ((lo & 15) | ((hi & 15) << 4)) as u8;
             qh |= ((lo >> 4) << j) | ((hi >> 4) << (j + 16));
         }
