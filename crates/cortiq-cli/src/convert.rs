@@ -43,7 +43,10 @@ pub fn convert(input: &Path, output: &Path, codec: &str) -> Result<()> {
     let src = ModelFile::open(input).with_context(|| format!("reading {}", input.display()))?;
     let want = match codec {
         "keep" => None,
-        other => Some(Codec::from_name(other).with_context(|| format!("unknown codec '{other}' (keep, f32, f16, bf16, q4_0, q4_1, q8_0, q4_k, q5_k, q6_k, q8_row, q4_tiled)"))?),
+        other => Some(Codec::from_name(other).with_context(|| {
+            let names: Vec<&str> = cortiq_core::codec::ALL_CODECS.iter().map(|c| c.name()).collect();
+            format!("unknown codec '{other}' (keep, {})", names.join(", "))
+        })?),
     };
     let as_gguf = output.extension().is_some_and(|e| e == "gguf");
     let mut metadata: Vec<(String, Value)> = src.metadata.iter().filter(|(k, _)| !k.starts_with("cmf.source")).cloned().collect();
