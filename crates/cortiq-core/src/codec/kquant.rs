@@ -17,6 +17,17 @@ pub(super) fn scale_min(j: usize, s: &[u8]) -> (u8, u8) {
     }
 }
 
+/// All eight scales and mins of the 12 packed bytes (`scale_min` of each j), four a 32-bit
+/// word at once as ggml's masks do.
+#[inline]
+pub(super) fn scales_mins(s: &[u8]) -> ([u8; 8], [u8; 8]) {
+    let word = |i: usize| u32::from_le_bytes([s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]]);
+    let (w0, w1, w2) = (word(0), word(1), word(2));
+    let (m6, m4, m2) = (0x3f3f_3f3fu32, 0x0f0f_0f0fu32, 0x0303_0303u32);
+    let bytes = |lo: u32, hi: u32| ((hi as u64) << 32 | lo as u64).to_le_bytes();
+    (bytes(w0 & m6, (w2 & m4) | (((w0 >> 6) & m2) << 4)), bytes(w1 & m6, ((w2 >> 4) & m4) | (((w1 >> 6) & m2) << 4)))
+}
+
 /// Pack eight 6-bit scales and mins into 12 bytes (inverse of `scale_min`).
 fn put_scale_mins(ls: &[u8; 8], lm: &[u8; 8], s: &mut [u8]) {
     for j in 0..8 {

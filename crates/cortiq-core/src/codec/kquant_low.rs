@@ -66,13 +66,21 @@ pub(super) fn unpack_q2_k(bytes: &[u8], out: &mut [f32]) {
 
 /// Q3_K's 16 sub-block scales (6 bits, stored plus 32) from the 12 packed bytes: the low
 /// nibbles of sub-block k in byte k % 8 (k < 8: low half), the high pairs in byte 8 + k % 4
-/// at bit 2 (k / 4).
-pub(super) fn q3_scales(s: &[u8]) -> [i32; 16] {
-    std::array::from_fn(|k| {
-        let low = (s[k % 8] >> (4 * (k / 8))) & 15;
-        let high = (s[8 + k % 4] >> (2 * (k / 4))) & 3;
-        (low | (high << 4)) as i32 - 32
-    })
+/// at bit 2 (k / 4), as stored (plus 32). Four sub-blocks a 32-bit word at once, as ggml's
+/// masks do.
+#[inline]
+pub(super) fn q3_stored_scales(s: &[u8]) -> [u8; 16] {
+    let word = |i: usize| u32::from_le_bytes([s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]]);
+    let (a0, a1, hi) = (word(0), word(1), word(2));
+    let (m4, m2) = (0x0f0f_0f0fu32, 0x0303_0303u32);
+    let words = [(a0 & m4) | ((hi & m2) << 4), (a1 & m4) | (((hi >> 2) & m2) << 4), ((a0 >> 4) & m4) | (((hi >> 4) & m2) << 4), ((a1 >> 4) & m4) | (((hi >> 6) & m2) << 4)];
+    let all = words.iter().enumerate().fold(0u128, |v, (i, &w)| v | (w as u128) << (32 * i));
+    all.to_le_bytes()
+}
+
+/// Q3_K's 16 signed sub-block scales (-32..31) from the 12 packed bytes.
+fn q3_scales(s: &[u8]) -> [i8; 16] {
+    q3_stored_scales(s).map(|b| b as i8 - 32)
 }
 
 pub(super) fn pack_q3_k(row: &[f32], out: &mut [u8]) {

@@ -28,10 +28,17 @@ pub fn iq4_xs_scale(superblock: &[u8], k: usize) -> i32 {
     iquant::iq4_xs_scale(superblock, k)
 }
 
-/// Q3_K: the 16 signed scales (-32..31) of a super-block's 12 packed scale bytes.
+/// Q4_K / Q5_K: all eight (scales, minimums) of a super-block's 12 packed bytes at once.
 #[inline]
-pub fn q3_k_scales(packed: &[u8]) -> [i32; 16] {
-    kquant_low::q3_scales(packed)
+pub fn k4_scales_mins(packed: &[u8]) -> ([u8; 8], [u8; 8]) {
+    kquant::scales_mins(packed)
+}
+
+/// Q3_K: the 16 scales of a super-block's 12 packed scale bytes as stored: 0..64, the
+/// scale plus 32.
+#[inline]
+pub fn q3_k_stored_scales(packed: &[u8]) -> [u8; 16] {
+    kquant_low::q3_stored_scales(packed)
 }
 
 /// GGML's name for type id `id` (gguf-py's `GGMLQuantizationType`), or "unknown".

@@ -80,6 +80,16 @@ fn ragged_rows_and_wrong_lengths_are_errors_not_panics() {
 }
 
 #[test]
+fn k_quant_scales_unpacked_at_once_equal_one_at_a_time() {
+    let mut rng = SplitMix64::fresh();
+    for _ in 0..1000 {
+        let s: Vec<u8> = (0..12).map(|_| rng.next_u64() as u8).collect();
+        let (sc, m) = kquant::scales_mins(&s);
+        assert!((0..8).all(|j| kquant::scale_min(j, &s) == (sc[j], m[j])), "{s:?}");
+    }
+}
+
+#[test]
 fn names_and_ids_round_trip() {
     for c in ALL_CODECS {
         assert_eq!(Codec::from_name(c.name()), Some(c));

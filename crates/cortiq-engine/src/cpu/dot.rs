@@ -258,7 +258,7 @@ pub fn q3_k(w: &[u8], x: &[BlockQ8]) -> f32 {
     let mut sum = 0f32;
     for (sb, xs) in w.chunks_exact(110).zip(x.chunks_exact(8)) {
         let d = f16_at(sb, 108);
-        let scales = cortiq_core::codec::q3_k_scales(&sb[96..108]);
+        let scales = cortiq_core::codec::q3_k_stored_scales(&sb[96..108]).map(|s| s as i32 - 32);
         for (j, xb) in xs.iter().enumerate() {
             let (n, k) = (j / 4, j % 4);
             let mut acc = [0i32; 2];
@@ -569,19 +569,17 @@ mod avx2 {
     }
 
     /// A Q4_K / Q5_K superblock's 8 sub-block factors `d * scale_j` and `dmin * min_j` from
-    /// its 12 packed bytes at `p`, unpacked by ggml's 32-bit masks and converted together
-    /// (the same products as one at a time).
+    /// its 12 packed bytes at `p`, converted together (the same products as one at a time).
     #[inline(always)]
     unsafe fn k4_factors(p: *const u8, d: f32, dmin: f32) -> ([f32; 8], [f32; 8]) {
-        let word = |i: usize| std::ptr::read_unaligned(p.add(4 * i) as *const u32);
-        let (w0, w1, w2) = (word(0), word(1), word(2));
-        let (m6, m4, m2) = (0x3f3f_3f3fu32, 0x0f0f_0f0fu32, 0x0303_0303u32);
-        let scales = _mm_set_epi32(0, 0, ((w2 & m4) | (((w0 >> 6) & m2) << 4)) as i32, (w0 & m6) as i32);
-        let mins = _mm_set_epi32(0, 0, (((w2 >> 4) & m4) | (((w1 >> 6) & m2) << 4)) as i32, (w1 & m6) as i32);
-        let (mut dsc, mut dmn) = ([0f32; 8], [0f32; 8]);
-        _mm256_storeu_ps(dsc.as_mut_ptr(), _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(scales))));
-        _mm256_storeu_ps(dmn.as_mut_ptr(), _mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mins))));
-        (dsc, dmn)
+        let (scales, mins) = cortiq_core::codec::k4_scales_mins(std::slice::from_raw_parts(p, 12));
+        let times = |bytes: [u8; 8], f: f32| {
+            let mut out = [0f32; 8];
+            let v = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(bytes.as_ptr() as *const __m128i)));
+            _mm256_storeu_ps(out.as_mut_ptr(), _mm256_mul_ps(_mm256_set1_ps(f), v));
+            out
+        };
+        (times(scales, d), times(mins, dmin))
     }
 
     /// Q4_K (see the portable `q4_k`), or Q5_K where FIVE (`q5_k`), against N activation
@@ -715,7 +713,7 @@ mod avx2 {
     }
 
     /// Q3_K (see the portable `q3_k`) against N activation rows: per superblock the 16 scales
-    /// unpacked (ggml's 32-bit masks) and times d once; per activation block the levels
+    /// unpacked and times d once; per activation block the levels
     /// rebuilt as signed bytes (2 bits, plus 4 where the high bit is set, less 4) once, one
     /// signed dot whose 8 lanes (4 per 16 values) take their half's factor, one FMA with the
     /// activation scale.
@@ -724,18 +722,11 @@ mod avx2 {
         let nsb = whole_blocks(w, 110, 8, &xs);
         let mut acc = [_mm256_setzero_ps(); N];
         let (low2, one, four) = (_mm256_set1_epi8(3), _mm256_set1_epi8(1), _mm256_set1_epi8(4));
-        let word = |p: *const u8| std::ptr::read_unaligned(p as *const u32);
         for sb in 0..nsb {
             let b = w.as_ptr().add(110 * sb);
-            let (a0, a1, hi) = (word(b.add(96)), word(b.add(100)), word(b.add(104)));
-            let (m4, m2) = (0x0f0f_0f0fu32, 0x0303_0303u32);
-            let scales = _mm_set_epi32(
-                (((a1 >> 4) & m4) | (((hi >> 6) & m2) << 4)) as i32,
-                (((a0 >> 4) & m4) | (((hi >> 4) & m2) << 4)) as i32,
-                ((a1 & m4) | (((hi >> 2) & m2) << 4)) as i32,
-                ((a0 & m4) | ((hi & m2) << 4)) as i32,
-            );
-            let factors = bytes_times(_mm_sub_epi8(scales, _mm_set1_epi8(32)), f16_at(b.add(108)));
+            let stored = cortiq_core::codec::q3_k_stored_scales(std::slice::from_raw_parts(b.add(96), 12));
+            let scales = _mm_sub_epi8(_mm_loadu_si128(stored.as_ptr() as *const __m128i), _mm_set1_epi8(32));
+            let factors = bytes_times(scales, f16_at(b.add(108)));
             let hmask = _mm256_loadu_si256(b as *const __m256i);
             for j in 0..8 {
                 let (n, k) = (j / 4, j % 4);

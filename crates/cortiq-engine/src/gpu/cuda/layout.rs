@@ -207,8 +207,8 @@ fn q3_k_as_q6_k(bytes: &[u8]) -> Vec<u8> {
             o[64 * n + 32 * (k & 1) + l] |= (q & 15) << (4 * (k >> 1));
             o[128 + 32 * n + l] |= (q >> 4) << (2 * k);
         }
-        for (s, sc) in cortiq_core::codec::q3_k_scales(&sb[96..108]).into_iter().enumerate() {
-            o[192 + s] = sc as i8 as u8;
+        for (s, stored) in cortiq_core::codec::q3_k_stored_scales(&sb[96..108]).into_iter().enumerate() {
+            o[192 + s] = (stored as i8 - 32) as u8;
         }
         o[208..210].copy_from_slice(&sb[108..110]);
     }
