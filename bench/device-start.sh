@@ -2,7 +2,8 @@
 # Sourced at the top of a device call script, from the repository root: unpacks the binaries
 # the call carried in gpuab/ (NAME.gz -> ./NAME, executable), sets up the GPU machine's
 # environment (gpu-env.sh), and starts synthesizing each SHAPE:CODEC given into $M
-# ($MODELS_DIR, default /tmp/cortiq-models) in the background, with ./cortiq-base where it
+# ($MODELS_DIR, default /tmp/cortiq-models; one a warm machine kept from an earlier call is
+# reused: synth renames a finished file into place) in the background, with ./cortiq-base where it
 # was carried, else ./cortiq; `wait` for them. Sets M and start (the call's $SECONDS), and
 # CORTIQ_REQUIRE_GPU=cuda unless set: the parity tests fail where CUDA does not come up (the
 # machine's Vulkan does not, so wgpu's SKIP).
@@ -19,5 +20,6 @@ start=$SECONDS
 synth_bin=./cortiq-base
 [ -x "$synth_bin" ] || synth_bin=./cortiq
 for s in "$@"; do
+  [ -f "$M/${s%%:*}-${s##*:}.gguf" ] && continue
   "$synth_bin" synth "${s%%:*}" --codec "${s##*:}" -o "$M/${s%%:*}-${s##*:}.gguf" >/dev/null 2>&1 &
 done

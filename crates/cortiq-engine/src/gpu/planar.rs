@@ -157,7 +157,7 @@ pub fn repack(codec: Codec, rows: usize, cols: usize, bytes: &[u8]) -> Option<Pl
                     bld.a.push(u32::from_le_bytes([sb[0], sb[1], sb[2], sb[3]]));
                     let (scales, qs) = (&sb[4..16], &sb[16..144]);
                     for j in 0..8 {
-                        let (s, m) = scale_min(j, scales);
+                        let (s, m) = cortiq_core::codec::k4_scale_min(j, scales);
                         halves_b.push(s as u16 | (m as u16) << 8);
                         let chunk = &qs[32 * (j / 2)..32 * (j / 2) + 32];
                         let levels: Vec<u8> = chunk.iter().map(|q| if j % 2 == 0 { q & 15 } else { q >> 4 }).collect();
@@ -212,15 +212,6 @@ pub fn repack_unit_major(codec: Codec, rows: usize, cols: usize, bytes: &[u8]) -
         }
     }
     repack(codec, units, rows * 32, &gathered)
-}
-
-/// Q4_K's 6-bit scale and min of sub-block `j` (ggml's `get_scale_min_k4`).
-pub(super) fn scale_min(j: usize, s: &[u8]) -> (u8, u8) {
-    if j < 4 {
-        (s[j] & 63, s[j + 4] & 63)
-    } else {
-        ((s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4), (s[j + 4] >> 4) | ((s[j] >> 6) << 4))
-    }
 }
 
 /// Q6_K's 256 levels (0..63) of one superblock, in value order.

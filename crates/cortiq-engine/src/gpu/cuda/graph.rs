@@ -263,7 +263,7 @@ pub(super) fn unsupported(m: &Llama, capacity: usize, smem_limit: usize) -> Opti
         return Some("cannot build a graph: head size or context beyond the attention kernels");
     }
     if all_weights(m).iter().any(|w| kind(w.codec).is_none()) {
-        return Some("cannot build a graph: a weight codec has no CUDA kernel (Q4_0, Q4_1, Q5_0, Q8_0, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, F16 and F32 have)");
+        return Some("cannot build a graph: a weight codec has no CUDA kernel (Q4_0, Q4_1, Q5_0, Q8_0, q8_row, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, F16 and F32 have)");
     }
     if all_weights(m).iter().any(|w| kind(w.codec).is_some_and(|k| row_smem(k, w.cols) > smem_limit) || !super::layout::supports(w.codec, w.cols)) {
         return Some("cannot build a graph: a weight width has no CUDA kernel (not whole 32-value units, or its staged row exceeds the shared memory)");

@@ -22,11 +22,17 @@
 //!   8.5 bits a weight instead of 5.5.
 //! - IQ4_NL as Q8_0 (kind 2): `d * LEVELS[q]` is Q8_0's `d * q'` with q' = LEVELS[q], an int8.
 //!   8.5 bits a weight instead of 4.5.
+//! - IQ4_XS as Q8_0 (kind 2), rounding: each 32-value block's scale `d * (ls - 32)` becomes
+//!   Q8_0's f16 d (relative error at most 2^-11 a block), the levels its int8 values. 8.5
+//!   bits a weight instead of 4.25.
+//! - q8_row as Q8_0 (kind 2), rounding: the row's f32 scale, rounded to f16, becomes every
+//!   block's d (relative error at most 2^-11; a scale below f16's normal range is refused
+//!   rather than rounded further), the int8 values stay. 8.5 bits a weight instead of ~8.
 //! - Q3_K as Q6_K, then kind 5: `d * (sc - 32) * q` with q in -4..3 is Q6_K's
 //!   `d * sc' * (q' - 32)` with the int8 scale sc' = sc - 32 and the 6-bit level q' = q + 32.
 //!   7 bits a weight instead of 3.4375.
 
-use super::super::planar::{self, f16_at, nibble_words, q6k_levels, scale_min, Planar};
+use super::super::planar::{self, f16_at, nibble_words, q6k_levels, Planar};
 use cortiq_core::Codec;
 
 /// The kernels' codec kinds of Q6_K's, Q4_K's and Q5_K's layouts (matvec.cu's `KIND_Q6`,
@@ -43,13 +49,13 @@ pub(super) fn high_off(a: usize) -> usize {
 }
 
 /// The kernels' codec kind for a weight codec, if they decode it: 0 Q4_0 (and q4_tiled),
-/// 1 Q4_1, 2 Q8_0 (and Q5_0, IQ4_NL, transcoded), 3 F16, 4 F32, 5 Q6_K (and Q3_K), 6 Q4_K,
+/// 1 Q4_1, 2 Q8_0 (and Q5_0, IQ4_NL, IQ4_XS, q8_row, transcoded), 3 F16, 4 F32, 5 Q6_K (and Q3_K), 6 Q4_K,
 /// 7 Q5_K.
 pub(super) fn kind(codec: Codec) -> Option<i32> {
     Some(match codec {
         Codec::Q4_0 | Codec::Q4Tiled => 0,
         Codec::Q4_1 => 1,
-        Codec::Q8_0 | Codec::Q5_0 | Codec::IQ4NL => 2,
+        Codec::Q8_0 | Codec::Q5_0 | Codec::IQ4NL | Codec::IQ4XS | Codec::Q8Row => 2,
         Codec::F16 => 3,
         Codec::F32 => 4,
         Codec::Q6K | Codec::Q3K => KIND_Q6,
@@ -69,8 +75,8 @@ pub(super) fn int8_kind(kind: i32) -> bool {
 /// width its layout holds (whole 32-value units; K-quants whole 256-value superblocks).
 pub(super) fn supports(codec: Codec, cols: usize) -> bool {
     let whole = match codec {
-        Codec::Q5_0 | Codec::IQ4NL => true,
-        Codec::Q5K | Codec::Q3K => cols.is_multiple_of(256),
+        Codec::Q5_0 | Codec::IQ4NL | Codec::Q8Row => true,
+        Codec::Q5K | Codec::Q3K | Codec::IQ4XS => cols.is_multiple_of(256),
         _ => planar::supports(codec, cols),
     };
     kind(codec).is_some() && cols > 0 && cols.is_multiple_of(32) && whole
@@ -92,6 +98,14 @@ pub(super) fn device_layout(codec: Codec, rows: usize, cols: usize, bytes: &[u8]
         }
         Codec::IQ4NL => {
             transcoded = iq4_nl_as_q8_0(bytes);
+            (Codec::Q8_0, &transcoded[..])
+        }
+        Codec::IQ4XS => {
+            transcoded = iq4_xs_as_q8_0(bytes).ok_or_else(|| format!("{}: a block scale beyond f16", what()))?;
+            (Codec::Q8_0, &transcoded[..])
+        }
+        Codec::Q8Row => {
+            transcoded = q8_row_as_q8_0(cols, bytes).ok_or_else(|| format!("{}: a row scale outside f16's normal range", what()))?;
             (Codec::Q8_0, &transcoded[..])
         }
         Codec::Q6K | Codec::Q4K | Codec::Q5K | Codec::Q3K if unit_major => return Err(format!("{}: no unit-major layout", what())),
@@ -141,7 +155,7 @@ fn affine_k_units(cols: usize, bytes: &[u8], k: AffineK) -> Planar {
             if k == AffineK::Q5K {
                 high.push(qh.iter().enumerate().fold(0u32, |h, (v, q)| h | ((q >> j) as u32 & 1) << (8 * (v % 4) + v / 4)));
             }
-            let (sc, m) = scale_min(j, scales);
+            let (sc, m) = cortiq_core::codec::k4_scale_min(j, scales);
             pair |= (sc as u32 | (m as u32) << 8) << (16 * (j % 2));
             if j % 2 == 1 {
                 records.push(pair);
@@ -187,11 +201,53 @@ fn q5_0_as_q8_0(bytes: &[u8]) -> Vec<u8> {
 fn iq4_nl_as_q8_0(bytes: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(bytes.len() / 18 * 34);
     for blk in bytes.chunks_exact(18) {
-        let level = |v: usize| cortiq_core::codec::IQ4_LEVELS[(if v < 16 { blk[2 + v] & 15 } else { blk[2 + v - 16] >> 4 }) as usize] as u8;
         out.extend_from_slice(&blk[0..2]);
-        out.extend((0..32).map(level));
+        out.extend(iq4_levels(&blk[2..18]));
     }
     out
+}
+
+/// The 32 levels of 16 IQ4 nibble bytes (value l in byte l's low nibble, l + 16 in its high
+/// one) as int8 bytes.
+fn iq4_levels(qs: &[u8]) -> impl Iterator<Item = u8> + '_ {
+    (0..32).map(|v| cortiq_core::codec::IQ4_LEVELS[(if v < 16 { qs[v] & 15 } else { qs[v - 16] >> 4 }) as usize] as u8)
+}
+
+/// IQ4_XS superblocks (136 bytes: f16 d, 6-bit scales, 8 blocks of 16 nibble bytes) as 8
+/// Q8_0 blocks each, block k's scale `d * scale_k` rounded to f16; None where one is not
+/// finite in f16.
+fn iq4_xs_as_q8_0(bytes: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(bytes.len() / 136 * 8 * 34);
+    for sb in bytes.chunks_exact(136) {
+        let d = f16_at(sb, 0).to_f32();
+        for k in 0..8 {
+            let scale = half::f16::from_f32(d * cortiq_core::codec::iq4_xs_scale(sb, k) as f32);
+            if !scale.is_finite() {
+                return None;
+            }
+            out.extend_from_slice(&scale.to_le_bytes());
+            out.extend(iq4_levels(&sb[8 + 16 * k..24 + 16 * k]));
+        }
+    }
+    Some(out)
+}
+
+/// q8_row rows (f32 scale, `cols` int8 values) as `cols / 32` Q8_0 blocks each, every block's
+/// d the row's scale rounded to f16; None where a scale is not zero nor a normal f16.
+fn q8_row_as_q8_0(cols: usize, bytes: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(bytes.len() / (4 + cols) * cols / 32 * 34);
+    for row in bytes.chunks_exact(4 + cols) {
+        let scale = f32::from_le_bytes([row[0], row[1], row[2], row[3]]);
+        let d = half::f16::from_f32(scale);
+        if scale != 0.0 && !d.is_normal() {
+            return None;
+        }
+        for block in row[4..].chunks_exact(32) {
+            out.extend_from_slice(&d.to_le_bytes());
+            out.extend_from_slice(block);
+        }
+    }
+    Some(out)
 }
 
 /// Q3_K superblocks (110 bytes: hmask, 2-bit levels, 12 bytes of scales, f16 d) as Q6_K's
@@ -282,11 +338,11 @@ mod tests {
     fn transcoded_codecs_decode_on_the_device_layout_as_the_codec_does() {
         let mut rng = SplitMix64::fresh();
         let seed = rng.seed();
-        for (codec, kind_want) in [(Codec::Q4K, KIND_Q4K), (Codec::Q5K, KIND_Q5K), (Codec::Q6K, KIND_Q6), (Codec::Q5_0, 2), (Codec::IQ4NL, 2), (Codec::Q3K, KIND_Q6)] {
+        for (codec, kind_want) in [(Codec::Q4K, KIND_Q4K), (Codec::Q5K, KIND_Q5K), (Codec::Q6K, KIND_Q6), (Codec::Q5_0, 2), (Codec::IQ4NL, 2), (Codec::Q3K, KIND_Q6), (Codec::IQ4XS, 2), (Codec::Q8Row, 2)] {
             assert_eq!(kind(codec), Some(kind_want));
             for (rows, cols) in [(1, 256), (3, 512), (5, 768), (2, 576)] {
                 if !supports(codec, cols) {
-                    assert!(cols % 256 != 0 && !matches!(codec, Codec::Q5_0 | Codec::IQ4NL), "{codec} {cols}");
+                    assert!(cols % 256 != 0 && !matches!(codec, Codec::Q5_0 | Codec::IQ4NL | Codec::Q8Row), "{codec} {cols}");
                     continue;
                 }
                 let data = rng.normals(rows * cols, 0.7);
@@ -297,8 +353,11 @@ mod tests {
                     let mut want = vec![0f32; cols];
                     codec.unpack_row(&bytes[r * row_bytes..(r + 1) * row_bytes], &mut want).unwrap();
                     let got = decode_row(kind_want, &p, r);
+                    // IQ4_XS's block scales and q8_row's row scales are rounded to f16: half
+                    // an f16 step of each value.
+                    let rel = if matches!(codec, Codec::IQ4XS | Codec::Q8Row) { 2f32.powi(-11) } else { 1e-6 };
                     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                        assert!((g - w).abs() <= 1e-6 * (1.0 + w.abs()), "{codec} {rows}x{cols} row {r} value {i}: {g} vs {w}, seed {seed}");
+                        assert!((g - w).abs() <= rel * w.abs() + 1e-6, "{codec} {rows}x{cols} row {r} value {i}: {g} vs {w}, seed {seed}");
                     }
                 }
             }
@@ -314,7 +373,17 @@ mod tests {
         assert!(device_layout(Codec::Q5K, 1, 256, &[0u8; 176], true).unwrap_err().contains("unit-major"));
         assert!(device_layout(Codec::Q6K, 1, 256, &[0u8; 210], true).unwrap_err().contains("unit-major"));
         assert!(device_layout(Codec::Q3K, 1, 256, &[0u8; 110], true).unwrap_err().contains("unit-major"));
-        assert!(kind(Codec::Q2K).is_none() && kind(Codec::IQ4XS).is_none() && !supports(Codec::Q3K, 288));
+        assert!(kind(Codec::Q2K).is_none() && !supports(Codec::Q3K, 288) && !supports(Codec::IQ4XS, 288));
+        // An IQ4_XS block scale past f16's range (d = 65504, scale -32) is refused by name.
+        let mut huge = [0u8; 136];
+        huge[..2].copy_from_slice(&half::f16::MAX.to_le_bytes());
+        assert!(device_layout(Codec::IQ4XS, 1, 256, &huge, false).unwrap_err().contains("beyond f16"));
+        // A q8_row scale below f16's normal range would lose more than 2^-11 a value: refused;
+        // an all-zero row (scale 0) is not.
+        let mut tiny = vec![0u8; 2 * (4 + 64)];
+        assert!(device_layout(Codec::Q8Row, 2, 64, &tiny, false).is_ok());
+        tiny[68..72].copy_from_slice(&1e-6f32.to_le_bytes());
+        assert!(device_layout(Codec::Q8Row, 2, 64, &tiny, false).unwrap_err().contains("f16's normal range"));
         assert!(device_layout(Codec::Q4K, 1, 256, &[0u8; 144], true).unwrap_err().contains("unit-major"));
     }
 }
