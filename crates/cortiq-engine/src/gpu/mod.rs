@@ -17,6 +17,7 @@ pub mod scope;
 pub mod selection;
 #[cfg(any(feature = "gpu", feature = "cuda"))]
 pub mod stage_skip;
+pub mod transcode;
 #[cfg(test)]
 pub(crate) mod scripted;
 #[cfg(feature = "gpu")]

@@ -17,22 +17,12 @@
 //!   component k), and `f16 d | sc0 << 16 | sc1 << 24` (the superblock's d and the int8
 //!   scales of the unit's two 16-value halves). 7 bits a weight instead of 6.5625; `unit_dot`
 //!   keeps the halves' integer dot products apart.
-//! - Q5_0 (Q4_K_M's fallback for rows that are not whole superblocks, e.g. smollm2's 576) as
-//!   Q8_0 (kind 2): `d * (q - 16)` is Q8_0's `d * q'` with q' = q - 16 in -16..15.
-//!   8.5 bits a weight instead of 5.5.
-//! - IQ4_NL as Q8_0 (kind 2): `d * LEVELS[q]` is Q8_0's `d * q'` with q' = LEVELS[q], an int8.
-//!   8.5 bits a weight instead of 4.5.
-//! - IQ4_XS as Q8_0 (kind 2), rounding: each 32-value block's scale `d * (ls - 32)` becomes
-//!   Q8_0's f16 d (relative error at most 2^-11 a block), the levels its int8 values. 8.5
-//!   bits a weight instead of 4.25.
-//! - q8_row as Q8_0 (kind 2), rounding: the row's f32 scale, rounded to f16, becomes every
-//!   block's d (relative error at most 2^-11; a scale below f16's normal range is refused
-//!   rather than rounded further), the int8 values stay. 8.5 bits a weight instead of ~8.
-//! - Q3_K as Q6_K, then kind 5: `d * (sc - 32) * q` with q in -4..3 is Q6_K's
-//!   `d * sc' * (q' - 32)` with the int8 scale sc' = sc - 32 and the 6-bit level q' = q + 32.
-//!   7 bits a weight instead of 3.4375.
+//! - Q5_0, IQ4_NL, IQ4_XS and q8_row as Q8_0 (kind 2), Q3_K as Q6_K and then kind 5, by
+//!   `gpu/transcode.rs` (IQ4_XS's and q8_row's scales rounded to f16, the rest exact): 8.5
+//!   bits a weight instead of 5.5, 4.5, 4.25 and ~8; 7 instead of 3.4375.
 
 use super::super::planar::{self, f16_at, nibble_words, q6k_levels, Planar};
+use super::super::transcode;
 use cortiq_core::Codec;
 
 /// The kernels' codec kinds of Q6_K's, Q4_K's and Q5_K's layouts (matvec.cu's `KIND_Q6`,
@@ -92,25 +82,13 @@ pub(super) fn device_layout(codec: Codec, rows: usize, cols: usize, bytes: &[u8]
     }
     let transcoded;
     let (codec, bytes) = match codec {
-        Codec::Q5_0 => {
-            transcoded = q5_0_as_q8_0(bytes);
-            (Codec::Q8_0, &transcoded[..])
-        }
-        Codec::IQ4NL => {
-            transcoded = iq4_nl_as_q8_0(bytes);
-            (Codec::Q8_0, &transcoded[..])
-        }
-        Codec::IQ4XS => {
-            transcoded = iq4_xs_as_q8_0(bytes).ok_or_else(|| format!("{}: a block scale beyond f16", what()))?;
-            (Codec::Q8_0, &transcoded[..])
-        }
-        Codec::Q8Row => {
-            transcoded = q8_row_as_q8_0(cols, bytes).ok_or_else(|| format!("{}: a row scale outside f16's normal range", what()))?;
+        Codec::Q5_0 | Codec::IQ4NL | Codec::IQ4XS | Codec::Q8Row => {
+            transcoded = transcode::as_q8_0(codec, cols, bytes).map_err(|e| format!("{}: {e}", what()))?;
             (Codec::Q8_0, &transcoded[..])
         }
         Codec::Q6K | Codec::Q4K | Codec::Q5K | Codec::Q3K if unit_major => return Err(format!("{}: no unit-major layout", what())),
         Codec::Q6K => return Ok(q6k_units(rows, cols, bytes)),
-        Codec::Q3K => return Ok(q6k_units(rows, cols, &q3_k_as_q6_k(bytes))),
+        Codec::Q3K => return Ok(q6k_units(rows, cols, &transcode::q3_k_as_q6_k(bytes))),
         Codec::Q4K => return Ok(affine_k_units(cols, bytes, AffineK::Q4K)),
         Codec::Q5K => return Ok(affine_k_units(cols, bytes, AffineK::Q5K)),
         _ => (codec, bytes),
@@ -178,97 +156,6 @@ fn with_records(mut words: Vec<u32>, records: &[u32], cols: usize) -> Planar {
     words.resize(words.len().next_multiple_of(4).max(4), 0);
     let end = words.len() as u32;
     Planar { words, units_per_row: (cols / 32) as u32, a, b: end, c: end }
-}
-
-/// Q5_0 blocks (22 bytes a 32 values: f16 d, 32 high bits, byte j = low nibbles of values j
-/// and j + 16) as Q8_0 blocks (34 bytes: f16 d, 32 int8 levels minus 16).
-fn q5_0_as_q8_0(bytes: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(bytes.len() / 22 * 34);
-    for blk in bytes.chunks_exact(22) {
-        let qh = u32::from_le_bytes([blk[2], blk[3], blk[4], blk[5]]);
-        let level = |v: usize| -> u8 {
-            let nibble = if v < 16 { blk[6 + v] & 15 } else { blk[6 + v - 16] >> 4 };
-            ((nibble | (((qh >> v) & 1) as u8) << 4) as i8 - 16) as u8
-        };
-        out.extend_from_slice(&blk[0..2]);
-        out.extend((0..32).map(level));
-    }
-    out
-}
-
-/// IQ4_NL blocks (18 bytes a 32 values: f16 d, byte j = the level indices of values j and
-/// j + 16) as Q8_0 blocks (34 bytes: f16 d, the 32 levels as int8).
-fn iq4_nl_as_q8_0(bytes: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(bytes.len() / 18 * 34);
-    for blk in bytes.chunks_exact(18) {
-        out.extend_from_slice(&blk[0..2]);
-        out.extend(iq4_levels(&blk[2..18]));
-    }
-    out
-}
-
-/// The 32 levels of 16 IQ4 nibble bytes (value l in byte l's low nibble, l + 16 in its high
-/// one) as int8 bytes.
-fn iq4_levels(qs: &[u8]) -> impl Iterator<Item = u8> + '_ {
-    (0..32).map(|v| cortiq_core::codec::IQ4_LEVELS[(if v < 16 { qs[v] & 15 } else { qs[v - 16] >> 4 }) as usize] as u8)
-}
-
-/// IQ4_XS superblocks (136 bytes: f16 d, 6-bit scales, 8 blocks of 16 nibble bytes) as 8
-/// Q8_0 blocks each, block k's scale `d * scale_k` rounded to f16; None where one is not
-/// finite in f16.
-fn iq4_xs_as_q8_0(bytes: &[u8]) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(bytes.len() / 136 * 8 * 34);
-    for sb in bytes.chunks_exact(136) {
-        let d = f16_at(sb, 0).to_f32();
-        for k in 0..8 {
-            let scale = half::f16::from_f32(d * cortiq_core::codec::iq4_xs_scale(sb, k) as f32);
-            if !scale.is_finite() {
-                return None;
-            }
-            out.extend_from_slice(&scale.to_le_bytes());
-            out.extend(iq4_levels(&sb[8 + 16 * k..24 + 16 * k]));
-        }
-    }
-    Some(out)
-}
-
-/// q8_row rows (f32 scale, `cols` int8 values) as `cols / 32` Q8_0 blocks each, every block's
-/// d the row's scale rounded to f16; None where a scale is not zero nor a normal f16.
-fn q8_row_as_q8_0(cols: usize, bytes: &[u8]) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(bytes.len() / (4 + cols) * cols / 32 * 34);
-    for row in bytes.chunks_exact(4 + cols) {
-        let scale = f32::from_le_bytes([row[0], row[1], row[2], row[3]]);
-        let d = half::f16::from_f32(scale);
-        if scale != 0.0 && !d.is_normal() {
-            return None;
-        }
-        for block in row[4..].chunks_exact(32) {
-            out.extend_from_slice(&d.to_le_bytes());
-            out.extend_from_slice(block);
-        }
-    }
-    Some(out)
-}
-
-/// Q3_K superblocks (110 bytes: hmask, 2-bit levels, 12 bytes of scales, f16 d) as Q6_K's
-/// (210 bytes: low nibbles, high pairs, int8 scales, f16 d); value 128n + 32k + l is level
-/// bits 2k.. of byte 32n + l in both, and sub-block s's scale Q6_K's scale s.
-fn q3_k_as_q6_k(bytes: &[u8]) -> Vec<u8> {
-    let mut out = vec![0u8; bytes.len() / 110 * 210];
-    for (sb, o) in bytes.chunks_exact(110).zip(out.chunks_exact_mut(210)) {
-        for v in 0..256 {
-            let (n, k, l) = (v / 128, (v % 128) / 32, v % 32);
-            let less = if (sb[l] >> (v / 32)) & 1 == 1 { 0 } else { 4 };
-            let q = ((sb[32 + 32 * n + l] >> (2 * k)) & 3) + 32 - less;
-            o[64 * n + 32 * (k & 1) + l] |= (q & 15) << (4 * (k >> 1));
-            o[128 + 32 * n + l] |= (q >> 4) << (2 * k);
-        }
-        for (s, stored) in cortiq_core::codec::q3_k_stored_scales(&sb[96..108]).into_iter().enumerate() {
-            o[192 + s] = (stored as i8 - 32) as u8;
-        }
-        o[208..210].copy_from_slice(&sb[108..110]);
-    }
-    out
 }
 
 /// Q6_K rows (210 bytes a 256 values) in kind 5's layout: per unit 4 payload words of the

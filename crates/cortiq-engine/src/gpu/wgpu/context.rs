@@ -622,7 +622,7 @@ pub const Q8_CODECS: [Codec; 4] = [Codec::Q4_0, Codec::Q4Tiled, Codec::Q4_1, Cod
 /// Whether every matrix of these layers has an int8-activation kernel (the graphs' int8 paths
 /// take a model only then).
 pub fn int8_layers(layers: &[crate::model::llama::LayerWeights]) -> bool {
-    layers.iter().all(|l| l.matrices().iter().all(|w| Q8_CODECS.contains(&w.codec)))
+    layers.iter().all(|l| l.matrices().iter().all(|w| Q8_CODECS.contains(&crate::gpu::transcode::planar_codec(w.codec))))
 }
 
 /// A matvec kernel variant: the input mode, and whether y is added to rather than stored.

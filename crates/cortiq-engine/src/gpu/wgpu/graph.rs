@@ -20,6 +20,7 @@ use super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform};
 use super::{int8_layers, Resident, Unfit, Variant, WgpuBackend, XMode, Q8_CODECS};
 use crate::gpu::backend::{DeviceOutcome, GraphRead, GraphReadback, TokenGraphJob, WeightArg};
 use crate::gpu::memory::model_key;
+use crate::gpu::transcode::planar_codec;
 use crate::kv::KvCache;
 use crate::model::llama::{Llama, Weight};
 use crate::model::Family;
@@ -330,7 +331,7 @@ fn unsupported(m: &Llama, capacity: usize) -> Option<&'static str> {
     if capacity.checked_mul(c.kv_dim()).is_none_or(|n| n >= u32::MAX as usize / 4) || !c.n_ff.is_multiple_of(4) || !c.n_embd.is_multiple_of(4) || !c.q_dim().is_multiple_of(4) {
         return Some("cannot build a graph: context or widths beyond 32-bit indexing");
     }
-    if graph_weights(m, m.layers.len()).iter().any(|w| !crate::gpu::planar::supports(w.codec, w.cols)) {
+    if graph_weights(m, m.layers.len()).iter().any(|w| !crate::gpu::planar::supports(planar_codec(w.codec), w.cols)) {
         return Some("cannot build a graph: a weight codec has no wgpu kernel");
     }
     None
@@ -706,14 +707,15 @@ impl WgpuBackend {
         // one norm dispatch first (or the quantizer with the norm folded in) instead of a
         // norm per workgroup.
         let head = &args[args.len() - 1];
-        let io = if norm_q8 && Q8_CODECS.contains(&head.view.codec) {
+        let head_int8 = Q8_CODECS.contains(&planar_codec(head.view.codec));
+        let io = if norm_q8 && head_int8 {
             // The last down projection wrote the output norm's input, unless the stage
             // ablation left it out (then the quantizer writes it from the residual stream).
             if !skip.runs("down") {
                 p.push(quantize(ctx, &g.x, &g.out_norm, &g.nq, &g.nd, q_deferred.0, q_deferred.1));
             }
             deferred_io(&g.logits)
-        } else if g.int8 && Q8_CODECS.contains(&head.view.codec) {
+        } else if g.int8 && head_int8 {
             p.push(quant(&g.x, &g.out_norm, q_norm));
             int8_io(g, &g.logits, false)
         } else {
@@ -882,8 +884,9 @@ impl WgpuBackend {
                 Ok(_) => {}
                 Err(Unfit::Budget) => return DeviceOutcome::Declined("cannot build a graph: weights exceed the budget"),
                 Err(Unfit::Limits) => return DeviceOutcome::Declined("cannot build a graph: a matrix exceeds the adapter's limits"),
+                Err(Unfit::Scales) => return DeviceOutcome::Declined("cannot build a graph: a matrix's scales do not fit the f16 of its device codec"),
             }
-            if at.layers == full && crate::gpu::planar::supports(m.embed.codec, m.embed.cols) {
+            if at.layers == full && crate::gpu::planar::supports(planar_codec(m.embed.codec), m.embed.cols) {
                 // The token graph decodes the embedding row on the device where the embedding
                 // fits beside the graph's weights (often it is the head, already resident);
                 // where it does not, the host looks the row up.

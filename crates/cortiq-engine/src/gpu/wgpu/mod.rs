@@ -22,6 +22,7 @@ use super::backend::{Activation, Backend, DeviceInfo, DeviceOutcome, FfnJob, Gra
 use crate::kv::KvCache;
 use super::memory::fingerprint;
 use super::planar;
+use super::transcode;
 pub use graph::{RopeSpec, RopedAttention};
 pub use q8_out::{Int8Units, UnitSetting};
 pub use qkv_attn::{qkv_attn_wanted, QKV_ATTN_MAX_COLS};
@@ -55,6 +56,8 @@ enum Unfit {
     Budget,
     /// A row exceeds the largest binding, or the shape has no planar layout.
     Limits,
+    /// Its codec's rewrite for the kernels (`gpu/transcode.rs`) cannot hold its scales.
+    Scales,
 }
 
 impl Unfit {
@@ -62,6 +65,7 @@ impl Unfit {
         match self {
             Unfit::Budget => "weight budget exhausted",
             Unfit::Limits => "matrix shape exceeds the adapter's limits",
+            Unfit::Scales => "a matrix's scales do not fit the f16 of its device codec",
         }
     }
 }
@@ -162,7 +166,7 @@ pub fn int8_graph_wanted(setting: Option<bool>, q8_matvec: bool) -> bool {
 /// Device bytes a weight's row takes once repacked (the planar layout, with room for a
 /// chunk's alignment), as residency counts them against the budget.
 fn planar_row_bytes(v: &crate::cpu::matmul::WeightView) -> u64 {
-    planar::bytes_per_row(v.codec, v.cols) as u64 + 64
+    planar::bytes_per_row(transcode::planar_codec(v.codec), v.cols) as u64 + 64
 }
 
 impl WgpuBackend {
@@ -252,6 +256,8 @@ impl WgpuBackend {
                 continue;
             }
             let v = &w.view;
+            // The codec the kernels read it in (the file's, or its rewrite: `gpu/transcode.rs`).
+            let codec = transcode::planar_codec(v.codec);
             let per_row = planar_row_bytes(v);
             if per_row > self.ctx.max_binding {
                 return Err(Unfit::Limits);
@@ -267,12 +273,13 @@ impl WgpuBackend {
             for row0 in (0..v.rows).step_by(rows_per_chunk) {
                 let rows = rows_per_chunk.min(v.rows - row0);
                 let src = &v.bytes[row0 * row_bytes..(row0 + rows) * row_bytes];
-                let p = planar::repack(v.codec, rows, v.cols, src).ok_or(Unfit::Limits)?;
+                let src = transcode::planar_bytes(v.codec, v.cols, src).map_err(|_| Unfit::Scales)?;
+                let p = planar::repack(codec, rows, v.cols, &src).ok_or(Unfit::Limits)?;
                 let buf = self.ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("weight"), contents: bytemuck::cast_slice(&p.words), usage: wgpu::BufferUsages::STORAGE });
                 bytes += buf.size();
                 chunks.push(Chunk { buf, row0: row0 as u32, rows: rows as u32, units: p.units_per_row, regions: [p.a, p.b, p.c] });
             }
-            if let Some(old) = map.insert(w.key, Resident { codec: v.codec, chunks, fingerprint: fp, bytes }) {
+            if let Some(old) = map.insert(w.key, Resident { codec, chunks, fingerprint: fp, bytes }) {
                 self.resident.fetch_sub(old.bytes, Ordering::SeqCst);
             }
             self.resident.fetch_add(bytes, Ordering::SeqCst);
@@ -299,7 +306,7 @@ impl WgpuBackend {
             return Err("batch outside 1..=65535");
         }
         for w in ws {
-            if !planar::supports(w.view.codec, w.view.cols) || w.view.cols % 4 != 0 {
+            if !planar::supports(transcode::planar_codec(w.view.codec), w.view.cols) || w.view.cols % 4 != 0 {
                 return Err("codec or width without a wgpu kernel");
             }
             if w.view.rows == 0 || w.view.rows * batch >= u32::MAX as usize / 2 || w.view.cols * batch >= u32::MAX as usize / 2 {
@@ -566,7 +573,7 @@ impl Backend for WgpuBackend {
         let ws: Vec<&WeightArg> = job.ws.iter().collect();
         let total: usize = job.ws.iter().map(|w| w.view.rows * job.batch).sum();
         // One activation row against a codec with an int8 kernel: x quantized once on the host.
-        let int8 = |w: &WeightArg| job.batch == 1 && self.info.q8_matvec && Q8_CODECS.contains(&w.view.codec);
+        let int8 = |w: &WeightArg| job.batch == 1 && self.info.q8_matvec && Q8_CODECS.contains(&transcode::planar_codec(w.view.codec));
         self.run(&ws, job.batch, outs, |map, scratch| {
             // The f32 row only where a matrix takes it, the int8 one likewise.
             let (x, c1) = match job.ws.iter().all(int8) {
