@@ -242,10 +242,16 @@ struct MatvecHow<'a> {
     pending: Option<&'a CudaSlice<i64>>,
 }
 
+/// Why a job declines where a weight cannot take its device layout.
+const LAYOUT_REFUSED: &str = "a weight cannot take its device layout (a rewritten scale beyond f16, or a shape the layout does not hold)";
+
 /// Why weights could not be made resident.
 enum Unfit {
     /// They would exceed the weight budget: the job declines (the CPU runs it).
     Budget,
+    /// A weight cannot take its device layout (`layout::device_layout`'s refusal: a scale
+    /// its rewrite's f16 cannot hold, a shape the layout does not take): the job declines.
+    Layout,
     /// The upload or the data failed.
     Failed(String),
 }
@@ -446,7 +452,7 @@ impl CudaBackend {
                 continue;
             }
             let v = &w.view;
-            let p = layout::device_layout(v.codec, v.rows, v.cols, v.bytes, unit_major).map_err(Unfit::Failed)?;
+            let p = layout::device_layout(v.codec, v.rows, v.cols, v.bytes, unit_major).map_err(|_| Unfit::Layout)?;
             let bytes = p.words.len() as u64 * 4;
             if self.resident.load(Ordering::SeqCst) + bytes > self.budget {
                 return Err(Unfit::Budget);
@@ -657,6 +663,7 @@ impl CudaBackend {
         let cold = match self.ensure(ws) {
             Ok(c) => c,
             Err(Unfit::Budget) => return DeviceOutcome::Declined("weight budget exhausted"),
+            Err(Unfit::Layout) => return DeviceOutcome::Declined(LAYOUT_REFUSED),
             Err(Unfit::Failed(e)) => return DeviceOutcome::Failed(e),
         };
         let map = self.weights.lock().unwrap_or_else(|e| e.into_inner());

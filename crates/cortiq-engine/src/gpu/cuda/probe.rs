@@ -33,6 +33,7 @@ impl CudaBackend {
         match self.ensure(&[w]) {
             Ok(_) => {}
             Err(super::Unfit::Budget) => return Err("weight exceeds the budget".into()),
+            Err(super::Unfit::Layout) => return Err(super::LAYOUT_REFUSED.into()),
             Err(super::Unfit::Failed(e)) => return Err(e),
         }
         let map = self.weights.lock().unwrap_or_else(|e| e.into_inner());
