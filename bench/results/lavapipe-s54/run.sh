@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Session 54: the GPU parity harness on Mesa's software Vulkan adapter (lavapipe) on the
 # 2-core development machine (no GPU): the wgpu tests run on tiny shapes (a non-discrete
-# adapter), the CUDA ones SKIP. gpu_parity.log.gz is this script's output (33 passed).
+# adapter), the CUDA ones SKIP. gpu_parity.log.gz is this script's output with the
+# wgpu Q5_K kernel (33 passed).
 # token-graph-smollm2-q4_k_m.txt: the token-graph test once more with its non-discrete shape
 # list replaced by hand with [("smollm2-135m", "q4_k_m")] (lines filtered by grep).
 set -euo pipefail

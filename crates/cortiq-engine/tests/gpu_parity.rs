@@ -222,10 +222,7 @@ fn matmul_matches_the_cpu_reference_for_every_codec_and_odd_shapes() {
                 match be.matmul(&job, &mut out) {
                     DeviceOutcome::Completed { .. } => ran += 1,
                     // A backend may lack a codec; it must then leave the output untouched.
-                    DeviceOutcome::Declined(why)
-                        if matches!(codec, Codec::Q2K | Codec::Q5_1)
-                            || (name == "wgpu" && codec == Codec::Q5K) =>
-                    {
+                    DeviceOutcome::Declined(why) if matches!(codec, Codec::Q2K | Codec::Q5_1) => {
                         assert!(out.iter().all(|v| v.is_nan()), "{name}: a decline ({why}) wrote outputs");
                         continue;
                     }
@@ -413,12 +410,11 @@ fn token_graph_matches_the_cpu_path() {
         let discrete = fresh().info().discrete;
         // q4_k (kind 6 on CUDA), q4_k_m (Q6_K V and down in some layers, the head in Q6_K;
         // smollm2's 576-wide rows in Q5_0, held as Q8_0), q5_k_m (kind 7 where q4_k_m has
-        // kind 6: CUDA only, wgpu has no Q5_K kernel) and q6_k (the embedding too) where the
-        // backend is discrete; q3_k (held as Q6_K), iq4_nl and iq4_xs (as Q8_0) on any.
-        let k_quants: &[(&str, &str)] = &[("tiny", "q4_k"), ("tiny", "q4_k_m"), ("tiny", "q6_k"), ("smollm2-135m", "q4_k_m"), ("llama-1b", "q4_k_m")];
-        let transcoded: &[(&str, &str)] = &[("tiny", "q3_k"), ("tiny", "iq4_nl"), ("tiny", "iq4_xs")];
-        let cuda_only: &[(&str, &str)] = if name == "cuda" { &[("tiny", "q5_k_m"), ("llama-1b", "q5_k_m")] } else { &[] };
-        let shape_list: Vec<(&str, &str)> = if discrete { [&[("tiny", "q4_0"), ("smollm2-135m", "q4_0"), ("smollm2-135m", "q8_0"), ("smollm2-135m", "q4_1"), ("llama-1b", "q4_0")][..], k_quants, cuda_only, transcoded].concat() } else { [&[("tiny", "q4_0")][..], transcoded].concat() };
+        // kind 6) and q6_k (the embedding too) where the backend is discrete; tiny q5_k_m,
+        // q3_k (held as Q6_K), iq4_nl and iq4_xs (as Q8_0) on any.
+        let k_quants: &[(&str, &str)] = &[("tiny", "q4_k"), ("tiny", "q4_k_m"), ("tiny", "q6_k"), ("smollm2-135m", "q4_k_m"), ("llama-1b", "q4_k_m"), ("llama-1b", "q5_k_m")];
+        let small: &[(&str, &str)] = &[("tiny", "q5_k_m"), ("tiny", "q3_k"), ("tiny", "iq4_nl"), ("tiny", "iq4_xs")];
+        let shape_list: Vec<(&str, &str)> = if discrete { [&[("tiny", "q4_0"), ("smollm2-135m", "q4_0"), ("smollm2-135m", "q8_0"), ("smollm2-135m", "q4_1"), ("llama-1b", "q4_0")][..], k_quants, small].concat() } else { [&[("tiny", "q4_0")][..], small].concat() };
         let shapes = &shape_list[..];
         for &(shape, codec) in shapes {
             let path = dir.path().join(format!("{shape}-{codec}.gguf"));

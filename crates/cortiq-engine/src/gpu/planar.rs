@@ -35,7 +35,7 @@ pub struct Planar {
 /// Values per unit and payload vec4 words per unit, for the codecs the shader reads.
 pub fn unit_shape(codec: Codec) -> Option<(usize, usize)> {
     Some(match codec {
-        Codec::Q4_0 | Codec::Q4Tiled | Codec::Q4_1 | Codec::Q4K | Codec::Q6K => (32, 1),
+        Codec::Q4_0 | Codec::Q4Tiled | Codec::Q4_1 | Codec::Q4K | Codec::Q5K | Codec::Q6K => (32, 1),
         Codec::Q8_0 => (32, 2),
         Codec::Q8Row => (16, 1),
         Codec::F16 => (8, 1),
@@ -46,7 +46,7 @@ pub fn unit_shape(codec: Codec) -> Option<(usize, usize)> {
 
 /// Whether the shader can take a `rows x cols` matrix of this codec.
 pub fn supports(codec: Codec, cols: usize) -> bool {
-    unit_shape(codec).is_some_and(|(u, _)| cols.is_multiple_of(u) && cols > 0) && (!matches!(codec, Codec::Q4K | Codec::Q6K) || cols.is_multiple_of(256))
+    unit_shape(codec).is_some_and(|(u, _)| cols.is_multiple_of(u) && cols > 0) && (!matches!(codec, Codec::Q4K | Codec::Q5K | Codec::Q6K) || cols.is_multiple_of(256))
 }
 
 /// Planar bytes per row (for splitting a matrix under the binding-size limit).
@@ -58,6 +58,7 @@ pub fn bytes_per_row(codec: Codec, cols: usize) -> usize {
         Codec::Q4_1 => units * 4,
         Codec::Q8Row => 4,
         Codec::Q4K => units / 8 * 4 + units * 2,
+        Codec::Q5K => units / 8 * 4 + units * 2 + units * 4,
         Codec::Q6K => units / 8 * 4 + units * 2 + units * 8,
         _ => 0,
     };
@@ -152,16 +153,22 @@ pub fn repack(codec: Codec, rows: usize, cols: usize, bytes: &[u8]) -> Option<Pl
                 bld.payload.extend(bytes_to_words(&row[4..]));
             }
             Codec::F16 | Codec::F32 => bld.payload.extend(bytes_to_words(row)),
-            Codec::Q4K => {
-                for sb in row.chunks_exact(144) {
+            Codec::Q4K | Codec::Q5K => {
+                // Q5_K: 32 bytes of fifth bits (bit j of byte l: value l of unit j) before
+                // the nibbles; in region c a word a unit, bit v for value v.
+                let (block, high) = if codec == Codec::Q5K { (176, 32) } else { (144, 0) };
+                for sb in row.chunks_exact(block) {
                     bld.a.push(u32::from_le_bytes([sb[0], sb[1], sb[2], sb[3]]));
-                    let (scales, qs) = (&sb[4..16], &sb[16..144]);
+                    let (scales, qh, qs) = (&sb[4..16], &sb[16..16 + high], &sb[16 + high..block]);
                     for j in 0..8 {
                         let (s, m) = cortiq_core::codec::k4_scale_min(j, scales);
                         halves_b.push(s as u16 | (m as u16) << 8);
                         let chunk = &qs[32 * (j / 2)..32 * (j / 2) + 32];
                         let levels: Vec<u8> = chunk.iter().map(|q| if j % 2 == 0 { q & 15 } else { q >> 4 }).collect();
                         bld.payload.extend(nibble_words(&levels));
+                        if codec == Codec::Q5K {
+                            bld.c.push(qh.iter().enumerate().fold(0u32, |h, (v, q)| h | ((q >> j) as u32 & 1) << v));
+                        }
                     }
                 }
             }
@@ -259,11 +266,12 @@ pub(super) mod tests {
             }
             Codec::F16 => (0..8).map(|v| half(0, 8 * n + v)).collect(),
             Codec::F32 => (0..4).map(|v| f32::from_bits(w[4 * n + v])).collect(),
-            Codec::Q4K => {
+            Codec::Q4K | Codec::Q5K => {
                 let (d, dmin) = (half(p.a, 2 * (n / 8)), half(p.a, 2 * (n / 8) + 1));
                 let sm = w[p.b as usize + n / 2] >> (16 * (n % 2));
                 let (s, m) = ((sm & 255) as f32, ((sm >> 8) & 255) as f32);
-                nib(n * 4).iter().map(|&q| d * s * q as f32 - dmin * m).collect()
+                let high = if codec == Codec::Q5K { w[p.c as usize + n] } else { 0 };
+                nib(n * 4).iter().enumerate().map(|(v, &q)| d * s * (q | (high >> v & 1) << 4) as f32 - dmin * m).collect()
             }
             Codec::Q6K => {
                 let d = f32::from_bits(w[p.a as usize + n / 8]);
@@ -286,7 +294,7 @@ pub(super) mod tests {
     fn every_codec_repacks_to_the_values_the_codec_decodes() {
         let mut rng = SplitMix64::fresh();
         let seed = rng.seed();
-        let codecs = [Codec::Q4_0, Codec::Q4Tiled, Codec::Q4_1, Codec::Q8_0, Codec::Q8Row, Codec::F16, Codec::F32, Codec::Q4K, Codec::Q6K];
+        let codecs = [Codec::Q4_0, Codec::Q4Tiled, Codec::Q4_1, Codec::Q8_0, Codec::Q8Row, Codec::F16, Codec::F32, Codec::Q4K, Codec::Q5K, Codec::Q6K];
         for codec in codecs {
             for (rows, cols) in [(1, 256), (3, 512), (5, 768)] {
                 let data = rng.normals(rows * cols, 0.5);
@@ -333,7 +341,7 @@ pub(super) mod tests {
     fn codecs_and_widths_without_a_shader_are_refused() {
         assert!(repack(Codec::Q5_0, 1, 32, &[0u8; 22]).is_none());
         assert!(!supports(Codec::Q8Row, 17));
-        assert!(!supports(Codec::Q4K, 32 * 3));
+        assert!(!supports(Codec::Q4K, 32 * 3) && !supports(Codec::Q5K, 32 * 9));
         assert!(repack(Codec::Q4_0, 2, 32, &[0u8; 18]).is_none(), "byte count must match the shape");
     }
 }

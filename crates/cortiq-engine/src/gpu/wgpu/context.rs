@@ -65,7 +65,7 @@ const TOPK_MERGE: &str = include_str!("kernels/topk_merge.wgsl");
 const TOPK_DRAW: &str = include_str!("kernels/topk_draw.wgsl");
 
 /// The codecs with a matvec pipeline: (codec, `unit_dot_*` suffix, x vec4s per unit).
-pub(super) const MATVEC_CODECS: [(Codec, &str, u32); 9] = [
+pub(super) const MATVEC_CODECS: [(Codec, &str, u32); 10] = [
     (Codec::Q4_0, "q4_0", 8),
     (Codec::Q4Tiled, "q4_0", 8),
     (Codec::Q4_1, "q4_1", 8),
@@ -74,6 +74,7 @@ pub(super) const MATVEC_CODECS: [(Codec, &str, u32); 9] = [
     (Codec::F16, "f16", 2),
     (Codec::F32, "f32", 1),
     (Codec::Q4K, "q4_k", 8),
+    (Codec::Q5K, "q5_k", 8),
     (Codec::Q6K, "q6_k", 8),
 ];
 
