@@ -35,7 +35,7 @@ pub struct Planar {
 /// Values per unit and payload vec4 words per unit, for the codecs the shader reads.
 pub fn unit_shape(codec: Codec) -> Option<(usize, usize)> {
     Some(match codec {
-        Codec::Q4_0 | Codec::Q4Tiled | Codec::Q4_1 | Codec::Q4K | Codec::Q5K | Codec::Q6K => (32, 1),
+        Codec::Q4_0 | Codec::Q4Tiled | Codec::Q4_1 | Codec::Q5_1 | Codec::Q4K | Codec::Q5K | Codec::Q6K => (32, 1),
         Codec::Q8_0 => (32, 2),
         Codec::Q8Row => (16, 1),
         Codec::F16 => (8, 1),
@@ -56,6 +56,7 @@ pub fn bytes_per_row(codec: Codec, cols: usize) -> usize {
     let scales = match codec {
         Codec::Q4_0 | Codec::Q4Tiled | Codec::Q8_0 => units * 2,
         Codec::Q4_1 => units * 4,
+        Codec::Q5_1 => units * 8,
         Codec::Q8Row => 4,
         Codec::Q4K => units / 8 * 4 + units * 2,
         Codec::Q5K => units / 8 * 4 + units * 2 + units * 4,
@@ -137,14 +138,22 @@ pub fn repack(codec: Codec, rows: usize, cols: usize, bytes: &[u8]) -> Option<Pl
     let mut halves_b: Vec<u16> = Vec::new();
     for row in bytes.chunks_exact(row_bytes.max(1)).take(rows) {
         match codec {
-            Codec::Q4_0 | Codec::Q4Tiled | Codec::Q8_0 | Codec::Q4_1 => {
+            Codec::Q4_0 | Codec::Q4Tiled | Codec::Q8_0 | Codec::Q4_1 | Codec::Q5_1 => {
                 let bb = row_bytes / units;
                 for blk in row.chunks_exact(bb) {
                     match codec {
-                        Codec::Q4_1 => bld.a.push(u32::from_le_bytes([blk[0], blk[1], blk[2], blk[3]])),
+                        Codec::Q4_1 | Codec::Q5_1 => bld.a.push(u32::from_le_bytes([blk[0], blk[1], blk[2], blk[3]])),
                         _ => halves_a.push(u16::from_le_bytes([blk[0], blk[1]])),
                     }
-                    let q = if codec == Codec::Q4_1 { &blk[4..] } else { &blk[2..] };
+                    // Q5_1: the 32 fifth bits (bit v for value v) into region c, a word a unit.
+                    let q = match codec {
+                        Codec::Q4_1 => &blk[4..],
+                        Codec::Q5_1 => {
+                            bld.c.push(u32::from_le_bytes([blk[4], blk[5], blk[6], blk[7]]));
+                            &blk[8..]
+                        }
+                        _ => &blk[2..],
+                    };
                     bld.payload.extend(bytes_to_words(q));
                 }
             }
@@ -255,9 +264,10 @@ pub(super) mod tests {
         let int8 = |base: usize, k: usize| -> Vec<f32> { (0..k).map(|v| ((w[base + v / 4] >> (8 * (v % 4))) as u8 as i8) as f32).collect() };
         match codec {
             Codec::Q4_0 | Codec::Q4Tiled => nib(n * 4).iter().map(|&q| half(p.a, n) * (q as f32 - 8.0)).collect(),
-            Codec::Q4_1 => {
+            Codec::Q4_1 | Codec::Q5_1 => {
                 let (d, m) = (half(p.a, 2 * n), half(p.a, 2 * n + 1));
-                nib(n * 4).iter().map(|&q| d * q as f32 + m).collect()
+                let high = if codec == Codec::Q5_1 { w[p.c as usize + n] } else { 0 };
+                nib(n * 4).iter().enumerate().map(|(v, &q)| d * (q | (high >> v & 1) << 4) as f32 + m).collect()
             }
             Codec::Q8_0 => int8(n * 8, 32).iter().map(|q| half(p.a, n) * q).collect(),
             Codec::Q8Row => {
@@ -294,7 +304,7 @@ pub(super) mod tests {
     fn every_codec_repacks_to_the_values_the_codec_decodes() {
         let mut rng = SplitMix64::fresh();
         let seed = rng.seed();
-        let codecs = [Codec::Q4_0, Codec::Q4Tiled, Codec::Q4_1, Codec::Q8_0, Codec::Q8Row, Codec::F16, Codec::F32, Codec::Q4K, Codec::Q5K, Codec::Q6K];
+        let codecs = [Codec::Q4_0, Codec::Q4Tiled, Codec::Q4_1, Codec::Q8_0, Codec::Q8Row, Codec::F16, Codec::F32, Codec::Q4K, Codec::Q5K, Codec::Q6K, Codec::Q5_1];
         for codec in codecs {
             for (rows, cols) in [(1, 256), (3, 512), (5, 768)] {
                 let data = rng.normals(rows * cols, 0.5);

@@ -65,10 +65,11 @@ const TOPK_MERGE: &str = include_str!("kernels/topk_merge.wgsl");
 const TOPK_DRAW: &str = include_str!("kernels/topk_draw.wgsl");
 
 /// The codecs with a matvec pipeline: (codec, `unit_dot_*` suffix, x vec4s per unit).
-pub(super) const MATVEC_CODECS: [(Codec, &str, u32); 10] = [
+pub(super) const MATVEC_CODECS: [(Codec, &str, u32); 11] = [
     (Codec::Q4_0, "q4_0", 8),
     (Codec::Q4Tiled, "q4_0", 8),
     (Codec::Q4_1, "q4_1", 8),
+    (Codec::Q5_1, "q5_1", 8),
     (Codec::Q8_0, "q8_0", 8),
     (Codec::Q8Row, "q8_row", 4),
     (Codec::F16, "f16", 2),

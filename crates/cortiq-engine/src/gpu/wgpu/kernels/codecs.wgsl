@@ -81,19 +81,28 @@ fn unit_dot_q4_k(n: u32, r: u32, xs: X8, xsum: f32) -> f32 {
     return dm.x * f32(sm & 255u) * nib_dot(wq[n], xs) - dm.y * f32((sm >> 8u) & 255u) * xsum;
 }
 
-// Q5_K's fifth bits of values 4k..4k+3 (bits 4k.. of the unit's high word), as 0 / 1.
+// The fifth bits of a 5-bit unit's values 4k..4k+3 (bits 4k.. of its high word: Q5_1,
+// Q5_K), as 0 / 1.
 fn bits4(h: u32, k: u32) -> vec4<f32> {
     let b = h >> (4u * k);
     return vec4<f32>(vec4<u32>(b, b >> 1u, b >> 2u, b >> 3u) & vec4<u32>(1u));
 }
 
+// The fifth bits . x over a 32-value unit.
+fn high_dot(h: u32, xs: X8) -> f32 {
+    return dot(bits4(h, 0u), xs.v0) + dot(bits4(h, 1u), xs.v1) + dot(bits4(h, 2u), xs.v2) + dot(bits4(h, 3u), xs.v3)
+         + dot(bits4(h, 4u), xs.v4) + dot(bits4(h, 5u), xs.v5) + dot(bits4(h, 6u), xs.v6) + dot(bits4(h, 7u), xs.v7);
+}
+
+fn unit_dot_q5_1(n: u32, r: u32, xs: X8, xsum: f32) -> f32 {
+    let dm = unpack2x16float(ws[p.a + n]);
+    return dm.x * (nib_dot(wq[n], xs) + 16.0 * high_dot(ws[p.c + n], xs)) + dm.y * xsum;
+}
+
 fn unit_dot_q5_k(n: u32, r: u32, xs: X8, xsum: f32) -> f32 {
     let dm = unpack2x16float(ws[p.a + n / 8u]);
     let sm = ws[p.b + n / 2u] >> (16u * (n & 1u));
-    let h = ws[p.c + n];
-    let high = dot(bits4(h, 0u), xs.v0) + dot(bits4(h, 1u), xs.v1) + dot(bits4(h, 2u), xs.v2) + dot(bits4(h, 3u), xs.v3)
-             + dot(bits4(h, 4u), xs.v4) + dot(bits4(h, 5u), xs.v5) + dot(bits4(h, 6u), xs.v6) + dot(bits4(h, 7u), xs.v7);
-    return dm.x * f32(sm & 255u) * (nib_dot(wq[n], xs) + 16.0 * high) - dm.y * f32((sm >> 8u) & 255u) * xsum;
+    return dm.x * f32(sm & 255u) * (nib_dot(wq[n], xs) + 16.0 * high_dot(ws[p.c + n], xs)) - dm.y * f32((sm >> 8u) & 255u) * xsum;
 }
 
 fn unit_dot_q6_k(n: u32, r: u32, xs: X8, xsum: f32) -> f32 {

@@ -43,6 +43,12 @@ fn slice_vals_q4_k(r: u32, s: u32, part: u32) -> vec4<f32> {
     return dm.x * f32(sm & 255u) * nib4(wq[n][part & 3u], part >= 4u) - dm.y * f32((sm >> 8u) & 255u);
 }
 
+fn slice_vals_q5_1(r: u32, s: u32, part: u32) -> vec4<f32> {
+    let n = r * p.units + s;
+    let dm = unpack2x16float(ws[p.a + n]);
+    return dm.x * (nib4(wq[n][part & 3u], part >= 4u) + 16.0 * bits4(ws[p.c + n], part)) + dm.y;
+}
+
 fn slice_vals_q5_k(r: u32, s: u32, part: u32) -> vec4<f32> {
     let n = r * p.units + s;
     let dm = unpack2x16float(ws[p.a + n / 8u]);
