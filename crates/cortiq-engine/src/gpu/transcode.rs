@@ -26,6 +26,12 @@ pub fn planar_codec(codec: Codec) -> Codec {
     }
 }
 
+/// Whether the planar layouts hold a `codec` matrix with rows of `cols` values: whole blocks
+/// of `codec`, in a width `planar_codec(codec)`'s layout takes.
+pub fn planar_supports(codec: Codec, cols: usize) -> bool {
+    cols.is_multiple_of(codec.block_len()) && crate::gpu::planar::supports(planar_codec(codec), cols)
+}
+
 /// `bytes` (whole rows of `cols` values in `codec`) in `planar_codec(codec)`'s block layout,
 /// borrowed where that is `codec`'s own; Err says what the rewrite cannot hold.
 pub fn planar_bytes(codec: Codec, cols: usize, bytes: &[u8]) -> Result<Cow<'_, [u8]>, String> {
@@ -175,13 +181,16 @@ mod tests {
 
     /// The codecs the planar layouts read stay as they are, borrowed; the rest have no rewrite.
     #[test]
-    fn kept_codecs_are_borrowed_and_unknown_rewrites_refused() {
+    fn kept_codecs_are_borrowed_widths_checked_and_unknown_rewrites_refused() {
         let bytes = [0u8; 18];
         for codec in [Codec::Q4_0, Codec::Q8_0, Codec::Q6K, Codec::Q5K, Codec::Q8Row] {
             assert_eq!(planar_codec(codec), codec);
             assert!(matches!(planar_bytes(codec, 32, &bytes), Ok(Cow::Borrowed(_))));
         }
         assert!(as_q8_0(Codec::Q2K, 256, &[0u8; 84]).unwrap_err().contains("no Q8_0 form"));
+        // Widths: whole blocks of the file's codec and a width the held codec's layout takes.
+        assert!(planar_supports(Codec::Q3K, 512) && !planar_supports(Codec::Q3K, 288) && planar_supports(Codec::Q5_0, 96));
+        assert!(planar_supports(Codec::IQ4XS, 256) && !planar_supports(Codec::IQ4XS, 288) && !planar_supports(Codec::Q2K, 256));
         let mut huge = [0u8; 136];
         huge[..2].copy_from_slice(&half::f16::MAX.to_le_bytes());
         assert!(planar_bytes(Codec::IQ4XS, 256, &huge).unwrap_err().contains("beyond f16"));

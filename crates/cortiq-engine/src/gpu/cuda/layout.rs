@@ -61,15 +61,11 @@ pub(super) fn int8_kind(kind: i32) -> bool {
     kind <= 2 || kind == KIND_Q6 || kind == KIND_Q4K || kind == KIND_Q5K
 }
 
-/// Whether the kernels take a `codec` matrix with rows of `cols` values: a kind, and a
-/// width its layout holds (whole 32-value units; K-quants whole 256-value superblocks).
+/// Whether the kernels take a `codec` matrix with rows of `cols` values: a kind, whole
+/// 32-value units, and a width the planar layouts hold (`transcode::planar_supports`: K-quants
+/// and IQ4_XS whole 256-value superblocks).
 pub(super) fn supports(codec: Codec, cols: usize) -> bool {
-    let whole = match codec {
-        Codec::Q5_0 | Codec::IQ4NL | Codec::Q8Row => true,
-        Codec::Q5K | Codec::Q3K | Codec::IQ4XS => cols.is_multiple_of(256),
-        _ => planar::supports(codec, cols),
-    };
-    kind(codec).is_some() && cols > 0 && cols.is_multiple_of(32) && whole
+    kind(codec).is_some() && cols.is_multiple_of(32) && transcode::planar_supports(codec, cols)
 }
 
 /// `bytes` (`rows` x `cols` of `codec`, the file's layout) as the device holds them: the

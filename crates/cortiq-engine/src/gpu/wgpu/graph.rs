@@ -20,7 +20,7 @@ use super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform};
 use super::{int8_layers, Resident, Unfit, Variant, WgpuBackend, XMode, Q8_CODECS};
 use crate::gpu::backend::{DeviceOutcome, GraphRead, GraphReadback, TokenGraphJob, WeightArg};
 use crate::gpu::memory::model_key;
-use crate::gpu::transcode::planar_codec;
+use crate::gpu::transcode::{planar_codec, planar_supports};
 use crate::kv::KvCache;
 use crate::model::llama::{Llama, Weight};
 use crate::model::Family;
@@ -331,7 +331,7 @@ fn unsupported(m: &Llama, capacity: usize) -> Option<&'static str> {
     if capacity.checked_mul(c.kv_dim()).is_none_or(|n| n >= u32::MAX as usize / 4) || !c.n_ff.is_multiple_of(4) || !c.n_embd.is_multiple_of(4) || !c.q_dim().is_multiple_of(4) {
         return Some("cannot build a graph: context or widths beyond 32-bit indexing");
     }
-    if graph_weights(m, m.layers.len()).iter().any(|w| !crate::gpu::planar::supports(planar_codec(w.codec), w.cols)) {
+    if graph_weights(m, m.layers.len()).iter().any(|w| !planar_supports(w.codec, w.cols)) {
         return Some("cannot build a graph: a weight codec has no wgpu kernel");
     }
     None
@@ -886,7 +886,7 @@ impl WgpuBackend {
                 Err(Unfit::Limits) => return DeviceOutcome::Declined("cannot build a graph: a matrix exceeds the adapter's limits"),
                 Err(Unfit::Scales) => return DeviceOutcome::Declined("cannot build a graph: a matrix's scales do not fit the f16 of its device codec"),
             }
-            if at.layers == full && crate::gpu::planar::supports(planar_codec(m.embed.codec), m.embed.cols) {
+            if at.layers == full && planar_supports(m.embed.codec, m.embed.cols) {
                 // The token graph decodes the embedding row on the device where the embedding
                 // fits beside the graph's weights (often it is the head, already resident);
                 // where it does not, the host looks the row up.

@@ -306,7 +306,7 @@ impl WgpuBackend {
             return Err("batch outside 1..=65535");
         }
         for w in ws {
-            if !planar::supports(transcode::planar_codec(w.view.codec), w.view.cols) || w.view.cols % 4 != 0 {
+            if !transcode::planar_supports(w.view.codec, w.view.cols) || w.view.cols % 4 != 0 {
                 return Err("codec or width without a wgpu kernel");
             }
             if w.view.rows == 0 || w.view.rows * batch >= u32::MAX as usize / 2 || w.view.cols * batch >= u32::MAX as usize / 2 {
