@@ -170,7 +170,7 @@ const REL_F16: f32 = 1e-3;
 fn int8_reference(be: &dyn Backend, codec: Codec, batch: usize) -> bool {
     let info = be.info();
     // Q5_0, IQ4_NL and IQ4_XS are held as Q8_0 on both backends (`gpu/transcode.rs`).
-    let int8_codec = matches!(codec, Codec::Q4_0 | Codec::Q4Tiled | Codec::Q4_1 | Codec::Q8_0 | Codec::Q5_0 | Codec::IQ4NL | Codec::IQ4XS) || (info.backend == "cuda" && matches!(codec, Codec::Q4K | Codec::Q5K | Codec::Q6K | Codec::Q3K | Codec::Q8Row));
+    let int8_codec = matches!(codec, Codec::Q4_0 | Codec::Q4Tiled | Codec::Q4_1 | Codec::Q8_0 | Codec::Q5_0 | Codec::IQ4NL | Codec::IQ4XS) || (info.backend == "cuda" && matches!(codec, Codec::Q4K | Codec::Q5K | Codec::Q6K | Codec::Q3K | Codec::Q8Row | Codec::Q5_1));
     (info.q8_activations || (batch == 1 && info.q8_matvec)) && int8_codec
 }
 
@@ -210,7 +210,7 @@ fn matmul_matches_the_cpu_reference_for_every_codec_and_odd_shapes() {
         let mut rng = SplitMix64::fresh();
         let seed = rng.seed();
         let mut ran = 0;
-        for codec in [Codec::Q4_0, Codec::Q4Tiled, Codec::Q4_1, Codec::Q8_0, Codec::Q8Row, Codec::F16, Codec::F32, Codec::Q4K, Codec::Q5K, Codec::Q6K, Codec::Q5_0, Codec::Q5_1, Codec::Q2K, Codec::Q3K, Codec::IQ4NL, Codec::IQ4XS] {
+        for codec in [Codec::Q4_0, Codec::Q4Tiled, Codec::Q4_1, Codec::Q8_0, Codec::Q8Row, Codec::F16, Codec::F32, Codec::Q4K, Codec::Q5K, Codec::Q6K, Codec::Q5_0, Codec::Q5_1, Codec::Q2K, Codec::Q3K, Codec::IQ4NL, Codec::IQ4XS, Codec::BF16] {
             for (rows, cols, batch) in SHAPES {
                 if cols % codec.block_len() != 0 || (codec == Codec::Q8Row && cols % 32 != 0) {
                     continue;
@@ -222,7 +222,7 @@ fn matmul_matches_the_cpu_reference_for_every_codec_and_odd_shapes() {
                 match be.matmul(&job, &mut out) {
                     DeviceOutcome::Completed { .. } => ran += 1,
                     // A backend may lack a codec; it must then leave the output untouched.
-                    DeviceOutcome::Declined(why) if codec == Codec::Q2K || (name == "cuda" && codec == Codec::Q5_1) => {
+                    DeviceOutcome::Declined(why) if codec == Codec::Q2K => {
                         assert!(out.iter().all(|v| v.is_nan()), "{name}: a decline ({why}) wrote outputs");
                         continue;
                     }
@@ -251,10 +251,10 @@ fn weights_upload_once_and_unsupported_codecs_decline_untouched() {
         assert_eq!(be.matmul(&job, &mut out), DeviceOutcome::Completed { cold: false }, "{name}");
         assert_eq!(be.upload_bytes(), up, "{name}: no re-upload in steady state");
         assert!(be.is_resident(job.w.key));
-        let k = Packed::random(&mut rng, Codec::BF16, 4, 256);
+        let k = Packed::random(&mut rng, Codec::Q2K, 4, 256);
         let mut poisoned = vec![f32::NAN; 4];
         let kjob = MatmulJob { w: k.arg(), x: &x, batch: 1 };
-        assert!(matches!(be.matmul(&kjob, &mut poisoned), DeviceOutcome::Declined(_)), "{name}: BF16 has no kernel");
+        assert!(matches!(be.matmul(&kjob, &mut poisoned), DeviceOutcome::Declined(_)), "{name}: Q2_K has no kernel");
         assert!(poisoned.iter().all(|v| v.is_nan()), "{name}: a decline leaves outputs untouched");
         // IQ4_XS is held as Q8_0 with f16 block scales: d = 65504 (f16's largest) times the
         // block scale -32 has no f16, so the matrix declines, outputs untouched.
@@ -411,12 +411,13 @@ fn token_graph_matches_the_cpu_path() {
         // q4_k (kind 6 on CUDA), q4_k_m (Q6_K V and down in some layers, the head in Q6_K;
         // smollm2's 576-wide rows in Q5_0, held as Q8_0), q5_k_m (kind 7 where q4_k_m has
         // kind 6) and q6_k (the embedding too) where the backend is discrete; tiny q5_k_m,
-        // q3_k (held as Q6_K), iq4_nl and iq4_xs (as Q8_0) on any.
+        // q3_k (held as Q6_K), iq4_nl and iq4_xs (as Q8_0) and bf16 (as F16) on any.
         let k_quants: &[(&str, &str)] = &[("tiny", "q4_k"), ("tiny", "q4_k_m"), ("tiny", "q6_k"), ("smollm2-135m", "q4_k_m"), ("llama-1b", "q4_k_m"), ("llama-1b", "q5_k_m")];
-        let small: &[(&str, &str)] = &[("tiny", "q5_k_m"), ("tiny", "q3_k"), ("tiny", "iq4_nl"), ("tiny", "iq4_xs")];
-        // Q5_1 (Q5_K_M's fallback for rows that are not whole superblocks) has a wgpu kernel only.
-        let wgpu_only: &[(&str, &str)] = if name == "cuda" { &[] } else { &[("tiny", "q5_1")] };
-        let shape_list: Vec<(&str, &str)> = if discrete { [&[("tiny", "q4_0"), ("smollm2-135m", "q4_0"), ("smollm2-135m", "q8_0"), ("smollm2-135m", "q4_1"), ("llama-1b", "q4_0")][..], k_quants, small, wgpu_only].concat() } else { [&[("tiny", "q4_0")][..], small, wgpu_only].concat() };
+        let small: &[(&str, &str)] = &[("tiny", "q5_k_m"), ("tiny", "q3_k"), ("tiny", "iq4_nl"), ("tiny", "iq4_xs"), ("tiny", "bf16")];
+        // Q5_1 (Q5_K_M's fallback for rows that are not whole superblocks: smollm2's q, k, o,
+        // gate and up) on any; smollm2 q5_k_m where the backend is discrete.
+        let q5_1: &[(&str, &str)] = if discrete { &[("tiny", "q5_1"), ("smollm2-135m", "q5_k_m")] } else { &[("tiny", "q5_1")] };
+        let shape_list: Vec<(&str, &str)> = if discrete { [&[("tiny", "q4_0"), ("smollm2-135m", "q4_0"), ("smollm2-135m", "q8_0"), ("smollm2-135m", "q4_1"), ("llama-1b", "q4_0")][..], k_quants, small, q5_1].concat() } else { [&[("tiny", "q4_0")][..], small, q5_1].concat() };
         let shapes = &shape_list[..];
         for &(shape, codec) in shapes {
             let path = dir.path().join(format!("{shape}-{codec}.gguf"));

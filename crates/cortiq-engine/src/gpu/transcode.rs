@@ -10,6 +10,9 @@
 //!   range is refused rather than rounded further), the int8 values stay.
 //! - Q3_K as Q6_K: `d * (sc - 32) * q` with q in -4..3 is Q6_K's `d * sc' * (q' - 32)` with
 //!   the int8 scale sc' = sc - 32 and the 6-bit level q' = q + 32. Exact.
+//! - BF16 (safetensors checkpoints, BF16 GGUFs) as F16: a value in f16's normal range keeps
+//!   every bit (BF16 has 8 mantissa bits, f16 11), one below it moves by at most 2^-25, and a
+//!   finite value beyond f16's 65504 is refused rather than made infinite.
 //!
 //! Every rewrite keeps rows and blocks in place, so a run of whole rows rewrites alone.
 
@@ -17,11 +20,12 @@ use cortiq_core::Codec;
 use std::borrow::Cow;
 
 /// The codec the planar layouts (`gpu/planar.rs`) hold `codec`'s matrices in: Q8_0 for Q5_0,
-/// IQ4_NL and IQ4_XS, Q6_K for Q3_K, `codec` itself for the rest.
+/// IQ4_NL and IQ4_XS, Q6_K for Q3_K, F16 for BF16, `codec` itself for the rest.
 pub fn planar_codec(codec: Codec) -> Codec {
     match codec {
         Codec::Q5_0 | Codec::IQ4NL | Codec::IQ4XS => Codec::Q8_0,
         Codec::Q3K => Codec::Q6K,
+        Codec::BF16 => Codec::F16,
         other => other,
     }
 }
@@ -38,6 +42,7 @@ pub fn planar_bytes(codec: Codec, cols: usize, bytes: &[u8]) -> Result<Cow<'_, [
     match codec {
         Codec::Q5_0 | Codec::IQ4NL | Codec::IQ4XS => as_q8_0(codec, cols, bytes).map(Cow::Owned),
         Codec::Q3K => Ok(Cow::Owned(q3_k_as_q6_k(bytes))),
+        Codec::BF16 => bf16_as_f16(bytes).map(Cow::Owned).ok_or_else(|| "a BF16 value beyond f16's range".to_string()),
         _ => Ok(Cow::Borrowed(bytes)),
     }
 }
@@ -124,6 +129,20 @@ fn q8_row_as_q8_0(cols: usize, bytes: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// BF16 values as F16 ones, rounded to nearest (exact in f16's normal range); None where a
+/// finite value is beyond f16's largest, 65504.
+pub fn bf16_as_f16(bytes: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(bytes.len());
+    for b in bytes.chunks_exact(2) {
+        let v = half::bf16::from_le_bytes([b[0], b[1]]).to_f32();
+        if v.is_finite() && v.abs() > 65504.0 {
+            return None;
+        }
+        out.extend_from_slice(&half::f16::from_f32(v).to_le_bytes());
+    }
+    Some(out)
+}
+
 /// Q3_K superblocks (110 bytes: hmask, 2-bit levels, 12 bytes of scales, f16 d) as Q6_K's
 /// (210 bytes: low nibbles, high pairs, int8 scales, f16 d); value 128n + 32k + l is level
 /// bits 2k.. of byte 32n + l in both, and sub-block s's scale Q6_K's scale s.
@@ -157,7 +176,7 @@ mod tests {
     fn rewritten_rows_decode_as_the_source_codec() {
         let mut rng = SplitMix64::fresh();
         let seed = rng.seed();
-        for codec in [Codec::Q5_0, Codec::IQ4NL, Codec::IQ4XS, Codec::Q3K, Codec::Q8Row] {
+        for codec in [Codec::Q5_0, Codec::IQ4NL, Codec::IQ4XS, Codec::Q3K, Codec::Q8Row, Codec::BF16] {
             let target = if codec == Codec::Q8Row { Codec::Q8_0 } else { planar_codec(codec) };
             assert_ne!(target, codec);
             for (rows, cols) in [(1, 256), (3, 512), (2, 768)] {
@@ -166,13 +185,15 @@ mod tests {
                 let out = if codec == Codec::Q8Row { Cow::Owned(as_q8_0(codec, cols, &bytes).unwrap()) } else { planar_bytes(codec, cols, &bytes).unwrap() };
                 assert_eq!(out.len() as u64, target.tensor_bytes(rows as u64, cols as u64).unwrap(), "{codec}");
                 let rel = if matches!(codec, Codec::IQ4XS | Codec::Q8Row) { 2f32.powi(-11) } else { 2f32.powi(-23) };
+                // BF16 below f16's normal range: half an f16 subnormal step.
+                let abs = if codec == Codec::BF16 { 2f32.powi(-25) } else { 0.0 };
                 let (src_row, out_row) = (bytes.len() / rows, out.len() / rows);
                 for r in 0..rows {
                     let (mut want, mut got) = (vec![0f32; cols], vec![0f32; cols]);
                     codec.unpack_row(&bytes[r * src_row..(r + 1) * src_row], &mut want).unwrap();
                     target.unpack_row(&out[r * out_row..(r + 1) * out_row], &mut got).unwrap();
                     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                        assert!((g - w).abs() <= rel * w.abs(), "{codec} {rows}x{cols} row {r} value {i}: {g} vs {w}, seed {seed}");
+                        assert!((g - w).abs() <= rel * w.abs() + abs, "{codec} {rows}x{cols} row {r} value {i}: {g} vs {w}, seed {seed}");
                     }
                 }
             }
@@ -194,5 +215,14 @@ mod tests {
         let mut huge = [0u8; 136];
         huge[..2].copy_from_slice(&half::f16::MAX.to_le_bytes());
         assert!(planar_bytes(Codec::IQ4XS, 256, &huge).unwrap_err().contains("beyond f16"));
+        // BF16: f16's largest value and infinities pass as they are, a finite value past it
+        // is refused; below the normal range values round to f16's subnormal steps.
+        let bf = |vs: &[f32]| vs.iter().flat_map(|&v| half::bf16::from_f32(v).to_le_bytes()).collect::<Vec<u8>>();
+        let f16s = |b: &[u8]| b.chunks_exact(2).map(|h| half::f16::from_le_bytes([h[0], h[1]]).to_f32()).collect::<Vec<f32>>();
+        let kept = [65280.0, -f32::INFINITY, 0.0, 1.5, -2f32.powi(-14)];
+        assert_eq!(f16s(&bf16_as_f16(&bf(&kept)).unwrap()), kept);
+        assert_eq!(f16s(&bf16_as_f16(&bf(&[3.0 * 2f32.powi(-26)])).unwrap()), [2f32.powi(-24)]);
+        assert!(planar_bytes(Codec::BF16, 8, &bf(&[1.0, 65536.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])).unwrap_err().contains("beyond f16"));
+        assert!(planar_supports(Codec::BF16, 8) && !planar_supports(Codec::BF16, 12));
     }
 }

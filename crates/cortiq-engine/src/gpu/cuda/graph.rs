@@ -1322,7 +1322,7 @@ mod tests {
         let q5 = row_smem(KIND_Q5K, 512).max(row_smem(KIND_Q6, 512));
         assert_eq!(unsupported(&tiny("q5_k_m"), 2048, q5 + 1024), None);
         assert!(unsupported(&tiny("q5_k_m"), 2048, row_smem(KIND_Q5K, 512) - 1).is_some_and(|why| why.contains("width")));
-        assert!(unsupported(&tiny("bf16"), 2048, ample).is_some_and(|why| why.contains("codec") && crate::gpu::refuses_model(why)));
+        assert!(unsupported(&tiny("q2_k"), 2048, ample).is_some_and(|why| why.contains("codec") && crate::gpu::refuses_model(why)));
     }
 
     #[test]

@@ -17,9 +17,15 @@
 //!   component k), and `f16 d | sc0 << 16 | sc1 << 24` (the superblock's d and the int8
 //!   scales of the unit's two 16-value halves). 7 bits a weight instead of 6.5625; `unit_dot`
 //!   keeps the halves' integer dot products apart.
+//! - Q5_1 as kind 8 (`KIND_Q51`): Q4_1's planar layout of its levels' low nibbles and its
+//!   `f16 d | f16 m << 16` scale words, then from word `q51_high_off(a)` (planar.rs's region
+//!   c) one word a unit of its levels' fifth bits in kind 7's order. 5.5 bits a weight instead
+//!   of 6; `unit_dot` adds 16 times the high bits' dot product to the nibbles', as kind 7.
 //! - Q5_0, IQ4_NL, IQ4_XS and q8_row as Q8_0 (kind 2), Q3_K as Q6_K and then kind 5, by
 //!   `gpu/transcode.rs` (IQ4_XS's and q8_row's scales rounded to f16, the rest exact): 8.5
 //!   bits a weight instead of 5.5, 4.5, 4.25 and ~8; 7 instead of 3.4375.
+//! - BF16 as F16 (kind 3), by `gpu/transcode.rs`: exact in f16's normal range, a finite value
+//!   beyond it refused.
 
 use super::super::planar::{self, f16_at, nibble_words, q6k_levels, Planar};
 use super::super::transcode;
@@ -30,6 +36,8 @@ use cortiq_core::Codec;
 pub(super) const KIND_Q6: i32 = 5;
 pub(super) const KIND_Q4K: i32 = 6;
 pub(super) const KIND_Q5K: i32 = 7;
+/// The kernels' codec kind of Q5_1's layout (matvec.cu's `KIND_Q51`).
+pub(super) const KIND_Q51: i32 = 8;
 
 /// Where kind 7's high-bit words start (u32 words) in a matrix whose records start at word
 /// `a` (4 payload words a unit, so `a / 4` units, then 5 record words a superblock of 8 units,
@@ -38,19 +46,33 @@ pub(super) fn high_off(a: usize) -> usize {
     a + (5 * (a / 32)).next_multiple_of(4)
 }
 
+/// Where kind 8's high-bit words start (u32 words) in a matrix whose scale words start at
+/// word `a` (4 payload words a unit, so `a / 4` units, a scale word each, padded to a whole
+/// 16-byte word): matvec.cu's `q51_high_off`, planar.rs's region c of Q5_1.
+pub(super) fn q51_high_off(a: usize) -> usize {
+    a + (a / 4).next_multiple_of(4)
+}
+
+/// A unit's fifth bits (bit v: value v's) in the order `dot_high1` reads them: value 4k + b's
+/// at bit 8b + k, so a shift by k and a mask give `dp4a` the bytes of x's component k.
+fn dp4a_bit_order(natural: u32) -> u32 {
+    (0..32).fold(0, |h, v| h | (natural >> v & 1) << (8 * (v % 4) + v / 4))
+}
+
 /// The kernels' codec kind for a weight codec, if they decode it: 0 Q4_0 (and q4_tiled),
-/// 1 Q4_1, 2 Q8_0 (and Q5_0, IQ4_NL, IQ4_XS, q8_row, transcoded), 3 F16, 4 F32, 5 Q6_K (and Q3_K), 6 Q4_K,
-/// 7 Q5_K.
+/// 1 Q4_1, 2 Q8_0 (and Q5_0, IQ4_NL, IQ4_XS, q8_row, transcoded), 3 F16 (and BF16), 4 F32, 5 Q6_K (and Q3_K), 6 Q4_K,
+/// 7 Q5_K, 8 Q5_1.
 pub(super) fn kind(codec: Codec) -> Option<i32> {
     Some(match codec {
         Codec::Q4_0 | Codec::Q4Tiled => 0,
         Codec::Q4_1 => 1,
         Codec::Q8_0 | Codec::Q5_0 | Codec::IQ4NL | Codec::IQ4XS | Codec::Q8Row => 2,
-        Codec::F16 => 3,
+        Codec::F16 | Codec::BF16 => 3,
         Codec::F32 => 4,
         Codec::Q6K | Codec::Q3K => KIND_Q6,
         Codec::Q4K => KIND_Q4K,
         Codec::Q5K => KIND_Q5K,
+        Codec::Q5_1 => KIND_Q51,
         _ => return None,
     })
 }
@@ -58,7 +80,7 @@ pub(super) fn kind(codec: Codec) -> Option<i32> {
 /// Whether kind `kind`'s rows are dotted with int8 activations (staged as `stage_x`'s int8
 /// groups) rather than floats.
 pub(super) fn int8_kind(kind: i32) -> bool {
-    kind <= 2 || kind == KIND_Q6 || kind == KIND_Q4K || kind == KIND_Q5K
+    kind <= 2 || kind == KIND_Q6 || kind == KIND_Q4K || kind == KIND_Q5K || kind == KIND_Q51
 }
 
 /// Whether the kernels take a `codec` matrix with rows of `cols` values: a kind, whole
@@ -82,11 +104,17 @@ pub(super) fn device_layout(codec: Codec, rows: usize, cols: usize, bytes: &[u8]
             transcoded = transcode::as_q8_0(codec, cols, bytes).map_err(|e| format!("{}: {e}", what()))?;
             (Codec::Q8_0, &transcoded[..])
         }
+        Codec::BF16 => {
+            transcoded = transcode::bf16_as_f16(bytes).ok_or_else(|| format!("{}: a value beyond f16's range", what()))?;
+            (Codec::F16, &transcoded[..])
+        }
         Codec::Q6K | Codec::Q4K | Codec::Q5K | Codec::Q3K if unit_major => return Err(format!("{}: no unit-major layout", what())),
         Codec::Q6K => return Ok(q6k_units(rows, cols, bytes)),
         Codec::Q3K => return Ok(q6k_units(rows, cols, &transcode::q3_k_as_q6_k(bytes))),
         Codec::Q4K => return Ok(affine_k_units(cols, bytes, AffineK::Q4K)),
         Codec::Q5K => return Ok(affine_k_units(cols, bytes, AffineK::Q5K)),
+        Codec::Q5_1 if unit_major => return Err(format!("{}: no unit-major layout", what())),
+        Codec::Q5_1 => return q5_1_units(rows, cols, bytes).ok_or_else(|| format!("{}: no planar layout", what())),
         _ => (codec, bytes),
     };
     let p = if unit_major { planar::repack_unit_major(codec, rows, cols, bytes) } else { planar::repack(codec, rows, cols, bytes) };
@@ -127,7 +155,7 @@ fn affine_k_units(cols: usize, bytes: &[u8], k: AffineK) -> Planar {
             let levels: Vec<u8> = chunk.iter().map(|b| if j % 2 == 0 { b & 15 } else { b >> 4 }).collect();
             words.extend(nibble_words(&levels));
             if k == AffineK::Q5K {
-                high.push(qh.iter().enumerate().fold(0u32, |h, (v, q)| h | ((q >> j) as u32 & 1) << (8 * (v % 4) + v / 4)));
+                high.push(dp4a_bit_order(qh.iter().enumerate().fold(0u32, |h, (v, q)| h | ((q >> j) as u32 & 1) << v)));
             }
             let (sc, m) = cortiq_core::codec::k4_scale_min(j, scales);
             pair |= (sc as u32 | (m as u32) << 8) << (16 * (j % 2));
@@ -142,6 +170,20 @@ fn affine_k_units(cols: usize, bytes: &[u8], k: AffineK) -> Planar {
         records.extend(high);
     }
     with_records(words, &records, cols)
+}
+
+/// Q5_1 rows in kind 8's layout: planar.rs's (Q4_1's payload and scale words, region c the
+/// fifth bits a word a unit) with each high-bit word in `dot_high1`'s order.
+fn q5_1_units(rows: usize, cols: usize, bytes: &[u8]) -> Option<Planar> {
+    let mut p = planar::repack(Codec::Q5_1, rows, cols, bytes)?;
+    let (c, units) = (p.c as usize, rows * cols / 32);
+    if c != q51_high_off(p.a as usize) {
+        return None;
+    }
+    for h in &mut p.words[c..c + units] {
+        *h = dp4a_bit_order(*h);
+    }
+    Some(p)
 }
 
 /// A transcoded layout: the payload `words` (4 a unit), then from word `a` the `records`
@@ -181,9 +223,9 @@ mod tests {
     use half::f16;
 
     /// Row `r`'s values as the kernels decode the device layout (`unit_dot` with one-hot x):
-    /// kind 2 as planar Q8_0 (`planar::tests::decode_unit`), kind 5
+    /// kind 2 as planar Q8_0 and kind 3 as planar F16 (`planar::tests::decode_unit`), kind 5
     /// `d * sc * (nibble + 16 high - 32)`, kind 6 `d * sc * nibble - dmin * m`, kind 7 as 6 with
-    /// the level's fifth bit (`16 high`) added to the nibble.
+    /// the level's fifth bit (`16 high`) added to the nibble, kind 8 `d * (nibble + 16 high) + m`.
     fn decode_row(kind: i32, p: &Planar, r: usize) -> Vec<f32> {
         let (w, units) = (&p.words, p.units_per_row as usize);
         let half = |bits: u32| f16::from_bits(bits as u16).to_f32();
@@ -192,6 +234,13 @@ mod tests {
         (0..units)
             .flat_map(|u| match kind {
                 2 => planar::tests::decode_unit(Codec::Q8_0, p, r, u),
+                3 => planar::tests::decode_unit(Codec::F16, p, r, u),
+                KIND_Q51 => {
+                    let n = r * units + u;
+                    let s = w[p.a as usize + n];
+                    let high = |v: usize| (w[q51_high_off(p.a as usize) + n] >> (8 * (v % 4) + v / 4)) & 1;
+                    (0..32).map(|v| half(s & 0xffff) * (nibble(n, v) | high(v) << 4) as f32 + half(s >> 16)).collect()
+                }
                 KIND_Q4K | KIND_Q5K => {
                     let n = r * units + u;
                     let record = &w[p.a as usize + 5 * (n / 8)..];
@@ -221,11 +270,11 @@ mod tests {
     fn transcoded_codecs_decode_on_the_device_layout_as_the_codec_does() {
         let mut rng = SplitMix64::fresh();
         let seed = rng.seed();
-        for (codec, kind_want) in [(Codec::Q4K, KIND_Q4K), (Codec::Q5K, KIND_Q5K), (Codec::Q6K, KIND_Q6), (Codec::Q5_0, 2), (Codec::IQ4NL, 2), (Codec::Q3K, KIND_Q6), (Codec::IQ4XS, 2), (Codec::Q8Row, 2)] {
+        for (codec, kind_want) in [(Codec::Q4K, KIND_Q4K), (Codec::Q5K, KIND_Q5K), (Codec::Q6K, KIND_Q6), (Codec::Q5_0, 2), (Codec::IQ4NL, 2), (Codec::Q3K, KIND_Q6), (Codec::IQ4XS, 2), (Codec::Q8Row, 2), (Codec::Q5_1, KIND_Q51), (Codec::BF16, 3)] {
             assert_eq!(kind(codec), Some(kind_want));
             for (rows, cols) in [(1, 256), (3, 512), (5, 768), (2, 576)] {
                 if !supports(codec, cols) {
-                    assert!(cols % 256 != 0 && !matches!(codec, Codec::Q5_0 | Codec::IQ4NL | Codec::Q8Row), "{codec} {cols}");
+                    assert!(cols % 256 != 0 && !matches!(codec, Codec::Q5_0 | Codec::IQ4NL | Codec::Q8Row | Codec::Q5_1 | Codec::BF16), "{codec} {cols}");
                     continue;
                 }
                 let data = rng.normals(rows * cols, 0.7);
@@ -251,7 +300,7 @@ mod tests {
     fn malformed_k_quants_and_their_unit_major_layouts_are_refused_by_name() {
         assert!(device_layout(Codec::Q4K, 2, 256, &[0u8; 144], false).unwrap_err().contains("2x256"));
         assert!(device_layout(Codec::Q6K, 1, 32 * 3, &[0u8; 63], false).is_err());
-        assert!(kind(Codec::BF16).is_none() && !supports(Codec::Q5_0, 48) && !supports(Codec::Q5K, 288));
+        assert!(kind(Codec::BF16) == Some(3) && !supports(Codec::Q5_0, 48) && !supports(Codec::Q5K, 288));
         assert!(device_layout(Codec::Q5K, 1, 256, &[0u8; 175], false).unwrap_err().contains("1x256"));
         assert!(device_layout(Codec::Q5K, 1, 256, &[0u8; 176], true).unwrap_err().contains("unit-major"));
         assert!(device_layout(Codec::Q6K, 1, 256, &[0u8; 210], true).unwrap_err().contains("unit-major"));
@@ -268,5 +317,9 @@ mod tests {
         tiny[68..72].copy_from_slice(&1e-6f32.to_le_bytes());
         assert!(device_layout(Codec::Q8Row, 2, 64, &tiny, false).unwrap_err().contains("f16's normal range"));
         assert!(device_layout(Codec::Q4K, 1, 256, &[0u8; 144], true).unwrap_err().contains("unit-major"));
+        assert!(device_layout(Codec::Q5_1, 1, 32, &[0u8; 24], true).unwrap_err().contains("unit-major"));
+        assert!(device_layout(Codec::Q5_1, 1, 64, &[0u8; 47], false).unwrap_err().contains("1x64"));
+        let past_f16: Vec<u8> = [1.0f32, 70000.0].iter().cycle().take(32).flat_map(|&v| half::bf16::from_f32(v).to_le_bytes()).collect();
+        assert!(device_layout(Codec::BF16, 1, 32, &past_f16, false).unwrap_err().contains("beyond f16"));
     }
 }

@@ -58,8 +58,8 @@ const ROW_KERNELS: [(&str, &[usize]); 8] = [("matvec", &[1, 2, 4]), ("qkv_rope",
 /// codec kind (`CHAIN_KINDS`) and rows per warp group: (name prefix, row counts).
 const CHAIN_KERNELS: [(&str, &[usize]); 3] = [("matvec_img", &[1, 2, 4]), ("gate_up_q8", &[4]), ("matvec_img_fold", &[1, 2, 4])];
 /// The codec kinds `ROW_KERNELS` and `CHAIN_KERNELS` are instantiated for.
-const ROW_KINDS: [i32; 8] = [0, 1, 2, 3, 4, layout::KIND_Q6, layout::KIND_Q4K, layout::KIND_Q5K];
-const CHAIN_KINDS: [i32; 6] = [0, 1, 2, layout::KIND_Q6, layout::KIND_Q4K, layout::KIND_Q5K];
+const ROW_KINDS: [i32; 9] = [0, 1, 2, 3, 4, layout::KIND_Q6, layout::KIND_Q4K, layout::KIND_Q5K, layout::KIND_Q51];
+const CHAIN_KINDS: [i32; 7] = [0, 1, 2, layout::KIND_Q6, layout::KIND_Q4K, layout::KIND_Q5K, layout::KIND_Q51];
 /// Tensor-core GEMMs (mma.cu) for a prompt's rows, per codec kind they take (Q4_0, Q4_1, Q8_0):
 /// name prefixes; `quantize_rows` prepares their int8 input.
 const MMA_KERNELS: [&str; 3] = ["mma_matmul", "mma_qkv_rope", "mma_gate_up_silu"];
@@ -137,12 +137,13 @@ const RING_UNITS: usize = 8;
 /// Shared bytes of a row kernel's weight ring (`Ring` in matvec.cu): per thread
 /// `RING_UNITS_Q8` or `RING_UNITS` units of 16-byte payload words (two for Q8_0) and, for
 /// quantized kinds, a scale word (Q6_K: its 3-word record; Q4_K: a word, a warp's 32 holding
-/// its 4 superblocks' 5-word records; Q5_K: that and its high-bit word; `layout.rs`).
+/// its 4 superblocks' 5-word records; Q5_K: that and its high-bit word; Q5_1: its scale word
+/// and its high-bit word; `layout.rs`).
 fn ring_bytes(kind: i32) -> usize {
     let (units, words, scale) = match kind {
         2 => (RING_UNITS_Q8, 2, 4),
         layout::KIND_Q6 => (RING_UNITS, 1, 12),
-        layout::KIND_Q5K => (RING_UNITS, 1, 8),
+        layout::KIND_Q5K | layout::KIND_Q51 => (RING_UNITS, 1, 8),
         layout::KIND_Q4K | 0 | 1 => (RING_UNITS, 1, 4),
         _ => (RING_UNITS, 1, 0),
     };

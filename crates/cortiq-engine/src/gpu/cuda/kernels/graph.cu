@@ -16,6 +16,11 @@ __device__ __forceinline__ int q5k_high1(const unsigned char* w, int a_off, long
     return (int)((((const unsigned int*)w)[q5k_high_off(a_off) + iu] >> (8 * (v & 3) + (v >> 2))) & 1);
 }
 
+// The same for q51 unit iu (its high-bit words from q51_high_off(a_off)).
+__device__ __forceinline__ int q51_high1(const unsigned char* w, int a_off, long iu, int v) {
+    return (int)((((const unsigned int*)w)[q51_high_off(a_off) + iu] >> (8 * (v & 3) + (v >> 2))) & 1);
+}
+
 // The high 2 bits of value v16 (0..15) of a q6 unit's half, from that half's record word
 // (`dot_high2`'s place: bits 8 (v16 % 4) + 2 (v16 / 4)).
 __device__ __forceinline__ int q6_high2(unsigned int h, int v16) {
@@ -39,10 +44,11 @@ extern "C" __global__ void embed_row(const unsigned char* w, int kind, int a_off
     long iu = row * (cols >> 5) + (i >> 5);
     const unsigned int* a = (const unsigned int*)w + a_off;
     float v;
-    if (kind == 0 || kind == 1 || kind == KIND_Q4K || kind == KIND_Q5K) {
+    if (kind == 0 || kind == 1 || kind == KIND_Q4K || kind == KIND_Q5K || kind == KIND_Q51) {
         unsigned char q = w[iu * 16 + (j & 15)];
         int n = j < 16 ? (q & 15) : (q >> 4);
         if (kind == KIND_Q5K) n |= q5k_high1(w, a_off, iu, j) << 4;
+        if (kind == KIND_Q51) n |= q51_high1(w, a_off, iu, j) << 4;
         if (kind == 0) {
             v = h2f(((const unsigned short*)a)[iu]) * (float)(n - 8);
         } else {
@@ -743,7 +749,7 @@ struct RopeQkvMap {
         RopeQkvMap m{wq, wk, wv, aq, ak, av, q, kc, vc, n_head, n_head_kv, head_dim, rot, neox, *pos, base, first >> 1}; \
         run_rows<K, 2, 1>(m, count, cols, x, 1, 1, nw, eps, sm);                                                      \
     }
-QKV_ROPE(0) QKV_ROPE(1) QKV_ROPE(2) QKV_ROPE(3) QKV_ROPE(4) QKV_ROPE(5) QKV_ROPE(6) QKV_ROPE(7)
+QKV_ROPE(0) QKV_ROPE(1) QKV_ROPE(2) QKV_ROPE(3) QKV_ROPE(4) QKV_ROPE(5) QKV_ROPE(6) QKV_ROPE(7) QKV_ROPE(8)
 
 // The same of x plus the pending part xa (`pending_value`: the token graph with the fused FFN).
 #define QKV_ROPE_PEND(K)                                                                                              \
@@ -756,7 +762,7 @@ QKV_ROPE(0) QKV_ROPE(1) QKV_ROPE(2) QKV_ROPE(3) QKV_ROPE(4) QKV_ROPE(5) QKV_ROPE
         RopeQkvMap m{wq, wk, wv, aq, ak, av, q, kc, vc, n_head, n_head_kv, head_dim, rot, neox, *pos, base, first >> 1}; \
         run_rows<K, 2, 1, X_PENDING>(m, count, cols, x, 1, 1, nw, eps, sm, xa);                                       \
     }
-QKV_ROPE_PEND(0) QKV_ROPE_PEND(1) QKV_ROPE_PEND(2) QKV_ROPE_PEND(3) QKV_ROPE_PEND(4) QKV_ROPE_PEND(5) QKV_ROPE_PEND(6) QKV_ROPE_PEND(7)
+QKV_ROPE_PEND(0) QKV_ROPE_PEND(1) QKV_ROPE_PEND(2) QKV_ROPE_PEND(3) QKV_ROPE_PEND(4) QKV_ROPE_PEND(5) QKV_ROPE_PEND(6) QKV_ROPE_PEND(7) QKV_ROPE_PEND(8)
 
 // The same for `batch` prompt rows at positions *pos.. in tiles of nb <= MATMUL_TILE
 // (blockIdx.y: tile): q (batch, n_head * head_dim). Dynamic shared memory: nb staged rows,
@@ -771,7 +777,7 @@ QKV_ROPE_PEND(0) QKV_ROPE_PEND(1) QKV_ROPE_PEND(2) QKV_ROPE_PEND(3) QKV_ROPE_PEN
         RopeQkvMap m{wq, wk, wv, aq, ak, av, q + (long)b0 * n_head * head_dim, kc, vc, n_head, n_head_kv, head_dim, rot, neox, *pos + b0, base, first >> 1}; \
         run_rows<K, 2, MATMUL_TILE>(m, count, cols, x + (long)b0 * cols, min(nb, batch - b0), nb, nw, eps, sm);       \
     }
-QKV_ROPE_TILE(0) QKV_ROPE_TILE(1) QKV_ROPE_TILE(2) QKV_ROPE_TILE(3) QKV_ROPE_TILE(4) QKV_ROPE_TILE(5) QKV_ROPE_TILE(6) QKV_ROPE_TILE(7)
+QKV_ROPE_TILE(0) QKV_ROPE_TILE(1) QKV_ROPE_TILE(2) QKV_ROPE_TILE(3) QKV_ROPE_TILE(4) QKV_ROPE_TILE(5) QKV_ROPE_TILE(6) QKV_ROPE_TILE(7) QKV_ROPE_TILE(8)
 
 // Gate and up rows interleaved (2i: gate row i, 2i + 1: up row i).
 struct GluRows {
@@ -809,7 +815,7 @@ template <int R> struct GluMap : GluRows {
         run_rows<K, R, 1>(m, 2 * rows, cols, x, 1, 1, nw, eps, sm);                                                          \
     }
 #define GATE_UP_R(K) GATE_UP(K, 2) GATE_UP(K, 4)
-GATE_UP_R(0) GATE_UP_R(1) GATE_UP_R(2) GATE_UP_R(3) GATE_UP_R(4) GATE_UP_R(5) GATE_UP_R(6) GATE_UP_R(7)
+GATE_UP_R(0) GATE_UP_R(1) GATE_UP_R(2) GATE_UP_R(3) GATE_UP_R(4) GATE_UP_R(5) GATE_UP_R(6) GATE_UP_R(7) GATE_UP_R(8)
 
 // GluRows whose blocks take whole units of 32 hidden values, each value kept in the block's
 // unit buffer (`unit_values`) as its (gate, up) pair finishes, for unit_done.
@@ -847,7 +853,7 @@ template <int R> struct GluUnitMap : GluUnits<R> {
         GluUnitMap<R> m{{{wg, wu, ag, au}}, h_img};                                                                      \
         run_rows<K, R, 1>(m, 2 * rows, cols, x, 1, 1, nw, eps, sm);                                                  \
     }
-GATE_UP_Q8(0, 4) GATE_UP_Q8(1, 4) GATE_UP_Q8(2, 4) GATE_UP_Q8(5, 4) GATE_UP_Q8(6, 4) GATE_UP_Q8(7, 4)
+GATE_UP_Q8(0, 4) GATE_UP_Q8(1, 4) GATE_UP_Q8(2, 4) GATE_UP_Q8(5, 4) GATE_UP_Q8(6, 4) GATE_UP_Q8(7, 4) GATE_UP_Q8(8, 4)
 
 // GluUnits whose hidden values go, a unit of 32 at a time, into the block's own int8 image of
 // its hidden units in shared memory (stage_x's layout of a row of `values` = NU x 32 values,
@@ -961,7 +967,7 @@ FFN_FUSED_N(0) FFN_FUSED_N(1) FFN_FUSED_N(2)
         GluMap<2> m{{wg, wu, ag, au}, h + (long)b0 * rows};                                                            \
         run_rows<K, 2, MATMUL_TILE>(m, 2 * rows, cols, x + (long)b0 * cols, min(nb, batch - b0), nb, nw, eps, sm);   \
     }
-GATE_UP_TILE(0) GATE_UP_TILE(1) GATE_UP_TILE(2) GATE_UP_TILE(3) GATE_UP_TILE(4) GATE_UP_TILE(5) GATE_UP_TILE(6) GATE_UP_TILE(7)
+GATE_UP_TILE(0) GATE_UP_TILE(1) GATE_UP_TILE(2) GATE_UP_TILE(3) GATE_UP_TILE(4) GATE_UP_TILE(5) GATE_UP_TILE(6) GATE_UP_TILE(7) GATE_UP_TILE(8)
 
 // Whether v may be an f16 matrix-unit operand: |v| <= 65504 and a number (SPEC section 6's
 // f16 operand guard; where a kernel finds one that is not, it sets its `bad` word and the
@@ -974,7 +980,7 @@ __device__ __forceinline__ unsigned short f2h_guarded(float v, unsigned int* bad
     return f2h(v);
 }
 
-// out (rows, cols) f16 = a planar Q4_0 / Q4_1 / Q8_0 / q6 / q4k / q5k matrix (kind 0 / 1 / 2 / 5 / 6 / 7) decoded, each
+// out (rows, cols) f16 = a planar Q4_0 / Q4_1 / Q8_0 / q6 / q4k / q5k / q51 matrix (kind 0 / 1 / 2 / 5 / 6 / 7 / 8) decoded, each
 // value rounded to f16 (guarded: `bad`): the weight of a prompt chunk's cuBLAS GEMM (host:
 // `gpu/cuda/blas.rs`). Thread t decodes values 8 (t % 4) .. + 8 of unit t / 4 (unit u =
 // row * cols / 32 + column / 32).
@@ -995,7 +1001,7 @@ extern "C" __global__ void dequant_f16(const unsigned char* w, int kind, int a_o
         uint2 q = *(const uint2*)(w + iu * 16 + 8 * (g & 1));
         unsigned int qs[2] = {q.x, q.y};
         float d, m = 0.f;
-        unsigned int high = 0;  // q6: the record's high-bit word of this half; q5k: the unit's
+        unsigned int high = 0;  // q6: the record's high-bit word of this half; q5k, q51: the unit's
         if (kind == 0) {
             d = h2f(((const unsigned short*)a)[iu]);
         } else if (kind == KIND_Q6) {
@@ -1011,13 +1017,14 @@ extern "C" __global__ void dequant_f16(const unsigned char* w, int kind, int a_o
         } else {
             d = h2f(a[iu] & 0xffff);
             m = h2f(a[iu] >> 16);
+            if (kind == KIND_Q51) high = ((const unsigned int*)w)[q51_high_off(a_off) + iu];
         }
         #pragma unroll
         for (int k = 0; k < 8; k++) {
             unsigned int byte = (qs[k >> 2] >> (8 * (k & 3))) & 0xff;
             int n = g < 2 ? (byte & 15) : (byte >> 4);
             int v32 = 8 * g + k;  // the value's place in its unit
-            if (kind == KIND_Q5K) n |= (int)((high >> (8 * (v32 & 3) + (v32 >> 2))) & 1) << 4;
+            if (kind == KIND_Q5K || kind == KIND_Q51) n |= (int)((high >> (8 * (v32 & 3) + (v32 >> 2))) & 1) << 4;
             if (kind == KIND_Q6) v[k] = d * (float)((n | q6_high2(high, v32 & 15) << 4) - 32);
             else v[k] = kind == 0 ? d * ((float)n - 8.f) : d * (float)n + m;
         }

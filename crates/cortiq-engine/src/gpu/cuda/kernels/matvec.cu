@@ -223,25 +223,33 @@ template <bool PENDING> __device__ __forceinline__ void load_x8(const float* x, 
 // superblock of 8 units: f16 d | f16 dmin << 16, then a word per two units of their 6-bit
 // scale and minimum, `sc | m << 8`, the odd unit's in the high half), 7 q5k (Q5_K: q4k's
 // payload of its levels' low nibbles and records, then from word q5k_high_off(a_off) a word a
-// unit of its levels' fifth bits, `dot_high1`). Quantized kinds stage x as int8, the others
-// as floats: staged_bytes(kind, cols) on the host is cols + 12 * (cols / 32), or 4 * cols.
+// unit of its levels' fifth bits, `dot_high1`), 8 q51 (Q5_1: Q4_1's payload of its levels'
+// low nibbles and scale words, then from word q51_high_off(a_off) a word a unit of its
+// levels' fifth bits, as q5k's). Quantized kinds stage x as int8, the others as floats:
+// staged_bytes(kind, cols) on the host is cols + 12 * (cols / 32), or 4 * cols.
 #define KIND_Q6 5
 #define KIND_Q4K 6
 #define KIND_Q5K 7
+#define KIND_Q51 8
 // Whether kind K is dotted with int8 activations; its payload words a unit (Q8_0: two);
-// whether it has a scale record a unit (Q4_1, q6) rather than an f16 a unit, two a word; the
-// record words a unit's ring slot holds (q4k: its share of its superblock's 5, rounded up;
-// q5k: that and its high-bit word); whether its units are q4k's (q4k, q5k).
-#define KIND_INT8(K) ((K) <= 2 || (K) == KIND_Q6 || (K) == KIND_Q4K || (K) == KIND_Q5K)
+// whether it has a scale record a unit (Q4_1, q6, q51) rather than an f16 a unit, two a word,
+// and that record's words; the words a unit's ring slot holds beside its payload (q4k: its
+// share of its superblock's 5, rounded up; q5k: that and its high-bit word; q51: its scale
+// word and its high-bit word); whether its units are q4k's (q4k, q5k).
+#define KIND_INT8(K) ((K) <= 2 || (K) == KIND_Q6 || (K) == KIND_Q4K || (K) == KIND_Q5K || (K) == KIND_Q51)
 #define KIND_WORDS(K) ((K) == 2 ? 2 : 1)
-#define KIND_SCALE_WORD(K) ((K) == 1 || (K) == KIND_Q6)
-#define KIND_RECORD(K) ((K) == KIND_Q6 ? 3 : (K) == KIND_Q5K ? 2 : 1)
+#define KIND_SCALE_WORD(K) ((K) == 1 || (K) == KIND_Q6 || (K) == KIND_Q51)
+#define KIND_SCALE_STRIDE(K) ((K) == KIND_Q6 ? 3 : 1)
+#define KIND_RECORD(K) ((K) == KIND_Q6 ? 3 : (K) == KIND_Q5K || (K) == KIND_Q51 ? 2 : 1)
 #define KIND_AFFINE_K(K) ((K) == KIND_Q4K || (K) == KIND_Q5K)
 
 // Where a q5k matrix's high-bit words start (u32 words) from where its records start, a_off:
 // a_off / 4 units (4 payload words each), 5 record words a superblock of 8, padded to a
 // 16-byte word (host: `layout::high_off`).
 __device__ __forceinline__ long q5k_high_off(int a_off) { return a_off + (((long)5 * (a_off >> 5) + 3) & ~3L); }
+// Where a q51 matrix's high-bit words start: a_off / 4 units, a scale word each, padded to a
+// 16-byte word (host: `layout::q51_high_off`, planar.rs's region c).
+__device__ __forceinline__ long q51_high_off(int a_off) { return a_off + (((long)(a_off >> 2) + 3) & ~3L); }
 __device__ __forceinline__ bool quantized(int kind) { return KIND_INT8(kind); }
 
 // Passes of stage_x whose loads are issued together. Each pass holds 8 values a thread
@@ -465,8 +473,8 @@ struct Row {
 
 // One unit of a row as loaded from memory: a 16-byte payload word (b: the second one of
 // Q8_0; q6: its two high-bit words in b.x, b.y; q4k, q5k: its superblock's d | dmin << 16 in
-// b.x, q5k its high-bit word in b.y) and the unit's scale (f16 d for Q4_0 / Q8_0 in the low
-// half, d | m << 16 for Q4_1, d | sc0 << 16 | sc1 << 24 for q6, sc | m << 8 for q4k, q5k).
+// b.x, q5k, q51 its high-bit word in b.y) and the unit's scale (f16 d for Q4_0 / Q8_0 in the low
+// half, d | m << 16 for Q4_1 and q51, d | sc0 << 16 | sc1 << 24 for q6, sc | m << 8 for q4k, q5k).
 struct Unit {
     uint4 a, b;
     unsigned int s;
@@ -485,7 +493,12 @@ template <int K> __device__ __forceinline__ float unit_dot(const Unit& w, const 
         int4 xa = ((const int4*)sm)[2 * u], xb = ((const int4*)sm)[2 * u + 1];
         float dx = gd[u];
         if (K == 0) return h2f(w.s & 0xffff) * dx * (float)(dot_q4(w.a, xa, xb) - 8 * ((const int*)(gd + 2 * groups))[u]);
-        if (K == 1) return h2f(w.s & 0xffff) * dx * (float)dot_q4(w.a, xa, xb) + h2f(w.s >> 16) * gd[groups + u];
+        if (K == 1 || K == KIND_Q51) {
+            // q51: level = nibble + 16 high; the dot is at most 32 * 31 * 127 in magnitude.
+            int dot = dot_q4(w.a, xa, xb);
+            if (K == KIND_Q51) dot += 16 * dot_high1(w.b.y, xa, xb);
+            return h2f(w.s & 0xffff) * dx * (float)dot + h2f(w.s >> 16) * gd[groups + u];
+        }
         if (K == KIND_Q6) {
             // Level l - 32 = nibble + 16 (high - 2). Each half's dot is at most 16 * 32 * 127
             // in magnitude, times |scale| <= 128, so the sum is exact in f32.
@@ -563,25 +576,26 @@ __device__ void stage_image(const unsigned char* img, int cols, int* sm) {
 template <int K> struct RowSrc {
     const uint4* pay;
     const unsigned int* sc;
-    const unsigned int* high;  // q5k: unit 0's high-bit word
+    const unsigned int* high;  // q5k, q51: unit 0's high-bit word
     int odd;
     __device__ __forceinline__ void set(const Row& row, int units) {
         long iu0 = row.row * units;
         pay = (const uint4*)row.w + iu0 * KIND_WORDS(K);
-        sc = (const unsigned int*)row.w + row.a_off + (KIND_AFFINE_K(K) ? (iu0 >> 3) * 5 : KIND_SCALE_WORD(K) ? iu0 * KIND_RECORD(K) : iu0 >> 1);
+        sc = (const unsigned int*)row.w + row.a_off + (KIND_AFFINE_K(K) ? (iu0 >> 3) * 5 : KIND_SCALE_WORD(K) ? iu0 * KIND_SCALE_STRIDE(K) : iu0 >> 1);
         if (K == KIND_Q5K) high = (const unsigned int*)row.w + q5k_high_off(row.a_off) + iu0;
+        if (K == KIND_Q51) high = (const unsigned int*)row.w + q51_high_off(row.a_off) + iu0;
         odd = (int)(iu0 & 1);
     }
     // Unit u's scale word (Q4_0 / Q8_0: the word holding its f16; Q4_1: its own); q6: its
     // 3-word record; q4k, q5k: its superblock's 5-word record.
     __device__ __forceinline__ const unsigned int* record(int u) const {
         if (KIND_AFFINE_K(K)) return sc + (u >> 3) * 5;
-        return KIND_SCALE_WORD(K) ? sc + u * KIND_RECORD(K) : sc + ((odd + u) >> 1);
+        return KIND_SCALE_WORD(K) ? sc + u * KIND_SCALE_STRIDE(K) : sc + ((odd + u) >> 1);
     }
 };
 
 // The weight ring: per thread RING_UNITS_Q8 (Q8_0) or RING_UNITS units in flight (ring
-// slots x rows), payload words then scale words (q6: its records' three; q5k two), thread-major so a warp's copies and reads
+// slots x rows), payload words then scale words (q6: its records' three; q5k two; q51 its scale word, then after every slot's its high-bit word), thread-major so a warp's copies and reads
 // are conflict-free (Q8_0's gathering reads: 2-way); ROW_THREADS threads per block (both
 // from the host, which sizes it: `ring_bytes`). The ring starts after the staged
 // activation rows.
@@ -634,6 +648,8 @@ template <int K> struct Ring {
             else if (K == KIND_Q5K && lane >= 20 && lane < 20 + n / 4) cp_weight16((uint4*)(r + 32) + (lane - 20), (const uint4*)(src.high + u0) + (lane - 20), pol);
         } else if (SCALED) {
             cp_weight4(sc + slot * ROW_THREADS, src.record(u), pol);
+            // q51: each lane's high-bit word into the scale slots' second half.
+            if (K == KIND_Q51) cp_weight4(sc + (UNITS + slot) * ROW_THREADS, src.high + u, pol);
         }
     }
     // The unit in slot `slot`; `shift` picks its f16 scale (Q4_0 / Q8_0) or its scale and
@@ -662,6 +678,7 @@ template <int K> struct Ring {
         } else if (SCALED) {
             unsigned int s = sc[slot * ROW_THREADS];
             x.s = KIND_SCALE_WORD(K) ? s : (s >> shift) & 0xffff;
+            if (K == KIND_Q51) x.b.y = sc[(UNITS + slot) * ROW_THREADS];
         }
         return x;
     }
@@ -929,7 +946,7 @@ __device__ __forceinline__ float* unit_values(int unit) {
         run_rows<K, R, 1>(m, rows, cols, x + (long)b * cols, 1, 1, nw, eps, sm);                          \
     }
 #define MATVEC_R(K) MATVEC(K, 1) MATVEC(K, 2) MATVEC(K, 4)
-MATVEC_R(0) MATVEC_R(1) MATVEC_R(2) MATVEC_R(3) MATVEC_R(4) MATVEC_R(5) MATVEC_R(6) MATVEC_R(7)
+MATVEC_R(0) MATVEC_R(1) MATVEC_R(2) MATVEC_R(3) MATVEC_R(4) MATVEC_R(5) MATVEC_R(6) MATVEC_R(7) MATVEC_R(8)
 
 // y = x plus the pending part xa (one row; `pending_value`), then as matvec: RMS-normed with nw
 // when nw is not null, . W^T, the argmax folded into *best when best is not null (the token
@@ -944,7 +961,7 @@ MATVEC_R(0) MATVEC_R(1) MATVEC_R(2) MATVEC_R(3) MATVEC_R(4) MATVEC_R(5) MATVEC_R
         run_rows<K, R, 1, X_PENDING>(m, rows, cols, x, 1, 1, nw, eps, sm, xa);                            \
     }
 #define MATVEC_PEND_R(K) MATVEC_PEND(K, 1) MATVEC_PEND(K, 2) MATVEC_PEND(K, 4)
-MATVEC_PEND_R(0) MATVEC_PEND_R(1) MATVEC_PEND_R(2) MATVEC_PEND_R(3) MATVEC_PEND_R(4) MATVEC_PEND_R(5) MATVEC_PEND_R(6) MATVEC_PEND_R(7)
+MATVEC_PEND_R(0) MATVEC_PEND_R(1) MATVEC_PEND_R(2) MATVEC_PEND_R(3) MATVEC_PEND_R(4) MATVEC_PEND_R(5) MATVEC_PEND_R(6) MATVEC_PEND_R(7) MATVEC_PEND_R(8)
 
 // The token graph's int8 chain (host: `chain.rs`): y (rows) = a . W^T (added into y when
 // add != 0), a given by its int8 image img (one row; quantized codec kinds only).
@@ -957,7 +974,7 @@ MATVEC_PEND_R(0) MATVEC_PEND_R(1) MATVEC_PEND_R(2) MATVEC_PEND_R(3) MATVEC_PEND_
         run_rows<K, R, 1, X_IMAGE>(m, rows, cols, (const float*)img, 1, 1, nullptr, 0.f, sm);             \
     }
 #define MATVEC_IMG_R(K) MATVEC_IMG(K, 1) MATVEC_IMG(K, 2) MATVEC_IMG(K, 4)
-MATVEC_IMG_R(0) MATVEC_IMG_R(1) MATVEC_IMG_R(2) MATVEC_IMG_R(5) MATVEC_IMG_R(6) MATVEC_IMG_R(7)
+MATVEC_IMG_R(0) MATVEC_IMG_R(1) MATVEC_IMG_R(2) MATVEC_IMG_R(5) MATVEC_IMG_R(6) MATVEC_IMG_R(7) MATVEC_IMG_R(8)
 
 // The same, y += a . W^T, with x's pending part xa folded into y and zeroed (the output
 // projection where the FFN is fused).
@@ -971,7 +988,7 @@ MATVEC_IMG_R(0) MATVEC_IMG_R(1) MATVEC_IMG_R(2) MATVEC_IMG_R(5) MATVEC_IMG_R(6) 
         run_rows<K, R, 1, X_IMAGE>(m, rows, cols, (const float*)img, 1, 1, nullptr, 0.f, sm);             \
     }
 #define MATVEC_IMG_FOLD_R(K) MATVEC_IMG_FOLD(K, 1) MATVEC_IMG_FOLD(K, 2) MATVEC_IMG_FOLD(K, 4)
-MATVEC_IMG_FOLD_R(0) MATVEC_IMG_FOLD_R(1) MATVEC_IMG_FOLD_R(2) MATVEC_IMG_FOLD_R(5) MATVEC_IMG_FOLD_R(6) MATVEC_IMG_FOLD_R(7)
+MATVEC_IMG_FOLD_R(0) MATVEC_IMG_FOLD_R(1) MATVEC_IMG_FOLD_R(2) MATVEC_IMG_FOLD_R(5) MATVEC_IMG_FOLD_R(6) MATVEC_IMG_FOLD_R(7) MATVEC_IMG_FOLD_R(8)
 
 // Prefill: y (batch, rows) = x (batch, cols) . W^T (added into y when add != 0) in tiles of
 // nb <= MATMUL_TILE activation rows (blockIdx.y: tile), each weight unit read once per tile
@@ -986,7 +1003,7 @@ MATVEC_IMG_FOLD_R(0) MATVEC_IMG_FOLD_R(1) MATVEC_IMG_FOLD_R(2) MATVEC_IMG_FOLD_R
         PlainMap<2> m{w, a_off, y + (long)b0 * rows, add, nullptr, 0ull};                                 \
         run_rows<K, 2, MATMUL_TILE>(m, rows, cols, x + (long)b0 * cols, min(nb, batch - b0), nb, nullptr, 0.f, sm); \
     }
-MATMUL(0) MATMUL(1) MATMUL(2) MATMUL(3) MATMUL(4) MATMUL(5) MATMUL(6) MATMUL(7)
+MATMUL(0) MATMUL(1) MATMUL(2) MATMUL(3) MATMUL(4) MATMUL(5) MATMUL(6) MATMUL(7) MATMUL(8)
 
 // silu(g) * u: the gated FFN's hidden value (every kernel that forms it).
 __device__ __forceinline__ float silu_times(float g, float u) { return g / (1.f + expf(-g)) * u; }
