@@ -737,7 +737,7 @@ impl CudaBackend {
             cold = match self.ensure(&refs).and_then(|c| Ok(self.ensure_layout(&downs, true)? || c)) {
                 Ok(c) => c,
                 Err(Unfit::Budget) => return DeviceOutcome::Declined("cannot build a graph: weights exceed the budget"),
-                Err(Unfit::Layout) => return DeviceOutcome::Declined("cannot build a graph: a weight cannot take its device layout (a rewritten scale beyond f16)"),
+                Err(Unfit::Layout) => return DeviceOutcome::Declined("cannot build a graph: a weight cannot take its device layout (a rewritten scale or BF16 value beyond f16)"),
                 Err(Unfit::Failed(e)) => return DeviceOutcome::Failed(e),
             };
             // Captured launch sequences point at the old buffers: drop them with the buffers

@@ -244,7 +244,7 @@ struct MatvecHow<'a> {
 }
 
 /// Why a job declines where a weight cannot take its device layout.
-const LAYOUT_REFUSED: &str = "a weight cannot take its device layout (a rewritten scale beyond f16, or a shape the layout does not hold)";
+const LAYOUT_REFUSED: &str = "a weight cannot take its device layout (a rewritten scale or BF16 value beyond f16, or a shape the layout does not hold)";
 
 /// Why weights could not be made resident.
 enum Unfit {

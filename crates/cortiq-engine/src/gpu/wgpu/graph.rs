@@ -884,7 +884,7 @@ impl WgpuBackend {
                 Ok(_) => {}
                 Err(Unfit::Budget) => return DeviceOutcome::Declined("cannot build a graph: weights exceed the budget"),
                 Err(Unfit::Limits) => return DeviceOutcome::Declined("cannot build a graph: a matrix exceeds the adapter's limits"),
-                Err(Unfit::Scales) => return DeviceOutcome::Declined("cannot build a graph: a matrix's scales do not fit the f16 of its device codec"),
+                Err(Unfit::Scales) => return DeviceOutcome::Declined("cannot build a graph: a matrix's scales or BF16 values do not fit the f16 of its device codec"),
             }
             if at.layers == full && planar_supports(m.embed.codec, m.embed.cols) {
                 // The token graph decodes the embedding row on the device where the embedding

@@ -56,7 +56,7 @@ enum Unfit {
     Budget,
     /// A row exceeds the largest binding, or the shape has no planar layout.
     Limits,
-    /// Its codec's rewrite for the kernels (`gpu/transcode.rs`) cannot hold its scales.
+    /// Its codec's rewrite for the kernels (`gpu/transcode.rs`) cannot hold its scales (or BF16 values).
     Scales,
 }
 
@@ -65,7 +65,7 @@ impl Unfit {
         match self {
             Unfit::Budget => "weight budget exhausted",
             Unfit::Limits => "matrix shape exceeds the adapter's limits",
-            Unfit::Scales => "a matrix's scales do not fit the f16 of its device codec",
+            Unfit::Scales => "a matrix's scales or BF16 values do not fit the f16 of its device codec",
         }
     }
 }
