@@ -20,7 +20,7 @@ case "$gpu" in *H200*) bw=4350 ;; *) bw=3350 ;; esac
 specs="llama-1b:q5_1 llama-1b:q4_1 smollm2-135m:q5_k_m smollm2-135m:q4_k_m smollm2-135m:bf16"
 . bench/device-start.sh $specs
 CMF_GPU=cuda ./cortiq gpu > $OUT/gpu.txt 2>&1; grep -q "could not come up" $OUT/gpu.txt && { cat $OUT/gpu.txt; exit 1; }
-timeout 400 ./gpu_parity --test-threads 1 --nocapture --exact matmul_matches_the_cpu_reference_for_every_codec_and_odd_shapes weights_upload_once_and_unsupported_codecs_decline_untouched token_graph_matches_the_cpu_path > $OUT/parity.log 2>&1
+timeout 330 ./gpu_parity --test-threads 1 --nocapture --exact matmul_matches_the_cpu_reference_for_every_codec_and_odd_shapes weights_upload_once_and_unsupported_codecs_decline_untouched token_graph_matches_the_cpu_path > $OUT/parity.log 2>&1
 echo "== parity rc $? at $((SECONDS-start)) s"; grep -E "^test |test result|panicked|codec/shape|q5_1|q5_k_m|bf16" $OUT/parity.log | cut -c1-260
 wait
 for s in $specs; do
