@@ -84,10 +84,10 @@ impl Drop for Blas {
 }
 
 impl CudaBackend {
-    /// Queue resident weight `w` (an int8-dotted kind: Q4_0, Q4_1, Q8_0, Q6_K, Q4_K, Q5_K; rows x cols) decoded to f16 into the
+    /// Queue resident weight `w` (an int8-dotted kind or F16: `f16_decodable`; rows x cols) decoded to f16 into the
     /// rows * cols halves at `into`, setting the word `bad` where a value is past f16's range.
     pub(super) fn queue_dequant(&self, w: &WeightArg, res: &Resident, into: &impl DevicePtr<u16>, bad: &impl DevicePtr<u32>) -> Result<(), String> {
-        let k = kind(w.view.codec).filter(|&k| super::int8_kind(k)).ok_or_else(|| format!("{}: no f16 decoder", w.view.codec))?;
+        let k = kind(w.view.codec).filter(|&k| super::f16_decodable(k)).ok_or_else(|| format!("{}: no f16 decoder", w.view.codec))?;
         let units = w.view.rows * w.view.cols / 32;
         let threads = u32::try_from(4 * units).map_err(|_| "weight too large for one dequant launch".to_string())?;
         let s = &self.stream;

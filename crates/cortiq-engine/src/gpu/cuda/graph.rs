@@ -421,12 +421,12 @@ impl CudaBackend {
     }
 
     /// The cuBLAS path's scratch for `m` and `n` prompt rows: None without cuBLAS, where a
-    /// layer weight has no f16 decoder (`dequant_f16`: the int8-dotted kinds), or where the device
+    /// layer weight has no f16 decoder (`dequant_f16`: the int8-dotted kinds and F16), or where the device
     /// has no room for it (the int8 GEMMs need none).
     fn f16_scratch(&self, m: &Llama, n: usize) -> Option<F16Scratch> {
         let c = &m.cfg;
         self.blas.as_ref().ok()?;
-        if !m.layers.iter().flat_map(|l| l.matrices()).all(|w| kind(w.codec).is_some_and(super::int8_kind)) {
+        if !m.layers.iter().flat_map(|l| l.matrices()).all(|w| kind(w.codec).is_some_and(super::f16_decodable)) {
             return None;
         }
         let (d, ff, qkv) = (c.n_embd, c.n_ff, c.q_dim() + 2 * c.kv_dim());

@@ -83,6 +83,12 @@ pub(super) fn int8_kind(kind: i32) -> bool {
     kind <= 2 || kind == KIND_Q6 || kind == KIND_Q4K || kind == KIND_Q5K || kind == KIND_Q51
 }
 
+/// Whether `dequant_f16` (graph.cu) decodes kind `kind` to f16 for the prompt's cuBLAS GEMMs:
+/// the int8-dotted kinds and F16 (copied), not F32.
+pub(super) fn f16_decodable(kind: i32) -> bool {
+    int8_kind(kind) || kind == 3
+}
+
 /// Whether the kernels take a `codec` matrix with rows of `cols` values: a kind, whole
 /// 32-value units, and a width the planar layouts hold (`transcode::planar_supports`: K-quants
 /// and IQ4_XS whole 256-value superblocks).

@@ -38,7 +38,7 @@ use super::memory::fingerprint;
 use super::stage_skip::StageSkip;
 use anatomy::KernelSwitches;
 use launch::KernelArgs;
-use layout::{int8_kind, kind};
+use layout::{f16_decodable, int8_kind, kind};
 pub use probe::GemmProbe;
 use ptx_cache::KernelCacheState;
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};

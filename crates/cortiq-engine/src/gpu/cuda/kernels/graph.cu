@@ -980,8 +980,9 @@ __device__ __forceinline__ unsigned short f2h_guarded(float v, unsigned int* bad
     return f2h(v);
 }
 
-// out (rows, cols) f16 = a planar Q4_0 / Q4_1 / Q8_0 / q6 / q4k / q5k / q51 matrix (kind 0 / 1 / 2 / 5 / 6 / 7 / 8) decoded, each
-// value rounded to f16 (guarded: `bad`): the weight of a prompt chunk's cuBLAS GEMM (host:
+// out (rows, cols) f16 = a planar Q4_0 / Q4_1 / Q8_0 / F16 / q6 / q4k / q5k / q51 matrix (kind 0 / 1 / 2 / 3 / 5 / 6 /
+// 7 / 8) decoded, each value rounded to f16 (guarded: `bad`; F16's values copied, its
+// infinities and NaNs flagged): the weight of a prompt chunk's cuBLAS GEMM (host:
 // `gpu/cuda/blas.rs`). Thread t decodes values 8 (t % 4) .. + 8 of unit t / 4 (unit u =
 // row * cols / 32 + column / 32).
 extern "C" __global__ void dequant_f16(const unsigned char* w, int kind, int a_off, unsigned short* out, int rows, int cols, unsigned int* bad) {
@@ -997,6 +998,13 @@ extern "C" __global__ void dequant_f16(const unsigned char* w, int kind, int a_o
         unsigned int qs[2] = {q.x, q.y};
         #pragma unroll
         for (int k = 0; k < 8; k++) v[k] = d * (float)(signed char)((qs[k >> 2] >> (8 * (k & 3))) & 0xff);
+    } else if (kind == 3) {
+        // F16's planar layout is the row-major matrix: values 8 (t % 4) .. of unit t / 4 are
+        // halves iu * 32 + 8 g ...
+        uint4 q = *(const uint4*)(w + iu * 64 + 16 * g);
+        unsigned int qs[4] = {q.x, q.y, q.z, q.w};
+        #pragma unroll
+        for (int k = 0; k < 8; k++) v[k] = h2f((qs[k >> 1] >> (16 * (k & 1))) & 0xffff);
     } else {
         uint2 q = *(const uint2*)(w + iu * 16 + 8 * (g & 1));
         unsigned int qs[2] = {q.x, q.y};
