@@ -4,17 +4,17 @@
 # before an F16 layer weight kept the whole prompt on the f32 tiles.
 # 1. gpu_parity's token / prefill graph test (tiny bf16's 561- and 257-row prompts now through
 #    cuBLAS; prediction: pass, prompt logits within a few 1e-3 of the CPU path as before).
-# 2. pp512 / tg128 of smollm2 bf16 and llama-1b bf16, cuBLAS on against CMF_CUDA_CUBLAS=0 (the
+# 2. pp512 / tg128 of smollm2 bf16, cuBLAS on against CMF_CUDA_CUBLAS=0 (the
 #    tiles, the path before) in one call: prediction pp512 well above call 2's 16.0 k on
 #    smollm2 (the quantized kinds' cuBLAS path reads 140 k there), tg128 unchanged.
 set -u
 cd "$(dirname "$0")/../../../.."
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "card: $gpu"
 case "$gpu" in *H200*) bw=4350 ;; *) bw=3350 ;; esac
-specs="smollm2-135m:bf16 llama-1b:bf16"
+specs="smollm2-135m:bf16"
 . bench/device-start.sh $specs
 CMF_GPU=cuda ./cortiq gpu > $OUT/gpu.txt 2>&1; grep -q "could not come up" $OUT/gpu.txt && { cat $OUT/gpu.txt; exit 1; }
-timeout 200 ./gpu_parity --test-threads 1 --nocapture --exact token_graph_matches_the_cpu_path > $OUT/parity.log 2>&1
+timeout 150 ./gpu_parity --test-threads 1 --nocapture --exact token_graph_matches_the_cpu_path > $OUT/parity.log 2>&1
 echo "== parity rc $? at $((SECONDS-start)) s"; grep -E "^test |test result|panicked|bf16" $OUT/parity.log | cut -c1-260
 wait
 for s in $specs; do
