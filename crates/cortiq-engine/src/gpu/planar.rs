@@ -75,6 +75,12 @@ pub(super) fn f16_at(b: &[u8], i: usize) -> f16 {
     f16::from_le_bytes([b[i], b[i + 1]])
 }
 
+/// Sub-block j's fifth bits from a Q5_K superblock's 32 bytes of high bits `qh` (bit j of
+/// byte v: value v's) as a word, bit v for value v.
+pub(super) fn q5_k_high_word(qh: &[u8], j: usize) -> u32 {
+    qh.iter().enumerate().fold(0u32, |h, (v, q)| h | ((q >> j) as u32 & 1) << v)
+}
+
 /// Pack 32 levels (0..15) into 4 words: byte i holds level i (low) and level i+16 (high).
 pub(super) fn nibble_words(levels: &[u8]) -> [u32; 4] {
     let mut out = [0u32; 4];
@@ -176,7 +182,7 @@ pub fn repack(codec: Codec, rows: usize, cols: usize, bytes: &[u8]) -> Option<Pl
                         let levels: Vec<u8> = chunk.iter().map(|q| if j % 2 == 0 { q & 15 } else { q >> 4 }).collect();
                         bld.payload.extend(nibble_words(&levels));
                         if codec == Codec::Q5K {
-                            bld.c.push(qh.iter().enumerate().fold(0u32, |h, (v, q)| h | ((q >> j) as u32 & 1) << v));
+                            bld.c.push(q5_k_high_word(qh, j));
                         }
                     }
                 }

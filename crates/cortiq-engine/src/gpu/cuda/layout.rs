@@ -161,7 +161,7 @@ fn affine_k_units(cols: usize, bytes: &[u8], k: AffineK) -> Planar {
             let levels: Vec<u8> = chunk.iter().map(|b| if j % 2 == 0 { b & 15 } else { b >> 4 }).collect();
             words.extend(nibble_words(&levels));
             if k == AffineK::Q5K {
-                high.push(dp4a_bit_order(qh.iter().enumerate().fold(0u32, |h, (v, q)| h | ((q >> j) as u32 & 1) << v)));
+                high.push(dp4a_bit_order(planar::q5_k_high_word(qh, j)));
             }
             let (sc, m) = cortiq_core::codec::k4_scale_min(j, scales);
             pair |= (sc as u32 | (m as u32) << 8) << (16 * (j % 2));
