@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (Run on 1db1a85's build: also the kind 7 builder through planar::q5_k_high_word, whose
+# token-graph shapes, tiny and llama-1b q5_k_m, this test runs.)
 # Session 55, call 3: F16 (and BF16, held as F16) weights take the prefill graph's cuBLAS
 # path: `dequant_f16` copies F16's halves (its planar layout is the row-major matrix) where
 # before an F16 layer weight kept the whole prompt on the f32 tiles.
