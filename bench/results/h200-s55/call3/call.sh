@@ -16,7 +16,7 @@ case "$gpu" in *H200*) bw=4350 ;; *) bw=3350 ;; esac
 specs="smollm2-135m:bf16"
 . bench/device-start.sh $specs
 CMF_GPU=cuda ./cortiq gpu > $OUT/gpu.txt 2>&1; grep -q "could not come up" $OUT/gpu.txt && { cat $OUT/gpu.txt; exit 1; }
-timeout 150 ./gpu_parity --test-threads 1 --nocapture --exact token_graph_matches_the_cpu_path > $OUT/parity.log 2>&1
+timeout 200 ./gpu_parity --test-threads 1 --nocapture --exact token_graph_matches_the_cpu_path > $OUT/parity.log 2>&1
 echo "== parity rc $? at $((SECONDS-start)) s"; grep -E "^test |test result|panicked|bf16" $OUT/parity.log | cut -c1-260
 wait
 for s in $specs; do
