@@ -418,6 +418,13 @@ fn token_graph_matches_the_cpu_path() {
         // gate and up) on any; smollm2 q5_k_m where the backend is discrete.
         let q5_1: &[(&str, &str)] = if discrete { &[("tiny", "q5_1"), ("smollm2-135m", "q5_k_m")] } else { &[("tiny", "q5_1")] };
         let shape_list: Vec<(&str, &str)> = if discrete { [&[("tiny", "q4_0"), ("smollm2-135m", "q4_0"), ("smollm2-135m", "q8_0"), ("smollm2-135m", "q4_1"), ("llama-1b", "q4_0")][..], k_quants, small, q5_1].concat() } else { [&[("tiny", "q4_0")][..], small, q5_1].concat() };
+        // CORTIQ_PARITY_SHAPES (e.g. `tiny:bf16,tiny:q5_1`) narrows the list, said on stderr, for
+        // device calls with little time.
+        let only = std::env::var("CORTIQ_PARITY_SHAPES").ok();
+        let shape_list: Vec<(&str, &str)> = shape_list.into_iter().filter(|(shape, codec)| only.as_deref().is_none_or(|o| o.split(',').any(|p| p == format!("{shape}:{codec}")))).collect();
+        if let Some(o) = &only {
+            eprintln!("{name}: shapes narrowed by CORTIQ_PARITY_SHAPES={o} to {shape_list:?}");
+        }
         let shapes = &shape_list[..];
         for &(shape, codec) in shapes {
             let path = dir.path().join(format!("{shape}-{codec}.gguf"));

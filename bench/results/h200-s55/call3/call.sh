@@ -4,8 +4,9 @@
 # Session 55, call 3: F16 (and BF16, held as F16) weights take the prefill graph's cuBLAS
 # path: `dequant_f16` copies F16's halves (its planar layout is the row-major matrix) where
 # before an F16 layer weight kept the whole prompt on the f32 tiles.
-# 1. gpu_parity's token / prefill graph test (tiny bf16's 561- and 257-row prompts now through
-#    cuBLAS; prediction: pass, prompt logits within a few 1e-3 of the CPU path as before).
+# 1. gpu_parity's token / prefill graph test, narrowed to tiny bf16 (its 561- and 257-row
+#    prompts now through cuBLAS; prediction: pass, prompt logits within ~1e-2 of the CPU
+#    path), tiny q5_k_m (kind 7's rebuilt high words) and tiny q5_1 (device time left).
 # 2. pp512 / tg128 of smollm2 bf16, cuBLAS on against CMF_CUDA_CUBLAS=0 (the
 #    tiles, the path before) in one call: prediction pp512 well above call 2's 16.0 k on
 #    smollm2 (the quantized kinds' cuBLAS path reads 140 k there), tg128 unchanged.
@@ -16,7 +17,7 @@ case "$gpu" in *H200*) bw=4350 ;; *) bw=3350 ;; esac
 specs="smollm2-135m:bf16"
 . bench/device-start.sh $specs
 CMF_GPU=cuda ./cortiq gpu > $OUT/gpu.txt 2>&1; grep -q "could not come up" $OUT/gpu.txt && { cat $OUT/gpu.txt; exit 1; }
-timeout 200 ./gpu_parity --test-threads 1 --nocapture --exact token_graph_matches_the_cpu_path > $OUT/parity.log 2>&1
+CORTIQ_PARITY_SHAPES=tiny:bf16,tiny:q5_k_m,tiny:q5_1 timeout 120 ./gpu_parity --test-threads 1 --nocapture --exact token_graph_matches_the_cpu_path > $OUT/parity.log 2>&1
 echo "== parity rc $? at $((SECONDS-start)) s"; grep -E "^test |test result|panicked|bf16" $OUT/parity.log | cut -c1-260
 wait
 for s in $specs; do
