@@ -19,8 +19,8 @@
 //!   keeps the halves' integer dot products apart.
 //! - Q5_1 as kind 8 (`KIND_Q51`): Q4_1's planar layout of its levels' low nibbles and its
 //!   `f16 d | f16 m << 16` scale words, then from word `q51_high_off(a)` (planar.rs's region
-//!   c) one word a unit of its levels' fifth bits in kind 7's order. 5.5 bits a weight instead
-//!   of 6; `unit_dot` adds 16 times the high bits' dot product to the nibbles', as kind 7.
+//!   c) one word a unit of its levels' fifth bits in kind 7's order. 6 bits a weight, as the
+//!   file's; `unit_dot` adds 16 times the high bits' dot product to the nibbles', as kind 7.
 //! - Q5_0, IQ4_NL, IQ4_XS and q8_row as Q8_0 (kind 2), Q3_K as Q6_K and then kind 5, by
 //!   `gpu/transcode.rs` (IQ4_XS's and q8_row's scales rounded to f16, the rest exact): 8.5
 //!   bits a weight instead of 5.5, 4.5, 4.25 and ~8; 7 instead of 3.4375.
