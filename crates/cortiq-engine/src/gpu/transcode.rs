@@ -131,7 +131,7 @@ fn q8_row_as_q8_0(cols: usize, bytes: &[u8]) -> Option<Vec<u8>> {
 
 /// BF16 values as F16 ones, rounded to nearest (exact in f16's normal range); None where a
 /// finite value is beyond f16's largest, 65504.
-pub fn bf16_as_f16(bytes: &[u8]) -> Option<Vec<u8>> {
+fn bf16_as_f16(bytes: &[u8]) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(bytes.len());
     for b in bytes.chunks_exact(2) {
         let v = half::bf16::from_le_bytes([b[0], b[1]]).to_f32();
@@ -146,7 +146,7 @@ pub fn bf16_as_f16(bytes: &[u8]) -> Option<Vec<u8>> {
 /// Q3_K superblocks (110 bytes: hmask, 2-bit levels, 12 bytes of scales, f16 d) as Q6_K's
 /// (210 bytes: low nibbles, high pairs, int8 scales, f16 d); value 128n + 32k + l is level
 /// bits 2k.. of byte 32n + l in both, and sub-block s's scale Q6_K's scale s.
-pub fn q3_k_as_q6_k(bytes: &[u8]) -> Vec<u8> {
+fn q3_k_as_q6_k(bytes: &[u8]) -> Vec<u8> {
     let mut out = vec![0u8; bytes.len() / 110 * 210];
     for (sb, o) in bytes.chunks_exact(110).zip(out.chunks_exact_mut(210)) {
         for v in 0..256 {

@@ -30,6 +30,7 @@
 use super::super::planar::{self, f16_at, nibble_words, q6k_levels, Planar};
 use super::super::transcode;
 use cortiq_core::Codec;
+use std::borrow::Cow;
 
 /// The kernels' codec kinds of Q6_K's, Q4_K's and Q5_K's layouts (matvec.cu's `KIND_Q6`,
 /// `KIND_Q4K`, `KIND_Q5K`).
@@ -104,26 +105,21 @@ pub(super) fn device_layout(codec: Codec, rows: usize, cols: usize, bytes: &[u8]
     if codec.tensor_bytes(rows as u64, cols as u64) != Some(bytes.len() as u64) || !supports(codec, cols) {
         return Err(format!("{}: no planar layout for this shape", what()));
     }
-    let transcoded;
+    // The rewrite both backends share (`transcode::planar_bytes`: Q5_0, IQ4_NL, IQ4_XS as Q8_0,
+    // Q3_K as Q6_K, BF16 as F16), and q8_row as Q8_0 (wgpu reads q8_row itself).
     let (codec, bytes) = match codec {
-        Codec::Q5_0 | Codec::IQ4NL | Codec::IQ4XS | Codec::Q8Row => {
-            transcoded = transcode::as_q8_0(codec, cols, bytes).map_err(|e| format!("{}: {e}", what()))?;
-            (Codec::Q8_0, &transcoded[..])
-        }
-        Codec::BF16 => {
-            transcoded = transcode::bf16_as_f16(bytes).ok_or_else(|| format!("{}: a value beyond f16's range", what()))?;
-            (Codec::F16, &transcoded[..])
-        }
-        Codec::Q6K | Codec::Q4K | Codec::Q5K | Codec::Q3K if unit_major => return Err(format!("{}: no unit-major layout", what())),
-        Codec::Q6K => return Ok(q6k_units(rows, cols, bytes)),
-        Codec::Q3K => return Ok(q6k_units(rows, cols, &transcode::q3_k_as_q6_k(bytes))),
-        Codec::Q4K => return Ok(affine_k_units(cols, bytes, AffineK::Q4K)),
-        Codec::Q5K => return Ok(affine_k_units(cols, bytes, AffineK::Q5K)),
-        Codec::Q5_1 if unit_major => return Err(format!("{}: no unit-major layout", what())),
-        Codec::Q5_1 => return q5_1_units(rows, cols, bytes).ok_or_else(|| format!("{}: no planar layout", what())),
-        _ => (codec, bytes),
+        Codec::Q8Row => (Codec::Q8_0, Cow::Owned(transcode::as_q8_0(codec, cols, bytes).map_err(|e| format!("{}: {e}", what()))?)),
+        _ => (transcode::planar_codec(codec), transcode::planar_bytes(codec, cols, bytes).map_err(|e| format!("{}: {e}", what()))?),
     };
-    let p = if unit_major { planar::repack_unit_major(codec, rows, cols, bytes) } else { planar::repack(codec, rows, cols, bytes) };
+    match codec {
+        Codec::Q6K | Codec::Q4K | Codec::Q5K | Codec::Q5_1 if unit_major => return Err(format!("{}: no unit-major layout", what())),
+        Codec::Q6K => return Ok(q6k_units(rows, cols, &bytes)),
+        Codec::Q4K => return Ok(affine_k_units(cols, &bytes, AffineK::Q4K)),
+        Codec::Q5K => return Ok(affine_k_units(cols, &bytes, AffineK::Q5K)),
+        Codec::Q5_1 => return q5_1_units(rows, cols, &bytes).ok_or_else(|| format!("{}: no planar layout", what())),
+        _ => {}
+    }
+    let p = if unit_major { planar::repack_unit_major(codec, rows, cols, &bytes) } else { planar::repack(codec, rows, cols, &bytes) };
     p.ok_or_else(|| format!("{}: no planar layout", what()))
 }
 
