@@ -776,10 +776,16 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
             shift[r] = ((s.odd + lane) & 1) << 4;
         }
     };
-    // Unrolled: rolled, CUDA 13.0's ptxas (the driver 580 JIT) compiled kind 7's tile kernel
-    // to cp.async through uniform registers nothing writes (NOTES.md, session 51; CI checks).
-    #pragma unroll
-    for (int t = 0; t < P - 1; t++) issue(t);
+    // The K-quant kinds' prologue unrolled: rolled, CUDA 13.0's ptxas (the driver 580 JIT)
+    // compiled kind 7's tile kernel to cp.async through uniform registers nothing writes
+    // (NOTES.md, session 51; CI checks every kind). The other kinds' rolled loop is faster
+    // (session 56: unrolled, smollm2 q4_0 decode -2.5 %, llama-8b q8_0 -1.5 % on the H200).
+    if constexpr (KIND_AFFINE_K(K)) {
+        #pragma unroll
+        for (int t = 0; t < P - 1; t++) issue(t);
+    } else {
+        for (int t = 0; t < P - 1; t++) issue(t);
+    }
     if constexpr (NB == 1 && Map::EARLY) {
         if (items) map.begin(now.row0, total);
     }
