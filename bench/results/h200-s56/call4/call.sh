@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 56, call 4: the ring prologue's unroll for the K-quant kinds. Two builds
+# Session 56, call 4 (not run: no machine came; bench/results/h200-s56/next-call/ takes it up): the ring prologue's unroll for the K-quant kinds. Two builds
 # alternating, tg128 after -p 512, two rounds: ./cortiq-k (3e3e6bc, unrolled for kinds 6 / 7
 # only), ./cortiq (unrolled for kinds 6 / 7's tile kernels only, NB > 1: the miscompile was
 # in a tile kernel; NVRTC 13.0's machine code checked here: no uniform-register LDGSTS).
