@@ -253,6 +253,10 @@ fn all_weights(m: &Llama) -> Vec<Weight> {
     ws
 }
 
+/// The refusal of a model with a codec that `kind` has no kernel for, naming every such codec
+/// cortiq reads (a test keeps the list equal to `kind`'s gaps).
+const CODEC_REFUSED: &str = "cannot build a graph: a weight codec has no CUDA kernel (of the codecs cortiq reads, only q2_k has none)";
+
 /// Why this model cannot run as a graph, if it cannot (`smem_limit`: shared bytes a block
 /// may stage).
 pub(super) fn unsupported(m: &Llama, capacity: usize, smem_limit: usize) -> Option<&'static str> {
@@ -263,7 +267,7 @@ pub(super) fn unsupported(m: &Llama, capacity: usize, smem_limit: usize) -> Opti
         return Some("cannot build a graph: head size or context beyond the attention kernels");
     }
     if all_weights(m).iter().any(|w| kind(w.codec).is_none()) {
-        return Some("cannot build a graph: a weight codec has no CUDA kernel (Q4_0, Q4_1, Q5_0, Q8_0, q8_row, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, F16 and F32 have)");
+        return Some(CODEC_REFUSED);
     }
     if all_weights(m).iter().any(|w| kind(w.codec).is_some_and(|k| row_smem(k, w.cols) > smem_limit) || !super::layout::supports(w.codec, w.cols)) {
         return Some("cannot build a graph: a weight width has no CUDA kernel (not whole 32-value units, or its staged row exceeds the shared memory)");
@@ -1248,7 +1252,7 @@ impl CudaBackend {
 
 #[cfg(test)]
 mod tests {
-    use super::{attention_split_kernel, kind, merge_threads, qkv_parts, unsupported, GraphReadback, ATTENTION_SPLIT, MAX_HEAD_DIM};
+    use super::{attention_split_kernel, kind, CODEC_REFUSED, merge_threads, qkv_parts, unsupported, GraphReadback, ATTENTION_SPLIT, MAX_HEAD_DIM};
     use crate::gpu::cuda::row_smem;
     use crate::model::llama::Llama;
     use std::sync::Arc;
@@ -1323,6 +1327,14 @@ mod tests {
         assert_eq!(unsupported(&tiny("q5_k_m"), 2048, q5 + 1024), None);
         assert!(unsupported(&tiny("q5_k_m"), 2048, row_smem(KIND_Q5K, 512) - 1).is_some_and(|why| why.contains("width")));
         assert!(unsupported(&tiny("q2_k"), 2048, ample).is_some_and(|why| why.contains("codec") && crate::gpu::refuses_model(why)));
+    }
+
+    #[test]
+    fn the_codec_refusal_names_exactly_the_codecs_without_a_kernel() {
+        let named: Vec<&str> = CODEC_REFUSED.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).collect();
+        for codec in cortiq_core::codec::ALL_CODECS {
+            assert_eq!(named.contains(&codec.name()), kind(codec).is_none(), "{codec}: the refusal's list and kind() disagree");
+        }
     }
 
     #[test]
