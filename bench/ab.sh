@@ -22,6 +22,18 @@ prompt=${PROMPT:-64}
 gen=${GEN:-128}
 start=$SECONDS
 : > "$out/ab-runs.txt"
+# CUDA compiles a build's kernels on its first use (NVRTC, ~110 s a module on the GPU
+# machine's host, once per build, kernel defines and machine): every binary under every
+# variant compiles at once before the first run instead of one after another inside it.
+if [ "$backend" = cuda ]; then
+  for bin in "${bins[@]}"; do
+    for var in "${variants[@]}"; do
+      env $(echo "$var" | sed -E 's/,([A-Z_][A-Z0-9_]*=)/ \1/g') CMF_GPU=cuda timeout 300 "$bin" gpu > /dev/null 2>&1 &
+    done
+  done
+  wait
+  echo "kernels compiled at $((SECONDS - start)) s" >> "$out/ab.log"
+fi
 for spec in "$@"; do
   shape=${spec%%:*}; codec=${spec##*:}
   file="$models/$shape-$codec.gguf"
