@@ -173,6 +173,17 @@ pub fn refuses_model(reason: &str) -> bool {
     reason.starts_with("cannot build")
 }
 
+/// A backend's decline reason `$why` as a job says it, or (`$graph` true) as a graph does:
+/// after "cannot build a graph: ", which `refuses_model` recognizes.
+#[cfg(any(feature = "gpu", feature = "cuda"))]
+macro_rules! declined_why {
+    ($graph:expr, $why:literal) => {
+        if $graph { concat!("cannot build a graph: ", $why) } else { $why }
+    };
+}
+#[cfg(any(feature = "gpu", feature = "cuda"))]
+pub(crate) use declined_why;
+
 impl Gpu {
     /// A facade over `backend` (None: CPU only) with explicit configuration.
     pub fn new(backend: Option<Box<dyn Backend>>, cfg: GpuConfig) -> Gpu {

@@ -22,7 +22,7 @@ use super::chain::image_bytes;
 use super::cluster::{self, ClusterLayer, ClusterPlan, CLUSTER_BLOCKS};
 use super::launch::{active_clusters, launch, launch_in_clusters, KernelArgs};
 use super::top_k::{read_candidates, NextPick, PickTo, TopKBuffers, TOPK_MAX};
-use super::{err, kind, row_smem, CudaBackend, MatvecHow, Resident, Unfit};
+use super::{err, kind, row_smem, CudaBackend, MatvecHow, Resident};
 use crate::gpu::backend::{DeviceOutcome, GraphProfile, GraphRead, GraphReadback, PrefillGraphJob, TokenGraphJob, WeightArg};
 use crate::gpu::memory::model_key;
 use crate::kv::KvCache;
@@ -740,9 +740,7 @@ impl CudaBackend {
             let downs: Vec<&WeightArg> = if self.ffn_fuses(m) { args[..m.cfg.n_layer * 7].iter().skip(6).step_by(7).collect() } else { Vec::new() };
             cold = match self.ensure(&refs).and_then(|c| Ok(self.ensure_layout(&downs, true)? || c)) {
                 Ok(c) => c,
-                Err(Unfit::Budget) => return DeviceOutcome::Declined("cannot build a graph: weights exceed the budget"),
-                Err(Unfit::Layout) => return DeviceOutcome::Declined("cannot build a graph: a weight cannot take its device layout (a rewritten scale or BF16 value beyond f16)"),
-                Err(Unfit::Failed(e)) => return DeviceOutcome::Failed(e),
+                Err(u) => return u.outcome(true),
             };
             // Captured launch sequences point at the old buffers: drop them with the buffers
             // (and the spare mirror, which may have another geometry).

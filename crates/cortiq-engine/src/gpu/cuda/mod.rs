@@ -243,9 +243,6 @@ struct MatvecHow<'a> {
     pending: Option<&'a CudaSlice<i64>>,
 }
 
-/// Why a job declines where a weight cannot take its device layout.
-const LAYOUT_REFUSED: &str = "a weight cannot take its device layout (a rewritten scale or BF16 value beyond f16, or a shape the layout does not hold)";
-
 /// Why weights could not be made resident.
 enum Unfit {
     /// They would exceed the weight budget: the job declines (the CPU runs it).
@@ -255,6 +252,26 @@ enum Unfit {
     Layout,
     /// The upload or the data failed.
     Failed(String),
+}
+
+impl Unfit {
+    /// Why a job declines for a budget or layout refusal (`graph`: why a graph does, the same
+    /// after "cannot build a graph: "); a failed upload fails the job instead (`outcome`).
+    fn declined(&self, graph: bool) -> &'static str {
+        match self {
+            Unfit::Budget => crate::gpu::declined_why!(graph, "weight budget exhausted"),
+            Unfit::Layout => crate::gpu::declined_why!(graph, "a weight cannot take its device layout (a rewritten scale or BF16 value beyond f16, or a shape the layout does not hold)"),
+            Unfit::Failed(_) => crate::gpu::declined_why!(graph, "the weight upload failed"),
+        }
+    }
+
+    /// The job's outcome: declined (`declined`), or failed where the upload failed.
+    fn outcome(self, graph: bool) -> DeviceOutcome {
+        match self {
+            Unfit::Failed(e) => DeviceOutcome::Failed(e),
+            u => DeviceOutcome::Declined(u.declined(graph)),
+        }
+    }
 }
 
 pub struct CudaBackend {
@@ -663,9 +680,7 @@ impl CudaBackend {
         }
         let cold = match self.ensure(ws) {
             Ok(c) => c,
-            Err(Unfit::Budget) => return DeviceOutcome::Declined("weight budget exhausted"),
-            Err(Unfit::Layout) => return DeviceOutcome::Declined(LAYOUT_REFUSED),
-            Err(Unfit::Failed(e)) => return DeviceOutcome::Failed(e),
+            Err(u) => return u.outcome(false),
         };
         let map = self.weights.lock().unwrap_or_else(|e| e.into_inner());
         match body(&map) {

@@ -32,9 +32,8 @@ impl CudaBackend {
         }
         match self.ensure(&[w]) {
             Ok(_) => {}
-            Err(super::Unfit::Budget) => return Err("weight exceeds the budget".into()),
-            Err(super::Unfit::Layout) => return Err(super::LAYOUT_REFUSED.into()),
             Err(super::Unfit::Failed(e)) => return Err(e),
+            Err(u) => return Err(u.declined(false).into()),
         }
         let map = self.weights.lock().unwrap_or_else(|e| e.into_inner());
         let res = map.get(&w.key).ok_or("weight not resident")?;

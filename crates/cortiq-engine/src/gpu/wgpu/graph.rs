@@ -880,11 +880,8 @@ impl WgpuBackend {
                 self.evict_all_but(&mut map, &refs);
                 fitted = self.ensure(&mut map, &refs);
             }
-            match fitted {
-                Ok(_) => {}
-                Err(Unfit::Budget) => return DeviceOutcome::Declined("cannot build a graph: weights exceed the budget"),
-                Err(Unfit::Limits) => return DeviceOutcome::Declined("cannot build a graph: a matrix exceeds the adapter's limits"),
-                Err(Unfit::Scales) => return DeviceOutcome::Declined("cannot build a graph: a matrix's scales or BF16 values do not fit the f16 of its device codec"),
+            if let Err(u) = fitted {
+                return DeviceOutcome::Declined(u.graph_why());
             }
             if at.layers == full && planar_supports(m.embed.codec, m.embed.cols) {
                 // The token graph decodes the embedding row on the device where the embedding

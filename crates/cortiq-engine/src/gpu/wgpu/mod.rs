@@ -61,11 +61,21 @@ enum Unfit {
 }
 
 impl Unfit {
+    /// Why a job declines.
     fn why(self) -> &'static str {
+        self.reason(false)
+    }
+
+    /// Why a graph declines: the job's reason after "cannot build a graph: ".
+    fn graph_why(self) -> &'static str {
+        self.reason(true)
+    }
+
+    fn reason(self, graph: bool) -> &'static str {
         match self {
-            Unfit::Budget => "weight budget exhausted",
-            Unfit::Limits => "matrix shape exceeds the adapter's limits",
-            Unfit::Scales => "a matrix's scales or BF16 values do not fit the f16 of its device codec",
+            Unfit::Budget => crate::gpu::declined_why!(graph, "weight budget exhausted"),
+            Unfit::Limits => crate::gpu::declined_why!(graph, "matrix shape exceeds the adapter's limits"),
+            Unfit::Scales => crate::gpu::declined_why!(graph, "a matrix's scales or BF16 values do not fit the f16 of its device codec"),
         }
     }
 }
