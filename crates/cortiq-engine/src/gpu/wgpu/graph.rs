@@ -881,7 +881,7 @@ impl WgpuBackend {
                 fitted = self.ensure(&mut map, &refs);
             }
             if let Err(u) = fitted {
-                return DeviceOutcome::Declined(u.graph_why());
+                return DeviceOutcome::Declined(u.why(true));
             }
             if at.layers == full && planar_supports(m.embed.codec, m.embed.cols) {
                 // The token graph decodes the embedding row on the device where the embedding

@@ -61,17 +61,8 @@ enum Unfit {
 }
 
 impl Unfit {
-    /// Why a job declines.
-    fn why(self) -> &'static str {
-        self.reason(false)
-    }
-
-    /// Why a graph declines: the job's reason after "cannot build a graph: ".
-    fn graph_why(self) -> &'static str {
-        self.reason(true)
-    }
-
-    fn reason(self, graph: bool) -> &'static str {
+    /// Why a job declines (`graph`: why a graph does, the same after "cannot build a graph: ").
+    fn why(self, graph: bool) -> &'static str {
         match self {
             Unfit::Budget => crate::gpu::declined_why!(graph, "weight budget exhausted"),
             Unfit::Limits => crate::gpu::declined_why!(graph, "matrix shape exceeds the adapter's limits"),
@@ -389,7 +380,7 @@ impl WgpuBackend {
         let mut map = self.weights.lock().unwrap_or_else(|e| e.into_inner());
         let cold = match self.ensure(&mut map, ws) {
             Ok(c) => c,
-            Err(u) => return DeviceOutcome::Declined(u.why()),
+            Err(u) => return DeviceOutcome::Declined(u.why(false)),
         };
         let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
         match body(&map, &mut scratch) {
@@ -433,7 +424,7 @@ impl WgpuBackend {
         Self::supported(&refs, 1).map_err(str::to_string)?;
         let w = refs.first().ok_or("no weight to time")?;
         let mut map = self.weights.lock().unwrap_or_else(|e| e.into_inner());
-        self.ensure(&mut map, &refs).map_err(|u| u.why().to_string())?;
+        self.ensure(&mut map, &refs).map_err(|u| u.why(false).to_string())?;
         let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
         let x0 = vec![0.5; w.view.cols];
         let (x, _) = self.upload_x(&mut scratch, "x", &x0);
@@ -479,7 +470,7 @@ impl WgpuBackend {
     fn with_q8_input<T>(&self, ws: &[&WeightArg], batch: usize, x: &[f32], cols: usize, body: impl FnOnce(&[&Resident], &wgpu::Buffer, &wgpu::Buffer, &mut Scratch) -> Result<T, String>) -> Result<T, String> {
         Self::supported(ws, batch).map_err(str::to_string)?;
         let mut map = self.weights.lock().unwrap_or_else(|e| e.into_inner());
-        self.ensure(&mut map, ws).map_err(|u| u.why().to_string())?;
+        self.ensure(&mut map, ws).map_err(|u| u.why(false).to_string())?;
         let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
         let (xq, xd, _) = self.upload_q8(&mut scratch, x, cols)?;
         let resident: Vec<&Resident> = ws.iter().map(|w| &map[&w.key]).collect();
