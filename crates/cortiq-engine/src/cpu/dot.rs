@@ -53,7 +53,7 @@ macro_rules! rows_by_one {
 pub fn q8_kernel(codec: Codec) -> Option<Q8Kernels> {
     #[cfg(target_arch = "x86_64")]
     if has_avx2() {
-        return simd_kernels(codec, has_vnni());
+        return simd_kernels(codec, dot_tier());
     }
     match codec {
         Codec::Q4_0 | Codec::Q4Tiled => Some(Q8Kernels { one: q4_0, four: four_by_one!(q4_0), rows: rows_by_one!(q4_0), eight: None }),
@@ -73,40 +73,65 @@ pub fn q8_kernel(codec: Codec) -> Option<Q8Kernels> {
     }
 }
 
-/// The AVX2 kernels for `codec`, with VNNI's `dpbusd` when `vnni` (the CPU must have
-/// AVX2, FMA and F16C, and AVX-VNNI for `vnni`: `has_avx2`, `has_vnni`).
+/// The AVX2 kernels for `codec`, their byte products by the instruction `tier` names (a
+/// `DotTier` constant; the CPU must have AVX2, FMA and F16C and the tier's extension:
+/// `has_avx2`, `dot_tier`).
 #[cfg(target_arch = "x86_64")]
-fn simd_kernels(codec: Codec, vnni: bool) -> Option<Q8Kernels> {
+fn simd_kernels(codec: Codec, tier: u8) -> Option<Q8Kernels> {
     use avx2::*;
     match codec {
-        Codec::Q4_0 | Codec::Q4Tiled => Some(kernels::<Q4_0>(vnni)),
-        Codec::Q4_1 => Some(kernels::<Q4_1>(vnni)),
-        Codec::Q8_0 => Some(kernels::<Q8_0>(vnni)),
+        Codec::Q4_0 | Codec::Q4Tiled => Some(kernels_at::<Q4_0>(tier)),
+        Codec::Q4_1 => Some(kernels_at::<Q4_1>(tier)),
+        Codec::Q8_0 => Some(kernels_at::<Q8_0>(tier)),
         Codec::Q8Row => Some(Q8Kernels { one: q8_row, four: four_by_one!(q8_row), rows: rows_by_one!(q8_row), eight: None }),
-        Codec::Q5_0 => Some(kernels::<Q5_0>(vnni)),
-        Codec::Q5_1 => Some(kernels::<Q5_1>(vnni)),
-        Codec::Q4K => Some(kernels::<Q4K>(vnni)),
-        Codec::Q6K => Some(kernels::<Q6K>(vnni)),
-        Codec::Q5K => Some(kernels::<Q5K>(vnni)),
-        Codec::Q3K => Some(kernels::<Q3K>(vnni)),
-        Codec::Q2K => Some(kernels::<Q2K>(vnni)),
-        Codec::IQ4NL => Some(kernels::<IQ4NL>(vnni)),
-        Codec::IQ4XS => Some(kernels::<IQ4XS>(vnni)),
+        Codec::Q5_0 => Some(kernels_at::<Q5_0>(tier)),
+        Codec::Q5_1 => Some(kernels_at::<Q5_1>(tier)),
+        Codec::Q4K => Some(kernels_at::<Q4K>(tier)),
+        Codec::Q6K => Some(kernels_at::<Q6K>(tier)),
+        Codec::Q5K => Some(kernels_at::<Q5K>(tier)),
+        Codec::Q3K => Some(kernels_at::<Q3K>(tier)),
+        Codec::Q2K => Some(kernels_at::<Q2K>(tier)),
+        Codec::IQ4NL => Some(kernels_at::<IQ4NL>(tier)),
+        Codec::IQ4XS => Some(kernels_at::<IQ4XS>(tier)),
         _ => None,
     }
 }
 
-/// Whether the int8 kernels use AVX-VNNI's `dpbusd` on this CPU (`CORTIQ_NO_VNNI` keeps
-/// them on AVX2's `maddubs` + `madd`; both give the same integers).
-pub fn has_vnni() -> bool {
+/// The instruction the AVX2 int8 kernels take their byte products from; every tier gives
+/// the same integers.
+pub struct DotTier;
+
+impl DotTier {
+    /// AVX2's `maddubs` pairs summed by `madd`.
+    pub const MADD: u8 = 0;
+    /// AVX-VNNI's `dpbusd` (VEX-encoded).
+    pub const AVX_VNNI: u8 = 1;
+    /// AVX-512 VNNI's `dpbusd` on 256-bit registers (EVEX, with AVX-512 VL): CPUs with
+    /// AVX-512 VNNI but no AVX-VNNI (AMD Zen 4, Intel Ice Lake and Cascade Lake).
+    pub const AVX512_VNNI: u8 = 2;
+}
+
+/// This CPU's `DotTier`: AVX-VNNI where it has it, else AVX-512 VNNI + VL, else `maddubs`
+/// (`CORTIQ_NO_VNNI` keeps `maddubs`).
+pub fn dot_tier() -> u8 {
     #[cfg(target_arch = "x86_64")]
     {
         use std::sync::OnceLock;
-        static HAS: OnceLock<bool> = OnceLock::new();
-        *HAS.get_or_init(|| has_avx2() && std::env::var_os("CORTIQ_NO_VNNI").is_none() && is_x86_feature_detected!("avxvnni"))
+        static TIER: OnceLock<u8> = OnceLock::new();
+        *TIER.get_or_init(|| {
+            if !has_avx2() || std::env::var_os("CORTIQ_NO_VNNI").is_some() {
+                DotTier::MADD
+            } else if is_x86_feature_detected!("avxvnni") {
+                DotTier::AVX_VNNI
+            } else if is_x86_feature_detected!("avx512vnni") && is_x86_feature_detected!("avx512vl") {
+                DotTier::AVX512_VNNI
+            } else {
+                DotTier::MADD
+            }
+        })
     }
     #[cfg(not(target_arch = "x86_64"))]
-    false
+    DotTier::MADD
 }
 
 /// Whether the AVX2 + FMA + F16C kernels are in use on this CPU.
@@ -390,10 +415,11 @@ pub fn dot_f32(codec: Codec, w: &[u8], x: &[f32]) -> f32 {
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     //! The same kernels with AVX2: nibbles widened to bytes, `maddubs` (u8 x i8 -> i16
-    //! pairs) and `madd` against ones (-> i32), one FMA per block with the two scales; a
-    //! second tier with AVX-VNNI's `dpbusd` in place of `maddubs` + `madd`, from the same
-    //! source (the helpers inline into each tier's target-feature entry points).
-    use super::{BlockQ8, Q8Kernels};
+    //! pairs) and `madd` against ones (-> i32), one FMA per block with the two scales; two
+    //! more tiers with `dpbusd` (AVX-VNNI's, or AVX-512 VNNI's on 256-bit registers) in place
+    //! of `maddubs` + `madd`, from the same source (the helpers inline into each tier's
+    //! target-feature entry points; `DP` is the tier, a `DotTier` constant).
+    use super::{BlockQ8, DotTier, Q8Kernels};
     use std::arch::x86_64::*;
 
     #[inline(always)]
@@ -409,13 +435,16 @@ mod avx2 {
         _mm256_and_si256(both, _mm256_set1_epi8(0x0F))
     }
 
-    /// Sum of u8 x i8 products as 8 f32 lanes, lane j of bytes 4j..4j + 4: with VNNI one
-    /// `dpbusd`, else `maddubs` pairs summed by `madd` (the same integers: the byte
-    /// values the kernels pass keep the pair sums inside i16).
+    /// Sum of u8 x i8 products as 8 f32 lanes, lane j of bytes 4j..4j + 4: one `dpbusd`
+    /// (tiers AVX_VNNI, AVX512_VNNI), else `maddubs` pairs summed by `madd` (the same
+    /// integers: the byte values the kernels pass keep the pair sums inside i16).
     #[inline(always)]
-    unsafe fn mul_sum_us8<const VNNI: bool>(ax: __m256i, sy: __m256i) -> __m256 {
-        if VNNI {
+    unsafe fn mul_sum_us8<const DP: u8>(ax: __m256i, sy: __m256i) -> __m256 {
+        if DP == DotTier::AVX_VNNI {
             return _mm256_cvtepi32_ps(_mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), ax, sy));
+        }
+        if DP == DotTier::AVX512_VNNI {
+            return _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(_mm256_setzero_si256(), ax, sy));
         }
         let dot16 = _mm256_maddubs_epi16(ax, sy);
         _mm256_cvtepi32_ps(_mm256_madd_epi16(dot16, _mm256_set1_epi16(1)))
@@ -423,8 +452,8 @@ mod avx2 {
 
     /// Sum of i8 x i8 products as 8 f32 lanes (sign moved onto y so an unsigned x applies).
     #[inline(always)]
-    unsafe fn mul_sum_i8<const VNNI: bool>(x: __m256i, y: __m256i) -> __m256 {
-        mul_sum_us8::<VNNI>(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x))
+    unsafe fn mul_sum_i8<const DP: u8>(x: __m256i, y: __m256i) -> __m256 {
+        mul_sum_us8::<DP>(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x))
     }
 
     #[inline(always)]
@@ -511,17 +540,17 @@ mod avx2 {
 
     /// Block dot as 8 f32 lanes: Q4_1 and Q5_1 levels are unsigned, the others signed.
     #[inline(always)]
-    unsafe fn block_dot<const VNNI: bool>(kind: Kind, qx: __m256i, qy: __m256i) -> __m256 {
+    unsafe fn block_dot<const DP: u8>(kind: Kind, qx: __m256i, qy: __m256i) -> __m256 {
         match kind {
-            Kind::Q4_1 | Kind::Q5_1 => mul_sum_us8::<VNNI>(qx, qy),
-            _ => mul_sum_i8::<VNNI>(qx, qy),
+            Kind::Q4_1 | Kind::Q5_1 => mul_sum_us8::<DP>(qx, qy),
+            _ => mul_sum_i8::<DP>(qx, qy),
         }
     }
 
     /// N activation rows against one weight row: each weight block is decoded once and
     /// used N times; per row the block order and FMA chain are ggml's.
     #[inline(always)]
-    unsafe fn dot_n<const VNNI: bool, const N: usize>(kind: Kind, w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
+    unsafe fn dot_n<const DP: u8, const N: usize>(kind: Kind, w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
         let nb = whole_blocks(w, kind.block_bytes(), 1, &xs);
         let mut acc = [_mm256_setzero_ps(); N];
         let mut mins = [0f32; N];
@@ -534,7 +563,7 @@ mod avx2 {
                     mins[t] += m * xb.s;
                 }
                 let qy = _mm256_loadu_si256(xb.qs.as_ptr() as *const __m256i);
-                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb.d), block_dot::<VNNI>(kind, qx, qy), acc[t]);
+                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb.d), block_dot::<DP>(kind, qx, qy), acc[t]);
             }
         }
         let mut out = [0f32; N];
@@ -587,7 +616,7 @@ mod avx2 {
     /// in at bit 4): per sub-block one `maddubs` dot and one FMA with d x scale x the
     /// activation scale; the mins come off through the activation blocks' sums.
     #[inline(always)]
-    unsafe fn affine_k_n<const VNNI: bool, const N: usize, const FIVE: bool>(w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
+    unsafe fn affine_k_n<const DP: u8, const N: usize, const FIVE: bool>(w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
         let (block, nibbles) = if FIVE { (176, 48) } else { (144, 16) };
         let nsb = whole_blocks(w, block, 8, &xs);
         let mut acc = [_mm256_setzero_ps(); N];
@@ -615,7 +644,7 @@ mod avx2 {
                         let xb = xs[t].get_unchecked(8 * sb + j);
                         mins[t] += mj * xb.s;
                         let qy = _mm256_loadu_si256(xb.qs.as_ptr() as *const __m256i);
-                        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dj * xb.d), mul_sum_us8::<VNNI>(qh, qy), acc[t]);
+                        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dj * xb.d), mul_sum_us8::<DP>(qh, qy), acc[t]);
                     }
                 }
             }
@@ -632,7 +661,7 @@ mod avx2 {
     /// once, one `maddubs` dot whose 8 lanes (4 per 16 values) take their 16-value scale, one
     /// FMA with d x the activation scale.
     #[inline(always)]
-    unsafe fn q6_k_n<const VNNI: bool, const N: usize>(w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
+    unsafe fn q6_k_n<const DP: u8, const N: usize>(w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
         let nsb = whole_blocks(w, 210, 8, &xs);
         let mut acc = [_mm256_setzero_ps(); N];
         let (low4, low2, bias) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi8(3), _mm256_set1_epi8(32));
@@ -651,7 +680,7 @@ mod avx2 {
                 for t in 0..N {
                     let xb = xs[t].get_unchecked(8 * sb + j);
                     let qy = _mm256_loadu_si256(xb.qs.as_ptr() as *const __m256i);
-                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb.d), _mm256_mul_ps(mul_sum_i8::<VNNI>(q, qy), lanes), acc[t]);
+                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb.d), _mm256_mul_ps(mul_sum_i8::<DP>(q, qy), lanes), acc[t]);
                 }
             }
         }
@@ -666,7 +695,7 @@ mod avx2 {
     /// looked up as signed levels once, one signed dot and one FMA with d x the block's scale
     /// x the activation scale.
     #[inline(always)]
-    unsafe fn iq4_xs_n<const VNNI: bool, const N: usize>(w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
+    unsafe fn iq4_xs_n<const DP: u8, const N: usize>(w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
         let nsb = whole_blocks(w, 136, 8, &xs);
         let mut acc = [_mm256_setzero_ps(); N];
         let levels = iq4_levels();
@@ -680,7 +709,7 @@ mod avx2 {
                 for t in 0..N {
                     let xb = xs[t].get_unchecked(8 * sb + k);
                     let qy = _mm256_loadu_si256(xb.qs.as_ptr() as *const __m256i);
-                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dk * xb.d), mul_sum_i8::<VNNI>(q, qy), acc[t]);
+                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dk * xb.d), mul_sum_i8::<DP>(q, qy), acc[t]);
                 }
             }
         }
@@ -718,7 +747,7 @@ mod avx2 {
     /// signed dot whose 8 lanes (4 per 16 values) take their half's factor, one FMA with the
     /// activation scale.
     #[inline(always)]
-    unsafe fn q3_k_n<const VNNI: bool, const N: usize>(w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
+    unsafe fn q3_k_n<const DP: u8, const N: usize>(w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
         let nsb = whole_blocks(w, 110, 8, &xs);
         let mut acc = [_mm256_setzero_ps(); N];
         let (low2, one, four) = (_mm256_set1_epi8(3), _mm256_set1_epi8(1), _mm256_set1_epi8(4));
@@ -739,7 +768,7 @@ mod avx2 {
                 for t in 0..N {
                     let xb = xs[t].get_unchecked(8 * sb + j);
                     let qy = _mm256_loadu_si256(xb.qs.as_ptr() as *const __m256i);
-                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(xb.d), _mm256_mul_ps(mul_sum_i8::<VNNI>(q, qy), lanes), acc[t]);
+                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(xb.d), _mm256_mul_ps(mul_sum_i8::<DP>(q, qy), lanes), acc[t]);
                 }
             }
         }
@@ -756,7 +785,7 @@ mod avx2 {
     /// 4-value sums, for the minimums), their 8 lanes (4 per 16 values) times their half's
     /// factors, one FMA with the activation scale.
     #[inline(always)]
-    unsafe fn q2_k_n<const VNNI: bool, const N: usize>(w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
+    unsafe fn q2_k_n<const DP: u8, const N: usize>(w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
         let nsb = whole_blocks(w, 84, 8, &xs);
         let mut acc = [_mm256_setzero_ps(); N];
         let (low2, ones, low4) = (_mm256_set1_epi8(3), _mm256_set1_epi8(1), _mm_set1_epi8(15));
@@ -773,7 +802,7 @@ mod avx2 {
                 for t in 0..N {
                     let xb = xs[t].get_unchecked(8 * sb + j);
                     let qy = _mm256_loadu_si256(xb.qs.as_ptr() as *const __m256i);
-                    let lanes = _mm256_fmsub_ps(mul_sum_us8::<VNNI>(q, qy), sc, _mm256_mul_ps(mul_sum_us8::<VNNI>(ones, qy), mn));
+                    let lanes = _mm256_fmsub_ps(mul_sum_us8::<DP>(q, qy), sc, _mm256_mul_ps(mul_sum_us8::<DP>(ones, qy), mn));
                     acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(xb.d), lanes, acc[t]);
                 }
             }
@@ -803,20 +832,20 @@ mod avx2 {
     /// order and single FMA chain, so results stay bit-close to llama.cpp's CPU path (a
     /// second accumulator changes rounding enough to flip near-tied greedy tokens).
     #[inline(always)]
-    unsafe fn dot_rows<const C: u8, const VNNI: bool, const N: usize>(w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
+    unsafe fn dot_rows<const C: u8, const DP: u8, const N: usize>(w: &[u8], xs: [&[BlockQ8]; N]) -> [f32; N] {
         match C {
-            Q4_0 => dot_n::<VNNI, N>(Kind::Q4_0, w, xs),
-            Q4_1 => dot_n::<VNNI, N>(Kind::Q4_1, w, xs),
-            Q5_0 => dot_n::<VNNI, N>(Kind::Q5_0, w, xs),
-            Q5_1 => dot_n::<VNNI, N>(Kind::Q5_1, w, xs),
-            Q8_0 => dot_n::<VNNI, N>(Kind::Q8_0, w, xs),
-            Q4K => affine_k_n::<VNNI, N, false>(w, xs),
-            Q5K => affine_k_n::<VNNI, N, true>(w, xs),
-            Q6K => q6_k_n::<VNNI, N>(w, xs),
-            IQ4NL => dot_n::<VNNI, N>(Kind::IQ4NL, w, xs),
-            IQ4XS => iq4_xs_n::<VNNI, N>(w, xs),
-            Q3K => q3_k_n::<VNNI, N>(w, xs),
-            _ => q2_k_n::<VNNI, N>(w, xs),
+            Q4_0 => dot_n::<DP, N>(Kind::Q4_0, w, xs),
+            Q4_1 => dot_n::<DP, N>(Kind::Q4_1, w, xs),
+            Q5_0 => dot_n::<DP, N>(Kind::Q5_0, w, xs),
+            Q5_1 => dot_n::<DP, N>(Kind::Q5_1, w, xs),
+            Q8_0 => dot_n::<DP, N>(Kind::Q8_0, w, xs),
+            Q4K => affine_k_n::<DP, N, false>(w, xs),
+            Q5K => affine_k_n::<DP, N, true>(w, xs),
+            Q6K => q6_k_n::<DP, N>(w, xs),
+            IQ4NL => dot_n::<DP, N>(Kind::IQ4NL, w, xs),
+            IQ4XS => iq4_xs_n::<DP, N>(w, xs),
+            Q3K => q3_k_n::<DP, N>(w, xs),
+            _ => q2_k_n::<DP, N>(w, xs),
         }
     }
 
@@ -824,53 +853,59 @@ mod avx2 {
     /// a row range (each row as one row alone, inside one call: the per-row call into the
     /// kernel, and its setup, were a fifth of a decode token's time).
     macro_rules! tier {
-        ($n:ident, $rows:ident, $features:literal, $vnni:literal) => {
+        ($n:ident, $rows:ident, $features:literal, $dp:expr) => {
             #[target_feature(enable = $features)]
             unsafe fn $n<const C: u8, const N: usize>(w: &[u8], x: [&[BlockQ8]; N]) -> [f32; N] {
-                dot_rows::<C, $vnni, N>(w, x)
+                dot_rows::<C, { $dp }, N>(w, x)
             }
             #[target_feature(enable = $features)]
             unsafe fn $rows<const C: u8>(w: &[u8], row_bytes: usize, x: &[BlockQ8], y: &mut [f32]) {
                 for (wr, yv) in w.chunks_exact(row_bytes).zip(y) {
-                    *yv = dot_rows::<C, $vnni, 1>(wr, [x])[0];
+                    *yv = dot_rows::<C, { $dp }, 1>(wr, [x])[0];
                 }
             }
         };
     }
-    tier!(n_avx2, rows_avx2, "avx2,fma,f16c", false);
-    tier!(n_vnni, rows_vnni, "avx2,fma,f16c,avxvnni", true);
+    tier!(n_avx2, rows_avx2, "avx2,fma,f16c", DotTier::MADD);
+    tier!(n_vnni, rows_vnni, "avx2,fma,f16c,avxvnni", DotTier::AVX_VNNI);
+    tier!(n_vnni512, rows_vnni512, "avx2,fma,f16c,avx512vnni,avx512vl", DotTier::AVX512_VNNI);
 
-    // Safe wrappers: only handed out by `q8_kernel` after `has_avx2()` (and for VNNI
-    // `has_vnni()`) confirmed the CPU features; every read stays inside `w` and `x` (block
+    // Safe wrappers: only handed out by `q8_kernel` after `has_avx2()` and `dot_tier()`
+    // confirmed the CPU features of tier DP; every read stays inside `w` and `x` (block
     // count is the min of both).
-    fn n<const C: u8, const VNNI: bool, const N: usize>(w: &[u8], x: [&[BlockQ8]; N]) -> [f32; N] {
+    fn n<const C: u8, const DP: u8, const N: usize>(w: &[u8], x: [&[BlockQ8]; N]) -> [f32; N] {
         unsafe {
-            if VNNI {
-                n_vnni::<C, N>(w, x)
-            } else {
-                n_avx2::<C, N>(w, x)
+            match DP {
+                DotTier::AVX_VNNI => n_vnni::<C, N>(w, x),
+                DotTier::AVX512_VNNI => n_vnni512::<C, N>(w, x),
+                _ => n_avx2::<C, N>(w, x),
             }
         }
     }
-    fn one<const C: u8, const VNNI: bool>(w: &[u8], x: &[BlockQ8]) -> f32 {
-        n::<C, VNNI, 1>(w, [x])[0]
+    fn one<const C: u8, const DP: u8>(w: &[u8], x: &[BlockQ8]) -> f32 {
+        n::<C, DP, 1>(w, [x])[0]
     }
-    fn rows<const C: u8, const VNNI: bool>(w: &[u8], row_bytes: usize, x: &[BlockQ8], y: &mut [f32]) {
+    fn rows<const C: u8, const DP: u8>(w: &[u8], row_bytes: usize, x: &[BlockQ8], y: &mut [f32]) {
         unsafe {
-            if VNNI {
-                rows_vnni::<C>(w, row_bytes, x, y)
-            } else {
-                rows_avx2::<C>(w, row_bytes, x, y)
+            match DP {
+                DotTier::AVX_VNNI => rows_vnni::<C>(w, row_bytes, x, y),
+                DotTier::AVX512_VNNI => rows_vnni512::<C>(w, row_bytes, x, y),
+                _ => rows_avx2::<C>(w, row_bytes, x, y),
             }
         }
     }
 
-    /// Codec C's kernels, with VNNI's `dpbusd` when `vnni` (the caller checked the CPU).
-    pub(super) fn kernels<const C: u8>(vnni: bool) -> Q8Kernels {
-        if vnni {
-            Q8Kernels { one: one::<C, true>, four: n::<C, true, 4>, rows: rows::<C, true>, eight: Some(n::<C, true, 8>) }
-        } else {
-            Q8Kernels { one: one::<C, false>, four: n::<C, false, 4>, rows: rows::<C, false>, eight: Some(n::<C, false, 8>) }
+    /// Codec C's kernels of tier DP.
+    fn kernels<const C: u8, const DP: u8>() -> Q8Kernels {
+        Q8Kernels { one: one::<C, DP>, four: n::<C, DP, 4>, rows: rows::<C, DP>, eight: Some(n::<C, DP, 8>) }
+    }
+
+    /// Codec C's kernels of `tier` (a `DotTier` constant; the caller checked the CPU).
+    pub(super) fn kernels_at<const C: u8>(tier: u8) -> Q8Kernels {
+        match tier {
+            DotTier::AVX_VNNI => kernels::<C, { DotTier::AVX_VNNI }>(),
+            DotTier::AVX512_VNNI => kernels::<C, { DotTier::AVX512_VNNI }>(),
+            _ => kernels::<C, { DotTier::MADD }>(),
         }
     }
 }
@@ -882,21 +917,24 @@ mod tests {
     use cortiq_core::codec::ALL_CODECS;
     use cortiq_core::rng::SplitMix64;
 
-    /// The VNNI kernels give the AVX2 kernels' results bit for bit (same integers per lane,
-    /// same float operations), for every codec that has them, on blocks with the extreme
-    /// values (Q8_0 weights at +-127, activations at +-127) as well as random ones.
+    /// This CPU's VNNI kernels (AVX-VNNI's or AVX-512 VNNI's `dpbusd`) give the AVX2
+    /// kernels' results bit for bit (same integers per lane, same float operations), for
+    /// every codec that has them, on blocks with the extreme values (Q8_0 weights at +-127,
+    /// activations at +-127) as well as random ones.
     #[test]
     fn vnni_kernels_equal_the_avx2_kernels() {
         #[cfg(target_arch = "x86_64")]
         {
-            if !has_vnni() {
-                eprintln!("SKIP vnni_kernels_equal_the_avx2_kernels: this CPU has no AVX-VNNI (or CORTIQ_NO_VNNI is set)");
+            let tier = dot_tier();
+            if tier == DotTier::MADD {
+                eprintln!("SKIP vnni_kernels_equal_the_avx2_kernels: this CPU has neither AVX-VNNI nor AVX-512 VNNI + VL (or CORTIQ_NO_VNNI is set)");
                 return;
             }
+            eprintln!("vnni_kernels_equal_the_avx2_kernels: tier {tier} (1 AVX-VNNI, 2 AVX-512 VNNI)");
             let mut rng = SplitMix64::fresh();
             let seed = rng.seed();
             for c in ALL_CODECS {
-                let (Some(avx2), Some(vnni)) = (simd_kernels(c, false), simd_kernels(c, true)) else { continue };
+                let (Some(avx2), Some(vnni)) = (simd_kernels(c, DotTier::MADD), simd_kernels(c, tier)) else { continue };
                 for extreme in [false, true] {
                     let n = 3 * c.block_len().max(256);
                     let w: Vec<f32> = if extreme { (0..n).map(|i| if i % 3 == 0 { -1.0 } else { 1.0 }).collect() } else { rng.normals(n, 0.05) };
