@@ -334,6 +334,7 @@ fn gpu_report() -> String {
     let gpu = Gpu::global();
     let cfg = gpu.config();
     let mut s = String::new();
+    s += &format!("cpu kernels: {}\n", cortiq_engine::cpu::dot::kernels_in_use());
     s += &format!("compiled backends: {}\n", selection::compiled_backends().join(", "));
     s += &format!("CMF_GPU: {}\n", std::env::var("CMF_GPU").unwrap_or_else(|_| "(unset: CPU only)".into()));
     s += &format!("backend: {}\n", gpu.backend_name());

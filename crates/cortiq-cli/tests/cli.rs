@@ -160,7 +160,8 @@ fn default_model_round_trips_through_convert() {
 }
 
 /// On a machine without a GPU backend, every CMF_GPU value gives exactly the CPU output
-/// plus at most one notice line, and `cortiq gpu` reports `backend: cpu`.
+/// plus at most one notice line, and `cortiq gpu` reports `backend: cpu` and, under
+/// `CORTIQ_NO_SIMD`, the portable CPU kernels.
 #[test]
 fn gpu_requests_without_a_backend_run_the_cpu_path_with_one_notice() {
     let dir = tempfile::tempdir().unwrap();
@@ -181,7 +182,9 @@ fn gpu_requests_without_a_backend_run_the_cpu_path_with_one_notice() {
         assert!(notices == 1 || compiled_cuda, "CMF_GPU={gpu}: {notices} notice lines");
     }
     let info = ok(&command(&["gpu"], dir.path()).env("CMF_GPU", "1").output().unwrap());
-    assert!(info.contains("backend: cpu"), "{info}");
+    assert!(info.contains("backend: cpu") && info.contains("cpu kernels: "), "{info}");
+    let portable = ok(&command(&["gpu"], dir.path()).env("CORTIQ_NO_SIMD", "1").output().unwrap());
+    assert!(portable.contains("cpu kernels: portable"), "{portable}");
 }
 
 /// Absurd geometry in otherwise valid metadata (2^40 layers, a 2^40-wide embedding) is a

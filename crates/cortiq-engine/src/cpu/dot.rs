@@ -134,6 +134,16 @@ pub fn dot_tier() -> u8 {
     DotTier::MADD
 }
 
+/// The int8 kernels this CPU runs, in words (`cortiq gpu` prints it).
+pub fn kernels_in_use() -> &'static str {
+    match (has_avx2(), dot_tier()) {
+        (false, _) => "portable (no AVX2 + FMA + F16C, or CORTIQ_NO_SIMD)",
+        (true, DotTier::AVX_VNNI) => "AVX2 + FMA + F16C, dpbusd by AVX-VNNI",
+        (true, DotTier::AVX512_VNNI) => "AVX2 + FMA + F16C, dpbusd by AVX-512 VNNI on 256-bit registers",
+        (true, _) => "AVX2 + FMA + F16C, maddubs + madd",
+    }
+}
+
 /// Whether the AVX2 + FMA + F16C kernels are in use on this CPU.
 pub fn has_avx2() -> bool {
     #[cfg(target_arch = "x86_64")]
