@@ -2,7 +2,7 @@
 # Session 57's prepared call, not run (no machine came; any card, the table on an H200 only): session 56's prepared A/B (../../h200-s56/next-call/)
 # narrowed to one call with README's table. Carries in gpuab/:
 #   cortiq-9f44707.gz  9f44707's build (ring prologue unrolled for every kind)
-#   cortiq.gz          main's build (afc25e9; unrolled for the K-quant kinds 6 / 7 only, 3e3e6bc)
+#   cortiq.gz          main's build (its CUDA kernels afc25e9's: unrolled for the K-quant kinds 6 / 7 only, 3e3e6bc)
 #   cortiq-ktile.gz    main plus ../../h200-s56/call4/k-tile-only.diff (unrolled for kinds 6 / 7's
 #                      tile kernels only, NB > 1; NVRTC 13.0's machine code has no
 #                      uniform-register LDGSTS with it either)
