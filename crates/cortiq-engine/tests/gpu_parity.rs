@@ -746,11 +746,12 @@ fn wgpu_device_prefix_decodes_as_the_cpu_path() {
         eprintln!("wgpu {shape}: device prefix of {layers}/{n} layers vs CPU logits, worst relative L2 {worst:.2e}, argmax agreement {same}/{steps}; per-op after it {rel:.2e}");
         // The prefill graph's prefix (tiled GEMMs, prompt attention, batched norms) against
         // the token graph's (matvecs, split attention), row by row on fresh sequences: both
-        // f32 (the prompt GEMMs' int8 default off here; the prefill test checks it against
-        // the CPU), so they agree to summation order. (A software adapter is not trusted with
-        // prompts through the facade, so the backend is called directly.)
+        // f32 (the prompt GEMMs' int8 default and the matrix units' f16 prompt attention off
+        // here; the prefill test checks them against the CPU), so they agree to summation
+        // order. (A software adapter is not trusted with prompts through the facade, so the
+        // backend is called directly.)
         use cortiq_engine::gpu::backend::{DeviceOutcome, GraphReadback, PrefillGraphJob, TokenGraphJob};
-        let be = WgpuBackend::open(pin.as_deref(), Some(&half.to_string()), None).unwrap().with_int8_prefill(false).with_int8_graph(false);
+        let be = WgpuBackend::open(pin.as_deref(), Some(&half.to_string()), None).unwrap().with_int8_prefill(false).with_int8_graph(false).with_matrix_units(false);
         let host = cortiq_engine::kv::KvCache::new(n, m.cfg.kv_dim(), ctx);
         let d = m.cfg.n_embd;
         for (seq, chunk) in [(9001u64, &prompt[..5]), (9002, &prompt[..prompt.len().min(40)])] {

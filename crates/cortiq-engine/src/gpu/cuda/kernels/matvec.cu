@@ -776,11 +776,12 @@ __device__ __forceinline__ void run_rows(Map& map, int total, int cols, const fl
             shift[r] = ((s.odd + lane) & 1) << 4;
         }
     };
-    // The K-quant kinds' prologue unrolled: rolled, CUDA 13.0's ptxas (the driver 580 JIT)
-    // compiled kind 7's tile kernel to cp.async through uniform registers nothing writes
-    // (NOTES.md, session 51; CI checks every kind). The other kinds' rolled loop is faster
-    // (session 56: unrolled, smollm2 q4_0 decode -2.5 %, llama-8b q8_0 -1.5 % on the H200).
-    if constexpr (KIND_AFFINE_K(K)) {
+    // The K-quant kinds' tile kernels' prologue unrolled: rolled, CUDA 13.0's ptxas (the
+    // driver 580 JIT) compiled kind 7's tile kernel to cp.async through uniform registers
+    // nothing writes (NOTES.md, session 51; CI checks every kind). Every other kernel's rolled
+    // loop is as fast or faster (session 56: unrolled, smollm2 q4_0 decode -2.5 %, llama-8b
+    // q8_0 -1.5 % on the H200; session 58: the K-quant row kernels rolled, even on an H100).
+    if constexpr (KIND_AFFINE_K(K) && NB > 1) {
         #pragma unroll
         for (int t = 0; t < P - 1; t++) issue(t);
     } else {
