@@ -1362,6 +1362,72 @@ fn cuda_prefill_past_f16_range_follows_the_cpu_path() {
     }
 }
 
+/// SPEC section 6's f16 operand guard on wgpu, as `cuda_prefill_past_f16_range_follows_the_cpu_path`:
+/// tiny Q8_0 with its last layer's FFN norm scaled by 2^10, so the int8 units down's GEMM
+/// takes are past f16's range (the CPU path's int8 scales stay in range). Where the adapter
+/// has matrix units the chunk must trip the guard once and run again on the packed dot
+/// products, its logits finite and within 5 % relative L2 of the CPU path's; the unscaled
+/// model trips nothing, and neither does anything without matrix units. Then the prompt
+/// attention with q x 1e6 (rerun on `attn_rows` as the graph does) follows the exact softmax
+/// to the f32 kernel's bound.
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "SKIP gpu parity: no wgpu backend compiled in (build with --features gpu)")]
+fn wgpu_prefill_past_f16_range_follows_the_cpu_path() {
+    #[cfg(feature = "gpu")]
+    {
+        use cortiq_engine::gpu::backend::{GraphReadback, PrefillGraphJob};
+        use cortiq_engine::gpu::{Gpu, GpuConfig};
+        use cortiq_engine::model::llama::Llama;
+        use cortiq_engine::pipeline::Session;
+        use std::sync::Arc;
+        let test = "wgpu_prefill_past_f16_range_follows_the_cpu_path";
+        let Some(probe) = wgpu_or_skip(test) else { return };
+        let units = probe.info().matrix_units;
+        drop(probe);
+        if !units {
+            eprintln!("SKIP {test}, the guard's rerun: the adapter has no 16 x 16 f16 cooperative matrices with subgroups of 32 (the chunks below run without f16 operands)");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tiny-q8_0.gguf");
+        cortiq_engine::synth::synth("tiny", "q8_0", &path, 7).unwrap();
+        let engine = cortiq_engine::generate::Engine::load(&path).unwrap();
+        let m = &engine.model;
+        let mut layers = m.layers.clone();
+        layers.last_mut().unwrap().ffn_norm.iter_mut().for_each(|w| *w *= 1024.0);
+        let scaled = Arc::new(Llama { file: Arc::clone(&m.file), cfg: m.cfg.clone(), embed: m.embed, layers, output_norm: m.output_norm.clone(), output: m.output });
+        let prompt = engine.tokenize(&"past the half range 7 8 ".repeat(12)).unwrap();
+        assert!(prompt.len() >= 64, "{}", prompt.len());
+        let ctx = prompt.len() + 8;
+        for (label, model) in [("unscaled", Arc::clone(m)), ("last FFN norm x 2^10", scaled)] {
+            // A backend of its own per model: both share the file, which keys the graph's norms.
+            let be = cortiq_engine::gpu::wgpu::WgpuBackend::new().unwrap();
+            let want = Session::with_gpu(Arc::clone(&model), ctx, Arc::new(Gpu::new(None, GpuConfig::for_tests()))).prefill(&prompt).unwrap();
+            let empty = cortiq_engine::kv::KvCache::new(model.cfg.n_layer, model.cfg.kv_dim(), ctx);
+            let mut got = vec![f32::NAN; model.cfg.vocab];
+            let job = PrefillGraphJob { model: &model, seq: 1, tokens: &prompt, pos: 0, host_kv: &empty, layers: model.cfg.n_layer };
+            let outcome = be.prefill_graph(&job, GraphReadback::Logits(&mut got));
+            assert!(matches!(outcome, DeviceOutcome::Completed { .. }), "{label}: {outcome:?}");
+            let reruns = be.graph_profile().unwrap().prefill_f16_reruns;
+            assert!(want.iter().all(|v| v.is_finite()), "{label}: the CPU path's logits are not all finite");
+            let rel = rel_l2(&want, &got);
+            eprintln!("wgpu tiny q8_0, {label} (matrix units {units}): prefill graph ({} rows) vs CPU logits, relative L2 {rel:.2e}, chunks rerun without f16 operands: {reruns}", prompt.len());
+            assert_eq!(reruns, u64::from(units && label != "unscaled"), "{label}: chunks rerun without f16 operands");
+            assert!(got.iter().all(|v| v.is_finite()) && rel < 5e-2, "{label}: relative L2 {rel}");
+        }
+        let be = cortiq_engine::gpu::wgpu::WgpuBackend::new().unwrap();
+        let mut rng = SplitMix64::new(0xF16);
+        let (n_head, n_head_kv, hd, n, rows) = (4, 2, 64, 100, 40);
+        let q: Vec<f32> = rng.normals(rows * n_head * hd, 1.0).iter().map(|x| x * 1e6).collect();
+        let f16_values = |n: usize, rng: &mut SplitMix64| rng.normals(n, 1.0).iter().map(|&x| half::f16::from_f32(x).to_f32()).collect::<Vec<f32>>();
+        let (k, v) = (f16_values(n * n_head_kv * hd, &mut rng), f16_values(n * n_head_kv * hd, &mut rng));
+        let got = be.attention(&q, &k, &v, rows, n_head, n_head_kv, hd, 1.0 / (hd as f32).sqrt()).unwrap();
+        let want = exact_attention(&q, &k, &v, rows, (n_head, n_head_kv, hd));
+        let rel = rel_l2(&want, &got);
+        eprintln!("wgpu prompt attention with q x 1e6 ({rows} rows, head 64, matrix units {units}): relative L2 {rel:.2e} against the exact softmax");
+        assert!(got.iter().all(|v| v.is_finite()) && rel < F32_ATTENTION, "q past f16's range: relative L2 {rel}");
+    }
+}
+
 /// The stage ablation knob (`CMF_GRAPH_SKIP`) on the wgpu token graph: with every stage of
 /// every layer left out, a token is its embedding row through the final norm and the head,
 /// which the CPU computes directly (its int8 head against the graph's f32 one: 5e-2).

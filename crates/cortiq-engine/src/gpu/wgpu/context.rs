@@ -27,12 +27,29 @@ const REDUCE_SUBGROUP: &str = include_str!("kernels/reduce_subgroup.wgsl");
 const ACT: &str = include_str!("kernels/act.wgsl");
 const NORM: &str = include_str!("kernels/norm.wgsl");
 const QUANT: &str = include_str!("kernels/quant.wgsl");
+const F16_GUARD_WGSL: &str = include_str!("kernels/f16_guard.wgsl");
+
+/// f16_guard.wgsl's bound (`F16_GUARD`): f16's largest finite value less 32 (about one part
+/// in 2048 of it).
+pub(super) const F16_GUARD: f32 = 65472.0;
 pub(super) const QUANT_UNIT: &str = include_str!("kernels/quant_unit.wgsl");
 
 /// The activation quantizer's shader: its body, the unit rule and the workgroup sum (by
 /// subgroup operations where the adapter has them).
 fn quant_source(subgroups: bool) -> String {
-    with_reduce(&format!("{QUANT}{QUANT_UNIT}"), reduce_source(subgroups))
+    with_reduce(&format!("{QUANT}{QUANT_UNIT}"), reduce_source(subgroups)).replace("GUARD_UNIT", "")
+}
+
+/// The quantizer with SPEC section 6's f16 guard over every unit's values (f16_guard.wgsl:
+/// `bad` at binding 4, the uniform block moved to 5), for the prompt GEMMs on the matrix
+/// units.
+fn quant_guarded_source(subgroups: bool) -> String {
+    let checks = (0..8).map(|i| format!("guard4(v{i});")).collect::<Vec<_>>().join(" ");
+    let body = with_reduce(&format!("{QUANT}{QUANT_UNIT}{F16_GUARD_WGSL}"), reduce_source(subgroups)).replace("GUARD_UNIT", &checks);
+    body.replace(
+        "@group(0) @binding(4) var<uniform> qp: QuantParams;",
+        "@group(0) @binding(4) var<storage, read_write> bad: array<u32>; // (1) the f16 guard\n@group(0) @binding(5) var<uniform> qp: QuantParams;",
+    )
 }
 
 /// The norm step's shader: its body and the workgroup sum (by subgroup operations where the
@@ -113,6 +130,15 @@ type MultiPipelines = HashMap<(Codec, usize, MatrixClass, Variant), (wgpu::Compu
 /// (weight rows, batch columns).
 type GemmPipelines = HashMap<(Codec, bool, bool), (wgpu::ComputePipeline, (u32, u32))>;
 
+/// The kernel of a prompt chunk's attention (`WgpuContext::prompt_attention`): its query rows
+/// a workgroup, and whether it rounds q to f16 on the matrix units, binding the f16 guard's
+/// word after its output.
+pub struct PromptAttention {
+    pub pipe: wgpu::ComputePipeline,
+    pub rows: u32,
+    pub guarded: bool,
+}
+
 /// Where a pipeline cache lives on disk and the bytes read from it, if any.
 type CacheFile = (PathBuf, Option<Vec<u8>>);
 
@@ -157,6 +183,9 @@ pub struct WgpuContext {
     pub norm: wgpu::ComputePipeline,
     /// One activation row to int8 per 32 values (quant.wgsl) for the int8-activation matvecs.
     pub quant: wgpu::ComputePipeline,
+    /// The same with the f16 guard, for the GEMMs on the matrix units (where the device was
+    /// opened with them).
+    pub quant_guarded: Option<wgpu::ComputePipeline>,
     pub rope_store: wgpu::ComputePipeline,
     pub attn_split: wgpu::ComputePipeline,
     pub attn_combine: wgpu::ComputePipeline,
@@ -164,7 +193,9 @@ pub struct WgpuContext {
     pub attn_combine_q8: wgpu::ComputePipeline,
     /// The prefill graph's causal attention of a chunk's rows.
     pub attn_rows: wgpu::ComputePipeline,
-    attn_rows_layout: wgpu::BindGroupLayout,
+    /// The layout of the prompt attention on the matrix units (attn_rows' and the f16 guard's
+    /// word).
+    attn_coop_layout: wgpu::BindGroupLayout,
     /// The prompt attention on the matrix units by head size (None: its build failed), and
     /// the subgroups a workgroup (`CMF_WGPU_ATTN_SUBGROUPS`; 0: `attn_rows` instead).
     attn_coop: std::sync::Mutex<HashMap<u32, Option<wgpu::ComputePipeline>>>,
@@ -317,18 +348,22 @@ impl WgpuContext {
         let act = build(&device, ACT, &act_layout, cache.as_ref(), "act")?;
         let norm = build(&device, &norm_source(subgroups), &layout(&device, &[w, r, r, w, Uniform]), cache.as_ref(), "norm")?;
         let quant = build(&device, &quant_source(subgroups), &layout(&device, &[r, r, w, w, Uniform]), cache.as_ref(), "quant")?;
+        let quant_guarded = match matrix_units {
+            true => Some(build(&device, &quant_guarded_source(subgroups), &layout(&device, &[r, r, w, w, w, Uniform]), cache.as_ref(), "quant with the f16 guard")?),
+            false => None,
+        };
+        let attn_coop_layout = layout(&device, &[r, r, r, w, w, Uniform]);
         let rope_store = build(&device, &format!("{STEP}{ROPE_STORE}"), &layout(&device, &[w, r, r, w, w, Uniform]), cache.as_ref(), "rope_store")?;
         let attn_split = build(&device, &attn_split_source(subgroups), &layout(&device, &[r, r, r, w, w, w, Uniform]), cache.as_ref(), "attn_split")?;
         let attn_combine = build(&device, &format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "attn_combine")?;
         let attn_combine_q8 = build(&device, &format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE_Q8}{QUANT_UNIT}"), &layout(&device, &[r, w, w, Uniform]), cache.as_ref(), "attn_combine_q8")?;
-        let attn_rows_layout = layout(&device, &[r, r, r, w, Uniform]);
-        let attn_rows = build(&device, &attn_chunk_source(ATTN_ROWS, subgroups), &attn_rows_layout, cache.as_ref(), "attn_rows")?;
+        let attn_rows = build(&device, &attn_chunk_source(ATTN_ROWS, subgroups), &layout(&device, &[r, r, r, w, Uniform]), cache.as_ref(), "attn_rows")?;
         let attn_coop_subgroups = attn_coop_subgroups(std::env::var("CMF_WGPU_ATTN_SUBGROUPS").ok().as_deref())?;
         let argmax = build(&device, &format!("{ARGMAX_PICK}{ARGMAX}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "argmax")?;
         let argmax_merge = build(&device, &format!("{ARGMAX_PICK}{ARGMAX_MERGE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "argmax_merge")?;
         let topk_groups = build(&device, &format!("{TOPK_KEYS}{TOPK_GROUPS}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_groups")?;
         let topk_merge = build(&device, &topk_merge_source(subgroups), &layout(&device, &[r, w, Uniform, w, Uniform]), cache.as_ref(), "topk_merge")?;
-        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, q8_out: Default::default(), q8_out_layouts, attn_qkv: Default::default(), attn_qkv_layout, gemm: Default::default(), embed: Default::default(), subgroups, matrix_units, matrix_units_opened: matrix_units, coop_tile, coop_stage, pipeline_cache: cache, act, norm, quant, rope_store, attn_split, attn_combine, attn_combine_q8, attn_rows, attn_rows_layout, attn_coop: Default::default(), attn_coop_subgroups, argmax, argmax_merge, topk_groups, topk_merge, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
+        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, q8_out: Default::default(), q8_out_layouts, attn_qkv: Default::default(), attn_qkv_layout, gemm: Default::default(), embed: Default::default(), subgroups, matrix_units, matrix_units_opened: matrix_units, coop_tile, coop_stage, pipeline_cache: cache, act, norm, quant, quant_guarded, rope_store, attn_split, attn_combine, attn_combine_q8, attn_rows, attn_coop_layout, attn_coop: Default::default(), attn_coop_subgroups, argmax, argmax_merge, topk_groups, topk_merge, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
         // The per-op kernels up front (a job's first call should not pay a compile).
         for (codec, _, _) in MATVEC_CODECS {
             for (rows, cols) in [(1, 1), (TALL_ROWS, 1), (WIDE_ROWS, WIDE_COLS)] {
@@ -421,10 +456,12 @@ impl WgpuContext {
     }
 
     /// The tiled GEMM pipeline of a codec (built on first use) and its tile's (weight rows,
-    /// batch columns).
-    pub fn gemm_pipeline(&self, codec: Codec, int8: bool) -> Result<(wgpu::ComputePipeline, (u32, u32)), String> {
+    /// batch columns); int8 ones on the matrix units where the device has them and `units`
+    /// allows (f16 operands: SPEC section 6's guard decides).
+    pub fn gemm_pipeline(&self, codec: Codec, int8: bool, units: bool) -> Result<(wgpu::ComputePipeline, (u32, u32)), String> {
         let mut map = self.gemm.lock().unwrap_or_else(|e| e.into_inner());
-        let key = (codec, int8, int8 && self.matrix_units);
+        let coop = int8 && units && self.matrix_units;
+        let key = (codec, int8, coop);
         if let Some(found) = map.get(&key) {
             return Ok(found.clone());
         }
@@ -432,7 +469,7 @@ impl WgpuContext {
         if int8 && !Q8_CODECS.contains(&codec) {
             return Err(format!("no int8-activation GEMM for {codec}"));
         }
-        if int8 && self.matrix_units {
+        if coop {
             match self.coop_pipeline(suffix) {
                 Ok(built) => {
                     map.insert(key, built.clone());
@@ -470,24 +507,25 @@ impl WgpuContext {
         Ok((build(&self.device, &gemm_coop_source(suffix, tile, layout, ablate), &self.matvec_layout, self.pipeline_cache.as_ref(), &label)?, (tile.rows(), tile.cols())))
     }
 
-    /// The prompt chunk's attention for heads of `head_dim` and the query rows a workgroup
-    /// of it takes: on the matrix units (`attn_coop.wgsl`, built on first use) where the
-    /// device has them and the head size is a multiple of 16 up to 128, else `attn_rows`.
-    pub fn prompt_attention(&self, head_dim: usize) -> (wgpu::ComputePipeline, u32) {
+    /// The prompt chunk's attention for heads of `head_dim`: on the matrix units
+    /// (`attn_coop.wgsl`, built on first use) where the device has them, `units` allows and
+    /// the head size is a multiple of 16 up to 128, else `attn_rows`.
+    pub fn prompt_attention(&self, head_dim: usize, units: bool) -> PromptAttention {
         let sg = self.attn_coop_subgroups;
-        if !(self.matrix_units && sg > 0 && attn_coop_head(head_dim)) {
-            return (self.attn_rows.clone(), 1);
+        let f32_rows = PromptAttention { pipe: self.attn_rows.clone(), rows: 1, guarded: false };
+        if !(units && self.matrix_units && sg > 0 && attn_coop_head(head_dim)) {
+            return f32_rows;
         }
         let mut map = self.attn_coop.lock().unwrap_or_else(|e| e.into_inner());
         let built = map.entry(head_dim as u32).or_insert_with(|| {
             let label = format!("prompt attention on matrix units, head size {head_dim}, {sg} subgroups");
-            build(&self.device, &attn_coop_source(head_dim as u32, sg), &self.attn_rows_layout, self.pipeline_cache.as_ref(), &label)
+            build(&self.device, &attn_coop_source(head_dim as u32, sg), &self.attn_coop_layout, self.pipeline_cache.as_ref(), &label)
                 .inspect_err(|e| eprintln!("cortiq: {e}; the prompt attention of head size {head_dim} stays on attn_rows"))
                 .ok()
         });
         match built {
-            Some(pipe) => (pipe.clone(), 16 * sg),
-            None => (self.attn_rows.clone(), 1),
+            Some(pipe) => PromptAttention { pipe: pipe.clone(), rows: 16 * sg, guarded: true },
+            None => f32_rows,
         }
     }
 
@@ -1035,7 +1073,7 @@ fn attn_coop_source(head_dim: u32, sg: u32) -> String {
         .replace("GEN_OUT", &each(&|i| format!("emit(o{i}, {i}u, g, lane, row, l, h, r0, rows_here);")))
         .replace("GEN_O", &each(&|i| format!("var o{i} = coop_mat16x16<f32, C>();")))
         .replace("GEN_PV", &pv);
-    format!("enable f16;\nenable wgpu_cooperative_matrix;\nconst HD: u32 = {head_dim}u;\nconst SG: u32 = {sg}u;\n{STEP}{kernel}")
+    format!("enable f16;\nenable wgpu_cooperative_matrix;\nconst HD: u32 = {head_dim}u;\nconst SG: u32 = {sg}u;\n{STEP}{kernel}{F16_GUARD_WGSL}")
 }
 
 /// The matrix-unit GEMM's stage: `setting` (`CMF_WGPU_COOP_STAGE=UxB[xA]`: U units of 32
@@ -1176,6 +1214,12 @@ fn persist(cache: &wgpu::PipelineCache, path: PathBuf, loaded: Option<Vec<u8>>) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_f16_guards_bound_is_the_shaders() {
+        assert!(F16_GUARD_WGSL.contains(&format!("const F16_GUARD: f32 = {F16_GUARD:.1};")));
+        assert!(quant_guarded_source(true).contains("@group(0) @binding(5) var<uniform> qp"), "the guarded quantizer's uniform block moved past the guard's word");
+    }
 
     fn validate(label: &str, src: &str) {
         let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{label}: {}", e.emit_to_string(src)));
@@ -1335,6 +1379,7 @@ mod tests {
             validate(&format!("topk_merge subgroups={subgroups}"), &topk_merge_source(subgroups));
             validate(&format!("norm subgroups={subgroups}"), &norm_source(subgroups));
             validate(&format!("quant subgroups={subgroups}"), &quant_source(subgroups));
+            validate(&format!("quant with the f16 guard, subgroups={subgroups}"), &quant_guarded_source(subgroups));
             validate(&format!("attn_split subgroups={subgroups}"), &attn_split_source(subgroups));
             validate(&format!("attn_rows subgroups={subgroups}"), &attn_chunk_source(ATTN_ROWS, subgroups));
         }

@@ -225,9 +225,8 @@ pub(super) struct Mirror {
     /// depends only on the position and whether the logits or only their argmax are read
     /// back; the token enters through the buffers written first).
     prepared: Option<(usize, Readback, wgpu::CommandBuffer)>,
-    /// The prefill graph's dispatches for chunks of this many rows, bound to this mirror
-    /// (recorded on the first such chunk, re-encoded for the next).
-    prefill: Option<(usize, Recorded)>,
+    /// The prefill graph's dispatches for the last chunk size, bound to this mirror.
+    prefill: Option<prefill::PrefillPlan>,
     /// A greedy token already queued on the device behind the one before it, its token
     /// copied on the device from that one's argmax (`WgpuBackend::run_graph`).
     ahead: Option<Ahead>,
@@ -1004,8 +1003,9 @@ impl WgpuBackend {
     /// Attention alone, for the parity harness: `rows` query rows (rows, n_head * head_dim,
     /// after RoPE) at positions `k.len() / kv_dim - rows ..`, each over the `k` / `v` rows
     /// (positions, n_head_kv * head_dim) up to its own, through the kernels the graphs run:
-    /// one row is a decode token (split + combine), more a prompt chunk (`attn_rows`). The
-    /// output (rows, n_head * head_dim) is poisoned with NaN before they run.
+    /// one row is a decode token (split + combine), more a prompt chunk (on the matrix units
+    /// where the device has them, run again on `attn_rows` where q trips the f16 guard, else
+    /// `attn_rows`). The output (rows, n_head * head_dim) is poisoned with NaN before they run.
     #[allow(clippy::too_many_arguments)]
     pub fn attention(&self, q: &[f32], k: &[f32], v: &[f32], rows: usize, n_head: usize, n_head_kv: usize, head_dim: usize, scale: f32) -> Result<Vec<f32>, String> {
         self.run_attention(q, k, v, rows, (n_head, n_head_kv, head_dim), scale, None).map(|r| r.out)
@@ -1039,46 +1039,63 @@ impl WgpuBackend {
         let r = rope.unwrap_or(RopeSpec { rot: 0, neox: false, base: 0.0, fold: false });
         let step = StepBlock { pos: pos as u32, n_head: n_head as u32, n_head_kv: n_head_kv as u32, head_dim: head_dim as u32, rot: r.rot as u32, neox: u32::from(r.neox), chunks, fold: u32::from(r.fold), base: r.base, scale, rows: rows as u32, pad: 0 };
         let dev = &self.ctx.device;
-        let mut out = self.ctx.validated("wgpu attention", || {
-            let init = |label, data: &[f32]| dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: bytemuck::cast_slice(data), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
-            // With RoPE the token's rows arrive apart and the mirror's copy of its row is poison.
-            let mirror = |rows: &[f32]| match rope {
-                Some(_) => [&rows[..pos * kvd], &vec![f32::NAN; kvd][..]].concat(),
-                None => rows.to_vec(),
-            };
-            let (kc, vc) = (init("k-mirror", &mirror(k)), init("v-mirror", &mirror(v)));
-            let (qb, k_new, v_new) = (init("q", q), init("k-new", &k[pos * kvd..]), init("v-new", &v[pos * kvd..]));
-            let part = self.storage_buf("part", n_head * chunks as usize * (head_dim + 2));
-            let att = init("att", &vec![f32::NAN; q.len()]);
-            let stepb = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("step"), contents: bytemuck::bytes_of(&step), usage: wgpu::BufferUsages::UNIFORM });
-            let rope_threads = ((n_head + n_head_kv) * r.rot / 2 + kvd) as u32;
-            let mut plan = Vec::new();
-            if rope.is_some_and(|r| !r.fold) {
-                plan.push(Planned { label: "rope+kv append", pipe: self.ctx.rope_store.clone(), bufs: vec![&qb, &k_new, &v_new, &kc, &vc], uniform: Uniform::Whole(&stepb), grid: Grid::Fixed(rope_threads.div_ceil(64), 1, 1) });
-            }
-            match rows {
-                1 => plan.extend([
-                    Planned { label: "attention split", pipe: self.ctx.attn_split.clone(), bufs: vec![&qb, &k_new, &v_new, &kc, &vc, &part], uniform: Uniform::Whole(&stepb), grid: Grid::HeadsByChunks(n_head as u32) },
-                    Planned { label: "attention combine", pipe: self.ctx.attn_combine.clone(), bufs: vec![&part, &att], uniform: Uniform::Whole(&stepb), grid: Grid::Fixed(n_head as u32, 1, 1) },
-                ]),
-                _ => {
-                    let (pipe, per) = self.ctx.prompt_attention(head_dim);
-                    plan.push(Planned { label: "attention", pipe, bufs: vec![&qb, &kc, &vc, &att], uniform: Uniform::Whole(&stepb), grid: Grid::Fixed(n_head as u32, (rows as u32).div_ceil(per), 1) });
+        // A prompt chunk's attention on the matrix units (where `units` and the device allow)
+        // and whether its f16 guard tripped, which reruns it on attn_rows as the graph does.
+        let run = |units: bool| -> Result<(Vec<f32>, bool), String> {
+            self.ctx.validated("wgpu attention", || {
+                let init = |label, data: &[f32]| dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: bytemuck::cast_slice(data), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
+                // With RoPE the token's rows arrive apart and the mirror's copy of its row is poison.
+                let mirror = |rows: &[f32]| match rope {
+                    Some(_) => [&rows[..pos * kvd], &vec![f32::NAN; kvd][..]].concat(),
+                    None => rows.to_vec(),
+                };
+                let (kc, vc) = (init("k-mirror", &mirror(k)), init("v-mirror", &mirror(v)));
+                let (qb, k_new, v_new) = (init("q", q), init("k-new", &k[pos * kvd..]), init("v-new", &v[pos * kvd..]));
+                let part = self.storage_buf("part", n_head * chunks as usize * (head_dim + 2));
+                let att = init("att", &vec![f32::NAN; q.len()]);
+                let bad = init("f16-guard", &[0.0]);
+                let stepb = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("step"), contents: bytemuck::bytes_of(&step), usage: wgpu::BufferUsages::UNIFORM });
+                let rope_threads = ((n_head + n_head_kv) * r.rot / 2 + kvd) as u32;
+                let mut plan = Vec::new();
+                if rope.is_some_and(|r| !r.fold) {
+                    plan.push(Planned { label: "rope+kv append", pipe: self.ctx.rope_store.clone(), bufs: vec![&qb, &k_new, &v_new, &kc, &vc], uniform: Uniform::Whole(&stepb), grid: Grid::Fixed(rope_threads.div_ceil(64), 1, 1) });
                 }
-            }
-            let groups = plan::bind(dev, &plan, &stepb);
-            let row_bytes = if rope.is_some() { (kvd * 4) as u64 } else { 0 };
-            let read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("att-read"), size: att.size() + 2 * row_bytes, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
-            let copy = |enc: &mut wgpu::CommandEncoder| {
-                enc.copy_buffer_to_buffer(&att, 0, &read, 0, att.size());
-                if row_bytes > 0 {
-                    enc.copy_buffer_to_buffer(&kc, pos as u64 * row_bytes, &read, att.size(), row_bytes);
-                    enc.copy_buffer_to_buffer(&vc, pos as u64 * row_bytes, &read, att.size() + row_bytes, row_bytes);
+                match rows {
+                    1 => plan.extend([
+                        Planned { label: "attention split", pipe: self.ctx.attn_split.clone(), bufs: vec![&qb, &k_new, &v_new, &kc, &vc, &part], uniform: Uniform::Whole(&stepb), grid: Grid::HeadsByChunks(n_head as u32) },
+                        Planned { label: "attention combine", pipe: self.ctx.attn_combine.clone(), bufs: vec![&part, &att], uniform: Uniform::Whole(&stepb), grid: Grid::Fixed(n_head as u32, 1, 1) },
+                    ]),
+                    _ => {
+                        let a = self.ctx.prompt_attention(head_dim, units);
+                        let mut bufs = vec![&qb, &kc, &vc, &att];
+                        if a.guarded {
+                            bufs.push(&bad);
+                        }
+                        plan.push(Planned { label: "attention", pipe: a.pipe, bufs, uniform: Uniform::Whole(&stepb), grid: Grid::Fixed(n_head as u32, (rows as u32).div_ceil(a.rows), 1) });
+                    }
                 }
-            };
-            self.ctx.submit_pass("attention", |pass| plan::encode(pass, plan.iter().zip(&groups).map(|(p, g)| (&p.pipe, g, p.grid)), chunks, None), copy);
-            self.ctx.read_back::<f32>(&read, read.size() / 4)
-        })?;
+                let groups = plan::bind(dev, &plan, &stepb);
+                let row_bytes = if rope.is_some() { (kvd * 4) as u64 } else { 0 };
+                // The output, the K and V rows (with RoPE), then the guard's word.
+                let read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("att-read"), size: att.size() + 2 * row_bytes + 4, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
+                let copy = |enc: &mut wgpu::CommandEncoder| {
+                    enc.copy_buffer_to_buffer(&att, 0, &read, 0, att.size());
+                    if row_bytes > 0 {
+                        enc.copy_buffer_to_buffer(&kc, pos as u64 * row_bytes, &read, att.size(), row_bytes);
+                        enc.copy_buffer_to_buffer(&vc, pos as u64 * row_bytes, &read, att.size() + row_bytes, row_bytes);
+                    }
+                    enc.copy_buffer_to_buffer(&bad, 0, &read, att.size() + 2 * row_bytes, 4);
+                };
+                self.ctx.submit_pass("attention", |pass| plan::encode(pass, plan.iter().zip(&groups).map(|(p, g)| (&p.pipe, g, p.grid)), chunks, None), copy);
+                let mut back = self.ctx.read_back::<f32>(&read, read.size() / 4)?;
+                let tripped = back.pop().is_some_and(|word| word.to_bits() != 0);
+                Ok((back, tripped))
+            })
+        };
+        let mut out = match run(true)? {
+            (_, true) => run(false)?.0,
+            (out, false) => out,
+        };
         let rows_back = out.split_off(q.len());
         let (k_row, v_row) = rows_back.split_at(rows_back.len() / 2);
         Ok(RopedAttention { out, k_row: k_row.to_vec(), v_row: v_row.to_vec() })

@@ -47,6 +47,9 @@ struct Resident {
     chunks: Vec<Chunk>,
     fingerprint: u64,
     bytes: u64,
+    /// A bound on its values' magnitude (`planar::value_bound`; infinite where unknown): past
+    /// f16's range the prompt GEMMs keep it off the matrix units.
+    value_bound: f32,
 }
 
 /// Why a weight cannot be made resident (the job then declines; nothing was changed).
@@ -97,8 +100,9 @@ enum Step<'a> {
     /// g <- act(g) * u over n floats.
     Act { g: &'a wgpu::Buffer, u: &'a wgpu::Buffer, n: u32, act: u32 },
     /// y block `y_base` (batch, rows) = x . W^T with x quantized to int8 (`upload_q8`:
-    /// values xq, scales xd): a matvec per row, from `GEMM_MIN_BATCH` rows the int8 GEMM.
-    MatmulQ8 { w: &'a Resident, xq: &'a wgpu::Buffer, xd: &'a wgpu::Buffer, y: &'a wgpu::Buffer, y_base: u32, cols: u32, batch: u32 },
+    /// values xq, scales xd): a matvec per row, from `GEMM_MIN_BATCH` rows the int8 GEMM,
+    /// on the matrix units where `units` (the test hook's; per-op jobs, unguarded, never).
+    MatmulQ8 { w: &'a Resident, xq: &'a wgpu::Buffer, xd: &'a wgpu::Buffer, y: &'a wgpu::Buffer, y_base: u32, cols: u32, batch: u32, units: bool },
 }
 
 /// The activations a timed or tested matvec multiplies: f32, or int8 per 32-value unit
@@ -271,16 +275,18 @@ impl WgpuBackend {
             let row_bytes = v.row_bytes();
             let mut chunks = Vec::new();
             let mut bytes = 0u64;
+            let mut value_bound = 0f32;
             for row0 in (0..v.rows).step_by(rows_per_chunk) {
                 let rows = rows_per_chunk.min(v.rows - row0);
                 let src = &v.bytes[row0 * row_bytes..(row0 + rows) * row_bytes];
                 let src = transcode::planar_bytes(v.codec, v.cols, src).map_err(|_| Unfit::Scales)?;
+                value_bound = value_bound.max(planar::value_bound(codec, &src));
                 let p = planar::repack(codec, rows, v.cols, &src).ok_or(Unfit::Limits)?;
                 let buf = self.ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("weight"), contents: bytemuck::cast_slice(&p.words), usage: wgpu::BufferUsages::STORAGE });
                 bytes += buf.size();
                 chunks.push(Chunk { buf, row0: row0 as u32, rows: rows as u32, units: p.units_per_row, regions: [p.a, p.b, p.c] });
             }
-            if let Some(old) = map.insert(w.key, Resident { codec, chunks, fingerprint: fp, bytes }) {
+            if let Some(old) = map.insert(w.key, Resident { codec, chunks, fingerprint: fp, bytes, value_bound }) {
                 self.resident.fetch_sub(old.bytes, Ordering::SeqCst);
             }
             self.resident.fetch_add(bytes, Ordering::SeqCst);
@@ -331,11 +337,11 @@ impl WgpuBackend {
         let mut planned = Vec::new();
         for s in steps {
             match s {
-                Step::Matvec { w, x, y, y_base, cols, batch } => plan::matmul(&self.ctx, w, plan::MatvecIo::plain(x, y, *y_base), *cols, *batch, &mut params, &mut planned)?,
+                Step::Matvec { w, x, y, y_base, cols, batch } => plan::matmul(&self.ctx, w, plan::MatvecIo::plain(x, y, *y_base), *cols, *batch, false, &mut params, &mut planned)?,
                 Step::Act { g, u, n, act } => plan::act(&self.ctx, g, u, *n, *act, &mut params, &mut planned),
-                Step::MatmulQ8 { w, xq, xd, y, y_base, cols, batch } => {
+                Step::MatmulQ8 { w, xq, xd, y, y_base, cols, batch, units } => {
                     let io = plan::MatvecIo { x: xq, x2: Some(xd), y, y_base: *y_base, variant: Variant { x: XMode::Int8, add: false }, eps: 0.0 };
-                    plan::matmul(&self.ctx, w, io, *cols, *batch, &mut params, &mut planned)?
+                    plan::matmul(&self.ctx, w, io, *cols, *batch, *units, &mut params, &mut planned)?
                 }
             }
         }
@@ -442,7 +448,7 @@ impl WgpuBackend {
                     let (w, y) = (&map[&copies[i % copies.len()].key], if chained { &y } else { &ys[i] });
                     match &q8 {
                         None => Step::Matvec { w, x: &x, y, y_base: 0, cols, batch: 1 },
-                        Some((xq, xd)) => Step::MatmulQ8 { w, xq, xd, y, y_base: 0, cols, batch: 1 },
+                        Some((xq, xd)) => Step::MatmulQ8 { w, xq, xd, y, y_base: 0, cols, batch: 1, units: false },
                     }
                 })
                 .collect()
@@ -459,7 +465,7 @@ impl WgpuBackend {
         }
         self.with_q8_input(&[w], batch, x, w.view.cols, |resident, xq, xd, scratch| {
             let y = self.ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("y"), contents: bytemuck::cast_slice(&vec![f32::NAN; batch * w.view.rows]), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
-            let step = Step::MatmulQ8 { w: resident[0], xq, xd, y: &y, y_base: 0, cols: w.view.cols as u32, batch: batch as u32 };
+            let step = Step::MatmulQ8 { w: resident[0], xq, xd, y: &y, y_base: 0, cols: w.view.cols as u32, batch: batch as u32, units: true };
             self.submit(&[step], &y, (batch * w.view.rows) as u64, scratch).map(|(out, _)| out)
         })
     }
@@ -594,7 +600,7 @@ impl Backend for WgpuBackend {
             for w in &job.ws {
                 let (res, cols) = (&map[&w.key], w.view.cols as u32);
                 steps.push(match &q8 {
-                    Some((xq, xd)) if int8(w) => Step::MatmulQ8 { w: res, xq, xd, y: &y, y_base: base, cols, batch: 1 },
+                    Some((xq, xd)) if int8(w) => Step::MatmulQ8 { w: res, xq, xd, y: &y, y_base: base, cols, batch: 1, units: false },
                     _ => Step::Matvec { w: res, x: x.as_ref().expect("uploaded: a matrix takes f32"), y: &y, y_base: base, cols, batch: job.batch as u32 },
                 });
                 base += (w.view.rows * job.batch) as u32;

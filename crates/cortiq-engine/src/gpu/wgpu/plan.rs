@@ -132,14 +132,16 @@ pub(super) fn embed<'a>(ctx: &WgpuContext, w: &'a Resident, tok: &'a wgpu::Buffe
 /// for 64 batch columns) rather than a matvec per batch column.
 pub const GEMM_MIN_BATCH: u32 = 8;
 
-/// Y (batch, rows) = X . W^T as the tiled GEMM: one dispatch per row chunk.
-fn gemm<'a>(ctx: &WgpuContext, w: &'a Resident, io: MatvecIo<'a>, cols: u32, batch: u32, params: &mut Params, out: &mut Vec<Planned<'a>>) -> Result<(), String> {
+/// Y (batch, rows) = X . W^T as the tiled GEMM: one dispatch per row chunk; with int8
+/// activations on the matrix units where `units` allows (f16 operands).
+#[allow(clippy::too_many_arguments)]
+fn gemm<'a>(ctx: &WgpuContext, w: &'a Resident, io: MatvecIo<'a>, cols: u32, batch: u32, units: bool, params: &mut Params, out: &mut Vec<Planned<'a>>) -> Result<(), String> {
     let total_rows: u32 = w.chunks.iter().map(|c| c.rows).sum();
     if io.variant.x == XMode::Int8Norm {
         return Err("the GEMM takes no deferred RMS scale (x-mode Int8Norm)".into());
     }
     let int8 = io.variant.x.int8();
-    let (pipe, (tile_rows, tile_cols)) = ctx.gemm_pipeline(w.codec, int8)?;
+    let (pipe, (tile_rows, tile_cols)) = ctx.gemm_pipeline(w.codec, int8, units)?;
     for c in &w.chunks {
         let p = MatvecParams { rows: c.rows, units: c.units, a: c.regions[0], b: c.regions[1], c: c.regions[2], x_stride: cols / 4, y_base: io.y_base, y_stride: total_rows, y_off: c.row0, grid_x: 0, eps: 0.0, batch };
         let at = params.slot(bytemuck::bytes_of(&p));
@@ -151,10 +153,12 @@ fn gemm<'a>(ctx: &WgpuContext, w: &'a Resident, io: MatvecIo<'a>, cols: u32, bat
 }
 
 /// Y (batch, rows) = X . W^T by whichever kernel suits the batch: the tiled GEMM from
-/// `GEMM_MIN_BATCH` columns (widths of whole 32-value slices), a matvec per column below.
-pub(super) fn matmul<'a>(ctx: &WgpuContext, w: &'a Resident, io: MatvecIo<'a>, cols: u32, batch: u32, params: &mut Params, out: &mut Vec<Planned<'a>>) -> Result<(), String> {
+/// `GEMM_MIN_BATCH` columns (widths of whole 32-value slices; `units`: as `gemm`), a matvec
+/// per column below.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn matmul<'a>(ctx: &WgpuContext, w: &'a Resident, io: MatvecIo<'a>, cols: u32, batch: u32, units: bool, params: &mut Params, out: &mut Vec<Planned<'a>>) -> Result<(), String> {
     if batch >= GEMM_MIN_BATCH && cols.is_multiple_of(32) {
-        gemm(ctx, w, io, cols, batch, params, out)
+        gemm(ctx, w, io, cols, batch, units, params, out)
     } else {
         matvec(ctx, w, io, cols, batch, params, out)
     }

@@ -6,8 +6,10 @@
 // cannot be scaled row by row, so there is no running rescale: a first pass over the
 // positions finds each row's largest score, the second sums p = exp(score - max) (rounded to
 // f16 as multiplied, and summed as rounded) and P V; the output is P V / sum p. q is scaled
-// by `st.scale` before its f16 rounding. Lane l of a subgroup works on row l % 16 of its
-// sixteen, positions 16 (l / 16) .. of each chunk, where the softmax is elementwise.
+// by `st.scale` before its f16 rounding, and a scaled q past f16's range sets the guard word
+// `bad` (f16_guard.wgsl; K and V are f16 in the CPU path's cache, so they are not guarded).
+// Lane l of a subgroup works on row l % 16 of its sixteen, positions 16 (l / 16) .. of each
+// chunk, where the softmax is elementwise.
 // The host prepends the `enable` directives, step.wgsl, `HD` (head_dim: a multiple of 16,
 // at most 128) and `SG`, and writes out the lines of the named matrices: the rows' q as
 // HD / 16 A matrices q<i>, a chunk's two 16 x 16 score tiles into `sm`, the HD / 16 sums
@@ -17,7 +19,8 @@
 @group(0) @binding(1) var<storage, read> kc: array<vec4<f32>>;         // (capacity, kv_dim / 4)
 @group(0) @binding(2) var<storage, read> vc: array<vec4<f32>>;         // (capacity, kv_dim / 4)
 @group(0) @binding(3) var<storage, read_write> att: array<vec4<f32>>;  // (rows, n_head * head_dim / 4)
-@group(0) @binding(4) var<uniform> st: Step;
+@group(0) @binding(4) var<storage, read_write> bad: array<u32>;        // (1) the f16 guard (f16_guard.wgsl)
+@group(0) @binding(5) var<uniform> st: Step;
 
 const T: u32 = 32u;
 const BM: u32 = 16u * SG;
@@ -97,6 +100,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         var v = vec4<f32>(0.0);
         if (r < rows_here) {
             v = q[((r0 + r) * st.n_head + h) * HD4 + e % HD4] * st.scale;
+            guard4(v);
         }
         kv[r * HP4 + e % HD4] = vec4<f16>(v);
     }

@@ -8,7 +8,9 @@
 // takes row y of a batch (x, x2 in mode 1, xq and xd offset by whole rows). The host
 // appends quant_unit.wgsl (`store_unit`, the rule itself) and the workgroup sum
 // (reduce_subgroup.wgsl where the adapter has subgroups, else reduce_shared.wgsl: `reduce`,
-// over `partial` and `WG`).
+// over `partial` and `WG`). For the prompt GEMMs on the matrix units the host writes the f16
+// guard (f16_guard.wgsl) in place of GUARD_UNIT, with `bad` at binding 4 and `qp` at 5;
+// elsewhere GUARD_UNIT is empty.
 
 struct QuantParams {
     cols: u32,
@@ -92,5 +94,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         return;
     }
     let squares = select(0.0, dot(a0, a0) + dot(a1, a1) + dot(a2, a2) + dot(a3, a3) + dot(a4, a4) + dot(a5, a5) + dot(a6, a6) + dot(a7, a7), qp.mode == 3u);
-    store_unit_as(wg.y * units + u, squares, qp.mode != 3u, val(a0, b0, scale), val(a1, b1, scale), val(a2, b2, scale), val(a3, b3, scale), val(a4, b4, scale), val(a5, b5, scale), val(a6, b6, scale), val(a7, b7, scale));
+    let v0 = val(a0, b0, scale);
+    let v1 = val(a1, b1, scale);
+    let v2 = val(a2, b2, scale);
+    let v3 = val(a3, b3, scale);
+    let v4 = val(a4, b4, scale);
+    let v5 = val(a5, b5, scale);
+    let v6 = val(a6, b6, scale);
+    let v7 = val(a7, b7, scale);
+    GUARD_UNIT
+    store_unit_as(wg.y * units + u, squares, qp.mode != 3u, v0, v1, v2, v3, v4, v5, v6, v7);
 }
