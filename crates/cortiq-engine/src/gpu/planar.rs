@@ -236,29 +236,22 @@ pub fn repack_unit_major(codec: Codec, rows: usize, cols: usize, bytes: &[u8]) -
     repack(codec, units, rows * 32, &gathered)
 }
 
-/// A bound on the magnitude of every value these blocks decode to, from their scales alone
-/// (Q4_0 and q4_tiled 8 |d|, Q4_1 15 |d| + |m|, Q8_0 128 |d|): SPEC section 6's f16 guard on
-/// the weights the matrix units take. Infinite for every other codec and wherever a scale is
-/// not finite.
-pub fn value_bound(codec: Codec, bytes: &[u8]) -> f32 {
-    fn half(b: &[u8], at: usize) -> f32 {
-        f16::from_bits(u16::from_le_bytes([b[at], b[at + 1]])).to_f32().abs()
+/// A bound on the magnitude of every value a repacked Q4_0 / q4_tiled / Q4_1 / Q8_0 matrix
+/// decodes to, from the largest scales in its region a (8 |d|, 15 |d| + |m|, 128 |d|): SPEC
+/// section 6's f16 guard on the weights the matrix units take. Infinite for every other
+/// codec and wherever a scale is not finite.
+pub fn value_bound(codec: Codec, p: &Planar) -> f32 {
+    let scales = &p.words[p.a as usize..p.b as usize];
+    // f16 magnitudes order as their bits; all exponent bits set is infinity or NaN.
+    let magnitude = |bits: u32| if bits >= 0x7c00 { f32::INFINITY } else { f16::from_bits(bits as u16).to_f32() };
+    let (low, high) = scales.iter().fold((0, 0), |(l, h), w| (l.max(w & 0x7fff), h.max((w >> 16) & 0x7fff)));
+    let (low, high) = (magnitude(low), magnitude(high));
+    match codec {
+        Codec::Q4_0 | Codec::Q4Tiled => 8.0 * low.max(high),
+        Codec::Q8_0 => 128.0 * low.max(high),
+        Codec::Q4_1 => 15.0 * low + high,
+        _ => f32::INFINITY,
     }
-    let (block, largest): (usize, fn(&[u8]) -> f32) = match codec {
-        Codec::Q4_0 | Codec::Q4Tiled => (18, |b| 8.0 * half(b, 0)),
-        Codec::Q4_1 => (20, |b| 15.0 * half(b, 0) + half(b, 2)),
-        Codec::Q8_0 => (34, |b| 128.0 * half(b, 0)),
-        _ => return f32::INFINITY,
-    };
-    let mut bound = 0f32;
-    for b in bytes.chunks_exact(block) {
-        let v = largest(b);
-        if !v.is_finite() {
-            return f32::INFINITY;
-        }
-        bound = bound.max(v);
-    }
-    bound
 }
 
 /// Q6_K's 256 levels (0..63) of one superblock, in value order.
@@ -333,23 +326,31 @@ pub(super) mod tests {
 
     #[test]
     fn value_bound_follows_the_block_scales() {
-        let block = |len: usize, halves: &[f32]| -> Vec<u8> {
-            let mut b = vec![0x11u8; len];
-            for (i, &h) in halves.iter().enumerate() {
-                b[2 * i..2 * i + 2].copy_from_slice(&f16::from_f32(h).to_bits().to_le_bytes());
-            }
-            b
+        // One row of two blocks (64 values) with these scales (f16 halves first in a block).
+        let bound = |codec: Codec, len: usize, blocks: [&[f32]; 2]| {
+            let bytes: Vec<u8> = blocks
+                .iter()
+                .flat_map(|halves| {
+                    let mut b = vec![0x11u8; len];
+                    for (i, &h) in halves.iter().enumerate() {
+                        b[2 * i..2 * i + 2].copy_from_slice(&f16::from_f32(h).to_bits().to_le_bytes());
+                    }
+                    b
+                })
+                .collect();
+            value_bound(codec, &repack(codec, 1, 64, &bytes).unwrap())
         };
-        let q4_0 = [block(18, &[0.5]), block(18, &[-1000.0])].concat();
-        assert_eq!(value_bound(Codec::Q4_0, &q4_0), 8000.0);
-        assert_eq!(value_bound(Codec::Q4Tiled, &q4_0), 8000.0);
-        assert_eq!(value_bound(Codec::Q4_1, &block(20, &[2.0, -3.0])), 33.0);
+        assert_eq!(bound(Codec::Q4_0, 18, [&[0.5], &[-1000.0]]), 8000.0);
+        assert_eq!(bound(Codec::Q4Tiled, 18, [&[-1000.0], &[0.5]]), 8000.0);
+        assert_eq!(bound(Codec::Q4_1, 20, [&[2.0, -3.0], &[-1.0, 0.5]]), 33.0);
         // Q8_0 at d = 600: 128 d = 76800, past f16's 65504.
-        assert_eq!(value_bound(Codec::Q8_0, &[block(34, &[0.01]), block(34, &[600.0])].concat()), 76800.0);
-        assert_eq!(value_bound(Codec::Q8_0, &[block(34, &[1.0]), block(34, &[f32::NAN])].concat()), f32::INFINITY);
-        assert_eq!(value_bound(Codec::Q4_1, &block(20, &[1.0, f32::INFINITY])), f32::INFINITY);
-        assert_eq!(value_bound(Codec::F16, &[0u8; 16]), f32::INFINITY);
+        assert_eq!(bound(Codec::Q8_0, 34, [&[0.01], &[600.0]]), 76800.0);
+        assert_eq!(bound(Codec::Q8_0, 34, [&[1.0], &[f32::NAN]]), f32::INFINITY);
+        assert_eq!(bound(Codec::Q4_1, 20, [&[1.0, f32::INFINITY], &[1.0, 1.0]]), f32::INFINITY);
+        let f16_row: Vec<u8> = (0..64).flat_map(|_| f16::from_f32(1.0).to_bits().to_le_bytes()).collect();
+        assert_eq!(value_bound(Codec::F16, &repack(Codec::F16, 1, 64, &f16_row).unwrap()), f32::INFINITY);
     }
+
     #[test]
     fn every_codec_repacks_to_the_values_the_codec_decodes() {
         let mut rng = SplitMix64::fresh();

@@ -280,8 +280,8 @@ impl WgpuBackend {
                 let rows = rows_per_chunk.min(v.rows - row0);
                 let src = &v.bytes[row0 * row_bytes..(row0 + rows) * row_bytes];
                 let src = transcode::planar_bytes(v.codec, v.cols, src).map_err(|_| Unfit::Scales)?;
-                value_bound = value_bound.max(planar::value_bound(codec, &src));
                 let p = planar::repack(codec, rows, v.cols, &src).ok_or(Unfit::Limits)?;
+                value_bound = value_bound.max(planar::value_bound(codec, &p));
                 let buf = self.ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("weight"), contents: bytemuck::cast_slice(&p.words), usage: wgpu::BufferUsages::STORAGE });
                 bytes += buf.size();
                 chunks.push(Chunk { buf, row0: row0 as u32, rows: rows as u32, units: p.units_per_row, regions: [p.a, p.b, p.c] });
