@@ -1295,136 +1295,100 @@ fn cuda_graphs_norm_rows_wider_than_one_staging_round() {
     }
 }
 
-/// SPEC section 6's f16 operand guard on the CUDA prefill graph: the synthesized tiny llama in
-/// Q8_0 with its last layer's FFN norm scaled by 2^10, so the SiLU products its down GEMM
-/// takes are past f16's 65504 while every value the CPU path rounds to f16 (its int8 blocks'
-/// scales, its KV cache) stays in range, and after all attention, so the scores are as they
-/// were. Where
-/// cuBLAS loads, the chunk's f16 paths must trip the guard and the chunk run again on the int8
-/// and f32 kernels: one rerun in the backend's profile, the logits finite and within 5 %
-/// relative L2 of the CPU path's; the unscaled model trips nothing. And the prompt attention's
-/// tensor-core kernel with the scaled q past f16's range (q x 1e6: K and V are f16 in the
-/// mirror as in the CPU path's cache, so q is the operand the kernel rounds) follows the exact
-/// softmax to the f32 kernel's bound (the test hook reruns it as the graph does).
+/// SPEC section 6's f16 operand guard through a backend's prefill graph (`name`; `fresh`
+/// makes a backend, says what decides its f16 paths and whether the scaled chunk must trip
+/// the guard): the synthesized tiny llama in Q8_0 with its last layer's FFN norm scaled by
+/// 2^10, so the SiLU products its down GEMM takes are past f16's 65504 while every value the
+/// CPU path rounds to f16 (its int8 blocks' scales, its KV cache) stays in range, and after
+/// all attention, so the scores are as they were. Where the f16 paths run, the chunk must trip
+/// the guard and run again without them: one rerun in the backend's profile, the logits
+/// finite and within 5 % relative L2 of the CPU path's; the unscaled model trips nothing.
+/// Then the prompt attention (`attention`, q, k, v, rows, n_head, n_head_kv, head_dim) with
+/// the scaled q past f16's range (q x 1e6: K and V are f16 in the CPU path's cache, so q is
+/// the operand a kernel rounds) follows the exact softmax to the f32 kernel's bound (the test
+/// hooks rerun it as the graphs do).
+#[cfg(any(feature = "gpu", feature = "cuda"))]
+fn prefill_past_f16_range_follows_the_cpu_path(name: &str, fresh: &dyn Fn() -> (Box<dyn Backend>, String, bool), attention: AttentionRun) {
+    use cortiq_engine::gpu::backend::{GraphReadback, PrefillGraphJob};
+    use cortiq_engine::gpu::{Gpu, GpuConfig};
+    use cortiq_engine::model::llama::Llama;
+    use cortiq_engine::pipeline::Session;
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny-q8_0.gguf");
+    cortiq_engine::synth::synth("tiny", "q8_0", &path, 7).unwrap();
+    let engine = cortiq_engine::generate::Engine::load(&path).unwrap();
+    let m = &engine.model;
+    let mut layers = m.layers.clone();
+    layers.last_mut().unwrap().ffn_norm.iter_mut().for_each(|w| *w *= 1024.0);
+    let scaled = Arc::new(Llama { file: Arc::clone(&m.file), cfg: m.cfg.clone(), embed: m.embed, layers, output_norm: m.output_norm.clone(), output: m.output });
+    let prompt = engine.tokenize(&"past the half range 7 8 ".repeat(12)).unwrap();
+    assert!(prompt.len() >= 64, "{}", prompt.len());
+    let ctx = prompt.len() + 8;
+    for (label, model) in [("unscaled", Arc::clone(m)), ("last FFN norm x 2^10", scaled)] {
+        // A backend of its own per model: both share the file, which keys the graph's norms.
+        let (be, paths, guarded) = fresh();
+        let want = Session::with_gpu(Arc::clone(&model), ctx, Arc::new(Gpu::new(None, GpuConfig::for_tests()))).prefill(&prompt).unwrap();
+        let empty = cortiq_engine::kv::KvCache::new(model.cfg.n_layer, model.cfg.kv_dim(), ctx);
+        let mut got = vec![f32::NAN; model.cfg.vocab];
+        let job = PrefillGraphJob { model: &model, seq: 1, tokens: &prompt, pos: 0, host_kv: &empty, layers: model.cfg.n_layer };
+        let outcome = be.prefill_graph(&job, GraphReadback::Logits(&mut got));
+        assert!(matches!(outcome, DeviceOutcome::Completed { .. }), "{name} {label}: {outcome:?}");
+        let reruns = be.graph_profile().unwrap().prefill_f16_reruns;
+        assert!(want.iter().all(|v| v.is_finite()), "{label}: the CPU path's logits are not all finite");
+        let rel = rel_l2(&want, &got);
+        eprintln!("{name} tiny q8_0, {label} ({paths}): prefill graph ({} rows) vs CPU logits, relative L2 {rel:.2e}, chunks rerun without f16 operands: {reruns}", prompt.len());
+        assert_eq!(reruns, u64::from(guarded && label != "unscaled"), "{name} {label}: chunks rerun without f16 operands");
+        assert!(got.iter().all(|v| v.is_finite()) && rel < 5e-2, "{name} {label}: relative L2 {rel}");
+    }
+    let mut rng = SplitMix64::new(0xF16);
+    let (n_head, n_head_kv, hd, n, rows) = (4, 2, 64, 100, 40);
+    let q: Vec<f32> = rng.normals(rows * n_head * hd, 1.0).iter().map(|x| x * 1e6).collect();
+    let f16_values = |n: usize, rng: &mut SplitMix64| rng.normals(n, 1.0).iter().map(|&x| half::f16::from_f32(x).to_f32()).collect::<Vec<f32>>();
+    let (k, v) = (f16_values(n * n_head_kv * hd, &mut rng), f16_values(n * n_head_kv * hd, &mut rng));
+    let got = attention(&q, &k, &v, rows, n_head, n_head_kv, hd).unwrap();
+    let want = exact_attention(&q, &k, &v, rows, (n_head, n_head_kv, hd));
+    let rel = rel_l2(&want, &got);
+    eprintln!("{name} prompt attention with q x 1e6 ({rows} rows, head 64): relative L2 {rel:.2e} against the exact softmax");
+    assert!(got.iter().all(|v| v.is_finite()) && rel < F32_ATTENTION, "{name}: q past f16's range: relative L2 {rel}");
+}
+
+/// The f16 guard on the CUDA prefill graph (`prefill_past_f16_range_follows_the_cpu_path`):
+/// where cuBLAS loads, its f16 GEMMs and the tensor-core attention are the f16 paths.
 #[test]
 #[cfg_attr(not(feature = "cuda"), ignore = "SKIP gpu parity: no CUDA backend compiled in (build with --features cuda)")]
 fn cuda_prefill_past_f16_range_follows_the_cpu_path() {
     #[cfg(feature = "cuda")]
     {
-        use cortiq_engine::gpu::backend::{GraphReadback, PrefillGraphJob};
-        use cortiq_engine::gpu::{Gpu, GpuConfig};
-        use cortiq_engine::model::llama::Llama;
-        use cortiq_engine::pipeline::Session;
-        use std::sync::Arc;
         if !cuda_device_or_skip("cuda_prefill_past_f16_range_follows_the_cpu_path") {
             return;
         }
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("tiny-q8_0.gguf");
-        cortiq_engine::synth::synth("tiny", "q8_0", &path, 7).unwrap();
-        let engine = cortiq_engine::generate::Engine::load(&path).unwrap();
-        let m = &engine.model;
-        let mut layers = m.layers.clone();
-        layers.last_mut().unwrap().ffn_norm.iter_mut().for_each(|w| *w *= 1024.0);
-        let scaled = Arc::new(Llama { file: Arc::clone(&m.file), cfg: m.cfg.clone(), embed: m.embed, layers, output_norm: m.output_norm.clone(), output: m.output });
-        let prompt = engine.tokenize(&"past the half range 7 8 ".repeat(12)).unwrap();
-        assert!(prompt.len() >= 64, "{}", prompt.len());
-        let ctx = prompt.len() + 8;
-        for (label, model) in [("unscaled", Arc::clone(m)), ("last FFN norm x 2^10", scaled)] {
-            // A backend of its own per model: both share the file, which keys the graph's norms.
+        let fresh = || -> (Box<dyn Backend>, String, bool) {
             let be = cortiq_engine::gpu::cuda::CudaBackend::new(0).unwrap();
             let cublas = be.status_lines().iter().any(|l| l.contains("cuBLAS f16 GEMMs"));
-            let want = Session::with_gpu(Arc::clone(&model), ctx, Arc::new(Gpu::new(None, GpuConfig::for_tests()))).prefill(&prompt).unwrap();
-            let empty = cortiq_engine::kv::KvCache::new(model.cfg.n_layer, model.cfg.kv_dim(), ctx);
-            let mut got = vec![f32::NAN; model.cfg.vocab];
-            let job = PrefillGraphJob { model: &model, seq: 1, tokens: &prompt, pos: 0, host_kv: &empty, layers: model.cfg.n_layer };
-            let outcome = be.prefill_graph(&job, GraphReadback::Logits(&mut got));
-            assert!(matches!(outcome, DeviceOutcome::Completed { .. }), "{label}: {outcome:?}");
-            let reruns = be.graph_profile().unwrap().prefill_f16_reruns;
-            assert!(want.iter().all(|v| v.is_finite()), "{label}: the CPU path's logits are not all finite");
-            let rel = rel_l2(&want, &got);
-            eprintln!("cuda tiny q8_0, {label} (cuBLAS {cublas}): prefill graph ({} rows) vs CPU logits, relative L2 {rel:.2e}, chunks rerun without f16 operands: {reruns}", prompt.len());
-            let expected = u64::from(cublas && label != "unscaled");
-            assert_eq!(reruns, expected, "{label}: chunks rerun without f16 operands");
-            assert!(got.iter().all(|v| v.is_finite()) && rel < 5e-2, "{label}: relative L2 {rel}");
-        }
+            (Box::new(be), format!("cuBLAS {cublas}"), cublas)
+        };
         let be = cortiq_engine::gpu::cuda::CudaBackend::new(0).unwrap();
-        let mut rng = SplitMix64::new(0xF16);
-        let (n_head, n_head_kv, hd, n, rows) = (4, 2, 64, 100, 40);
-        let q: Vec<f32> = rng.normals(rows * n_head * hd, 1.0).iter().map(|x| x * 1e6).collect();
-        let f16_values = |n: usize, rng: &mut SplitMix64| rng.normals(n, 1.0).iter().map(|&x| half::f16::from_f32(x).to_f32()).collect::<Vec<f32>>();
-        let (k, v) = (f16_values(n * n_head_kv * hd, &mut rng), f16_values(n * n_head_kv * hd, &mut rng));
-        let got = be.attention(&q, &k, &v, rows, n_head, n_head_kv, hd).unwrap();
-        let want = exact_attention(&q, &k, &v, rows, (n_head, n_head_kv, hd));
-        let rel = rel_l2(&want, &got);
-        eprintln!("cuda prompt attention with q x 1e6 ({rows} rows, head 64): relative L2 {rel:.2e} against the exact softmax");
-        assert!(got.iter().all(|v| v.is_finite()) && rel < F32_ATTENTION, "q past f16's range: relative L2 {rel}");
+        prefill_past_f16_range_follows_the_cpu_path("cuda", &fresh, &|q, k, v, rows, nh, nkv, hd| be.attention(q, k, v, rows, nh, nkv, hd));
     }
 }
 
-/// SPEC section 6's f16 operand guard on wgpu, as `cuda_prefill_past_f16_range_follows_the_cpu_path`:
-/// tiny Q8_0 with its last layer's FFN norm scaled by 2^10, so the int8 units down's GEMM
-/// takes are past f16's range (the CPU path's int8 scales stay in range). Where the adapter
-/// has matrix units the chunk must trip the guard once and run again on the packed dot
-/// products, its logits finite and within 5 % relative L2 of the CPU path's; the unscaled
-/// model trips nothing, and neither does anything without matrix units. Then the prompt
-/// attention with q x 1e6 (rerun on `attn_rows` as the graph does) follows the exact softmax
-/// to the f32 kernel's bound.
+/// The f16 guard on the wgpu prefill graph (`prefill_past_f16_range_follows_the_cpu_path`):
+/// its matrix-unit GEMMs and prompt attention are the f16 paths; on an adapter without matrix
+/// units the guard is forced onto its dot-product GEMMs' quantizers
+/// (`with_f16_guard_forced`: the same rerun, on the same kernels).
 #[test]
 #[cfg_attr(not(feature = "gpu"), ignore = "SKIP gpu parity: no wgpu backend compiled in (build with --features gpu)")]
 fn wgpu_prefill_past_f16_range_follows_the_cpu_path() {
     #[cfg(feature = "gpu")]
     {
-        use cortiq_engine::gpu::backend::{GraphReadback, PrefillGraphJob};
-        use cortiq_engine::gpu::{Gpu, GpuConfig};
-        use cortiq_engine::model::llama::Llama;
-        use cortiq_engine::pipeline::Session;
-        use std::sync::Arc;
-        let test = "wgpu_prefill_past_f16_range_follows_the_cpu_path";
-        let Some(probe) = wgpu_or_skip(test) else { return };
-        let units = probe.info().matrix_units;
-        drop(probe);
-        if !units {
-            eprintln!("SKIP {test}, the guard's rerun: the adapter has no 16 x 16 f16 cooperative matrices with subgroups of 32 (the chunks below run without f16 operands)");
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("tiny-q8_0.gguf");
-        cortiq_engine::synth::synth("tiny", "q8_0", &path, 7).unwrap();
-        let engine = cortiq_engine::generate::Engine::load(&path).unwrap();
-        let m = &engine.model;
-        let mut layers = m.layers.clone();
-        layers.last_mut().unwrap().ffn_norm.iter_mut().for_each(|w| *w *= 1024.0);
-        let scaled = Arc::new(Llama { file: Arc::clone(&m.file), cfg: m.cfg.clone(), embed: m.embed, layers, output_norm: m.output_norm.clone(), output: m.output });
-        let prompt = engine.tokenize(&"past the half range 7 8 ".repeat(12)).unwrap();
-        assert!(prompt.len() >= 64, "{}", prompt.len());
-        let ctx = prompt.len() + 8;
-        for (label, model) in [("unscaled", Arc::clone(m)), ("last FFN norm x 2^10", scaled)] {
-            // A backend of its own per model: both share the file, which keys the graph's norms.
-            let be = cortiq_engine::gpu::wgpu::WgpuBackend::new().unwrap();
-            let want = Session::with_gpu(Arc::clone(&model), ctx, Arc::new(Gpu::new(None, GpuConfig::for_tests()))).prefill(&prompt).unwrap();
-            let empty = cortiq_engine::kv::KvCache::new(model.cfg.n_layer, model.cfg.kv_dim(), ctx);
-            let mut got = vec![f32::NAN; model.cfg.vocab];
-            let job = PrefillGraphJob { model: &model, seq: 1, tokens: &prompt, pos: 0, host_kv: &empty, layers: model.cfg.n_layer };
-            let outcome = be.prefill_graph(&job, GraphReadback::Logits(&mut got));
-            assert!(matches!(outcome, DeviceOutcome::Completed { .. }), "{label}: {outcome:?}");
-            let reruns = be.graph_profile().unwrap().prefill_f16_reruns;
-            assert!(want.iter().all(|v| v.is_finite()), "{label}: the CPU path's logits are not all finite");
-            let rel = rel_l2(&want, &got);
-            eprintln!("wgpu tiny q8_0, {label} (matrix units {units}): prefill graph ({} rows) vs CPU logits, relative L2 {rel:.2e}, chunks rerun without f16 operands: {reruns}", prompt.len());
-            assert_eq!(reruns, u64::from(units && label != "unscaled"), "{label}: chunks rerun without f16 operands");
-            assert!(got.iter().all(|v| v.is_finite()) && rel < 5e-2, "{label}: relative L2 {rel}");
-        }
-        let be = cortiq_engine::gpu::wgpu::WgpuBackend::new().unwrap();
-        let mut rng = SplitMix64::new(0xF16);
-        let (n_head, n_head_kv, hd, n, rows) = (4, 2, 64, 100, 40);
-        let q: Vec<f32> = rng.normals(rows * n_head * hd, 1.0).iter().map(|x| x * 1e6).collect();
-        let f16_values = |n: usize, rng: &mut SplitMix64| rng.normals(n, 1.0).iter().map(|&x| half::f16::from_f32(x).to_f32()).collect::<Vec<f32>>();
-        let (k, v) = (f16_values(n * n_head_kv * hd, &mut rng), f16_values(n * n_head_kv * hd, &mut rng));
-        let got = be.attention(&q, &k, &v, rows, n_head, n_head_kv, hd, 1.0 / (hd as f32).sqrt()).unwrap();
-        let want = exact_attention(&q, &k, &v, rows, (n_head, n_head_kv, hd));
-        let rel = rel_l2(&want, &got);
-        eprintln!("wgpu prompt attention with q x 1e6 ({rows} rows, head 64, matrix units {units}): relative L2 {rel:.2e} against the exact softmax");
-        assert!(got.iter().all(|v| v.is_finite()) && rel < F32_ATTENTION, "q past f16's range: relative L2 {rel}");
+        let Some(be) = wgpu_or_skip("wgpu_prefill_past_f16_range_follows_the_cpu_path") else { return };
+        let units = be.info().matrix_units;
+        let fresh = || -> (Box<dyn Backend>, String, bool) {
+            let be = cortiq_engine::gpu::wgpu::WgpuBackend::new().unwrap().with_f16_guard_forced(!units);
+            (Box::new(be), format!("matrix units {units}, guard forced {}", !units), true)
+        };
+        prefill_past_f16_range_follows_the_cpu_path("wgpu", &fresh, &|q, k, v, rows, nh, nkv, hd| be.attention(q, k, v, rows, nh, nkv, hd, 1.0 / (hd as f32).sqrt()));
     }
 }
 

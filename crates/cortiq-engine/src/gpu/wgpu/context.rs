@@ -183,9 +183,8 @@ pub struct WgpuContext {
     pub norm: wgpu::ComputePipeline,
     /// One activation row to int8 per 32 values (quant.wgsl) for the int8-activation matvecs.
     pub quant: wgpu::ComputePipeline,
-    /// The same with the f16 guard, for the GEMMs on the matrix units (where the device was
-    /// opened with them).
-    pub quant_guarded: Option<wgpu::ComputePipeline>,
+    /// The same with the f16 guard, for the GEMMs on the matrix units.
+    pub quant_guarded: wgpu::ComputePipeline,
     pub rope_store: wgpu::ComputePipeline,
     pub attn_split: wgpu::ComputePipeline,
     pub attn_combine: wgpu::ComputePipeline,
@@ -348,10 +347,7 @@ impl WgpuContext {
         let act = build(&device, ACT, &act_layout, cache.as_ref(), "act")?;
         let norm = build(&device, &norm_source(subgroups), &layout(&device, &[w, r, r, w, Uniform]), cache.as_ref(), "norm")?;
         let quant = build(&device, &quant_source(subgroups), &layout(&device, &[r, r, w, w, Uniform]), cache.as_ref(), "quant")?;
-        let quant_guarded = match matrix_units {
-            true => Some(build(&device, &quant_guarded_source(subgroups), &layout(&device, &[r, r, w, w, w, Uniform]), cache.as_ref(), "quant with the f16 guard")?),
-            false => None,
-        };
+        let quant_guarded = build(&device, &quant_guarded_source(subgroups), &layout(&device, &[r, r, w, w, w, Uniform]), cache.as_ref(), "quant with the f16 guard")?;
         let attn_coop_layout = layout(&device, &[r, r, r, w, w, Uniform]);
         let rope_store = build(&device, &format!("{STEP}{ROPE_STORE}"), &layout(&device, &[w, r, r, w, w, Uniform]), cache.as_ref(), "rope_store")?;
         let attn_split = build(&device, &attn_split_source(subgroups), &layout(&device, &[r, r, r, w, w, w, Uniform]), cache.as_ref(), "attn_split")?;

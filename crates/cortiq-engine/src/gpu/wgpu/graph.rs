@@ -931,17 +931,21 @@ impl WgpuBackend {
     /// One token's command buffer at position `pos`: the recorded dispatches in one compute
     /// pass (the attention grid sized for `pos`), then what `kind` names copied for readback.
     fn encode_token(&self, rec: &Recorded, g: &ModelGraph, pos: usize, kind: Readback, io: TokenIo) -> wgpu::CommandBuffer {
-        self.encode_recorded("token", rec, g, Some(pos), kind, &g.x, true, io)
+        self.encode_recorded("token", rec, g, Some(pos), kind, &g.x, true, io, None)
     }
 
     /// A recorded dispatch list in one compute pass (a decode token's at `pos`: its step block
     /// copied into place first and the attention grid sized for it; a prefill chunk's without),
     /// with the per-dispatch timestamps under `CMF_GRAPH_HOSTPROF=2`
     /// (and, with `pass_timer`, the pass's own under `=1`), then what `kind` names copied
-    /// for readback (a prefix's residual stream from `hidden`).
+    /// for readback (a prefix's residual stream from `hidden`); `guard`: the f16 guard's word,
+    /// cleared before the pass and copied after it into the second buffer.
     #[allow(clippy::too_many_arguments)]
-    fn encode_recorded(&self, label: &str, rec: &Recorded, g: &ModelGraph, pos: Option<usize>, kind: Readback, hidden: &wgpu::Buffer, pass_timer: bool, io: TokenIo) -> wgpu::CommandBuffer {
+    fn encode_recorded(&self, label: &str, rec: &Recorded, g: &ModelGraph, pos: Option<usize>, kind: Readback, hidden: &wgpu::Buffer, pass_timer: bool, io: TokenIo, guard: Option<(&wgpu::Buffer, &wgpu::Buffer)>) -> wgpu::CommandBuffer {
         let mut enc = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+        if let Some((word, _)) = guard {
+            enc.clear_buffer(word, 0, None);
+        }
         let block = std::mem::size_of::<StepBlock>() as u64;
         if let Some(pos) = pos {
             enc.copy_buffer_to_buffer(&g.steps, pos as u64 * block, &g.step, 0, block);
@@ -982,6 +986,9 @@ impl WgpuBackend {
         if let Some((q, resolve, read)) = timer {
             enc.resolve_query_set(q, 0..2, resolve, 0);
             enc.copy_buffer_to_buffer(resolve, 0, read, 0, 16);
+        }
+        if let Some((word, read)) = guard {
+            enc.copy_buffer_to_buffer(word, 0, read, 0, 4);
         }
         enc.finish()
     }

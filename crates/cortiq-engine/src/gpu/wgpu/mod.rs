@@ -157,6 +157,9 @@ pub struct WgpuBackend {
     /// QKV dispatch; needs `norm_q8` and `rope_fold`): `CMF_WGPU_QKV_ATTN=1` / `=0`, or None
     /// (unset): by the row's width (`qkv_attn_wanted`).
     qkv_attn: Option<bool>,
+    /// Whether the prefill graph's quantizers guard their values for f16 even where nothing
+    /// rounds them to f16 (no matrix units): tests of the guard's rerun on any adapter.
+    f16_guard_forced: bool,
 }
 
 /// Whether a token graph takes int8 activations: the setting where there is one, else
@@ -197,7 +200,7 @@ impl WgpuBackend {
             _ => None,
         };
         let (int8_graph, qkv_attn) = (setting("CMF_WGPU_INT8"), setting("CMF_WGPU_QKV_ATTN"));
-        Ok(WgpuBackend { ctx, weights: Mutex::new(HashMap::new()), scratch: Mutex::new(Scratch::default()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), info, int8_graph, int8_prefill: !crate::gpu::selection::switched_off("CMF_WGPU_PREFILL_INT8"), skip, multi: !crate::gpu::selection::switched_off("CMF_WGPU_MULTI"), rope_fold: !crate::gpu::selection::switched_off("CMF_WGPU_ROPE_FOLD"), combine_q8: !crate::gpu::selection::switched_off("CMF_WGPU_COMBINE_Q8"), glu_q8: !crate::gpu::selection::switched_off("CMF_WGPU_GLU_Q8"), norm_q8: !crate::gpu::selection::switched_off("CMF_WGPU_NORM_Q8"), qkv_attn })
+        Ok(WgpuBackend { ctx, weights: Mutex::new(HashMap::new()), scratch: Mutex::new(Scratch::default()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), info, int8_graph, int8_prefill: !crate::gpu::selection::switched_off("CMF_WGPU_PREFILL_INT8"), skip, multi: !crate::gpu::selection::switched_off("CMF_WGPU_MULTI"), rope_fold: !crate::gpu::selection::switched_off("CMF_WGPU_ROPE_FOLD"), combine_q8: !crate::gpu::selection::switched_off("CMF_WGPU_COMBINE_Q8"), glu_q8: !crate::gpu::selection::switched_off("CMF_WGPU_GLU_Q8"), norm_q8: !crate::gpu::selection::switched_off("CMF_WGPU_NORM_Q8"), qkv_attn, f16_guard_forced: false })
     }
 
     /// The same backend with the token graph's int8 activations on or off (`CMF_WGPU_INT8`),
@@ -232,6 +235,14 @@ impl WgpuBackend {
     /// measurements.
     pub fn with_matrix_units(mut self, on: bool) -> WgpuBackend {
         self.info.matrix_units = self.ctx.set_matrix_units(on);
+        self
+    }
+
+    /// The same backend with the prefill graph's f16 guard in its quantizers whether or not
+    /// the adapter has matrix units (where it has none, a tripped guard reruns the chunk on
+    /// the same kernels), for tests of the guard's rerun on any adapter.
+    pub fn with_f16_guard_forced(mut self, on: bool) -> WgpuBackend {
+        self.f16_guard_forced = on;
         self
     }
 

@@ -124,7 +124,7 @@ impl WgpuBackend {
             let mut x = vec![0f32; rows * c.n_embd];
             m.embed_rows(job.tokens, &mut x);
             self.ctx.queue.write_buffer(&pb.step, 0, bytemuck::bytes_of(&StepBlock { rows: rows as u32, ..step_block(m, job.pos, 0, false) }));
-            let mut f16 = self.info.matrix_units;
+            let mut f16 = self.info.matrix_units || self.f16_guard_forced;
             loop {
                 // The residual stream: written again for a rerun (the chunk adds into it).
                 self.ctx.queue.write_buffer(&pb.x, 0, bytemuck::cast_slice(&x));
@@ -136,17 +136,9 @@ impl WgpuBackend {
                 }
                 let plan = mirror.prefill.as_ref().expect("recorded above");
                 let t0 = std::time::Instant::now();
-                let mut cmds = Vec::with_capacity(2);
-                if plan.guarded {
-                    self.ctx.queue.write_buffer(&pb.bad, 0, &[0; 4]);
-                }
-                cmds.push(self.encode_recorded("prefill", &plan.rec, g, None, kind, &pb.x, false, mirror.io(0, false)));
-                if plan.guarded {
-                    let mut enc = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("prefill f16 guard") });
-                    enc.copy_buffer_to_buffer(&pb.bad, 0, &pb.bad_read, 0, 4);
-                    cmds.push(enc.finish());
-                }
-                self.ctx.queue.submit(cmds);
+                let guard = plan.guarded.then_some((&pb.bad, &pb.bad_read));
+                let cmd = self.encode_recorded("prefill", &plan.rec, g, None, kind, &pb.x, false, mirror.io(0, false), guard);
+                self.ctx.queue.submit([cmd]);
                 let t1 = std::time::Instant::now();
                 let (back, _) = self.read_result(g, kind, mirror.io(0, false), None)?;
                 let tripped = plan.guarded && self.ctx.read_back::<u32>(&pb.bad_read, 1)?[0] != 0;
@@ -183,8 +175,8 @@ impl WgpuBackend {
         // y (rows, w.rows) = x (rows, cols) . W^T
         let proj = |w: &'a Resident, x: &'a wgpu::Buffer, y: &'a wgpu::Buffer, cols: u32, params: &mut Params, p: &mut Vec<Planned<'a>>| plan::matmul(ctx, w, MatvecIo::plain(x, y, 0), cols, n, false, params, p);
         // The quantizers guard the values the GEMMs round to f16 where those may run on the
-        // matrix units.
-        let guarded_quant = ctx.quant_guarded.as_ref().filter(|_| f16 && pb.int8.is_some());
+        // matrix units (or where a test forces the guard: `with_f16_guard_forced`).
+        let guarded_quant = Some(&ctx.quant_guarded).filter(|_| f16 && pb.int8.is_some());
         // With int8 activations a stage's input (rows, cols) is quantized once (`input`; down's
         // as SiLU(gate) * up, so no activation step of its own), then every projection of the
         // stage reads the int8 rows (`proj_in`). One uniform block per kind of input.
