@@ -183,8 +183,9 @@ pub struct WgpuContext {
     pub norm: wgpu::ComputePipeline,
     /// One activation row to int8 per 32 values (quant.wgsl) for the int8-activation matvecs.
     pub quant: wgpu::ComputePipeline,
-    /// The same with the f16 guard, for the GEMMs on the matrix units.
-    pub quant_guarded: wgpu::ComputePipeline,
+    /// The same with the f16 guard, for the GEMMs on the matrix units (built on first use:
+    /// `quant_guarded`).
+    quant_guarded: std::sync::OnceLock<Result<wgpu::ComputePipeline, String>>,
     pub rope_store: wgpu::ComputePipeline,
     pub attn_split: wgpu::ComputePipeline,
     pub attn_combine: wgpu::ComputePipeline,
@@ -347,7 +348,6 @@ impl WgpuContext {
         let act = build(&device, ACT, &act_layout, cache.as_ref(), "act")?;
         let norm = build(&device, &norm_source(subgroups), &layout(&device, &[w, r, r, w, Uniform]), cache.as_ref(), "norm")?;
         let quant = build(&device, &quant_source(subgroups), &layout(&device, &[r, r, w, w, Uniform]), cache.as_ref(), "quant")?;
-        let quant_guarded = build(&device, &quant_guarded_source(subgroups), &layout(&device, &[r, r, w, w, w, Uniform]), cache.as_ref(), "quant with the f16 guard")?;
         let attn_coop_layout = layout(&device, &[r, r, r, w, w, Uniform]);
         let rope_store = build(&device, &format!("{STEP}{ROPE_STORE}"), &layout(&device, &[w, r, r, w, w, Uniform]), cache.as_ref(), "rope_store")?;
         let attn_split = build(&device, &attn_split_source(subgroups), &layout(&device, &[r, r, r, w, w, w, Uniform]), cache.as_ref(), "attn_split")?;
@@ -359,7 +359,7 @@ impl WgpuContext {
         let argmax_merge = build(&device, &format!("{ARGMAX_PICK}{ARGMAX_MERGE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "argmax_merge")?;
         let topk_groups = build(&device, &format!("{TOPK_KEYS}{TOPK_GROUPS}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_groups")?;
         let topk_merge = build(&device, &topk_merge_source(subgroups), &layout(&device, &[r, w, Uniform, w, Uniform]), cache.as_ref(), "topk_merge")?;
-        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, q8_out: Default::default(), q8_out_layouts, attn_qkv: Default::default(), attn_qkv_layout, gemm: Default::default(), embed: Default::default(), subgroups, matrix_units, matrix_units_opened: matrix_units, coop_tile, coop_stage, pipeline_cache: cache, act, norm, quant, quant_guarded, rope_store, attn_split, attn_combine, attn_combine_q8, attn_rows, attn_coop_layout, attn_coop: Default::default(), attn_coop_subgroups, argmax, argmax_merge, topk_groups, topk_merge, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
+        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, q8_out: Default::default(), q8_out_layouts, attn_qkv: Default::default(), attn_qkv_layout, gemm: Default::default(), embed: Default::default(), subgroups, matrix_units, matrix_units_opened: matrix_units, coop_tile, coop_stage, pipeline_cache: cache, act, norm, quant, quant_guarded: Default::default(), rope_store, attn_split, attn_combine, attn_combine_q8, attn_rows, attn_coop_layout, attn_coop: Default::default(), attn_coop_subgroups, argmax, argmax_merge, topk_groups, topk_merge, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
         // The per-op kernels up front (a job's first call should not pay a compile).
         for (codec, _, _) in MATVEC_CODECS {
             for (rows, cols) in [(1, 1), (TALL_ROWS, 1), (WIDE_ROWS, WIDE_COLS)] {
@@ -449,6 +449,15 @@ impl WgpuContext {
         let built = build(&self.device, &attn_qkv_source(suffix, head_dim, self.subgroups)?, bgl, self.pipeline_cache.as_ref(), &format!("attention with its own qkv {suffix}, head size {head_dim}"))?;
         map.insert((codec, head_dim), built.clone());
         Ok(built)
+    }
+
+    /// The quantizer with SPEC section 6's f16 guard (`quant_guarded_source`; built on first
+    /// use), for the prefill graph's GEMMs on the matrix units.
+    pub fn quant_guarded(&self) -> Result<wgpu::ComputePipeline, String> {
+        use wgpu::BufferBindingType::{Storage, Uniform};
+        let (r, w) = (Storage { read_only: true }, Storage { read_only: false });
+        let built = self.quant_guarded.get_or_init(|| build(&self.device, &quant_guarded_source(self.subgroups), &layout(&self.device, &[r, r, w, w, w, Uniform]), self.pipeline_cache.as_ref(), "quant with the f16 guard"));
+        built.clone()
     }
 
     /// The tiled GEMM pipeline of a codec (built on first use) and its tile's (weight rows,

@@ -176,7 +176,10 @@ impl WgpuBackend {
         let proj = |w: &'a Resident, x: &'a wgpu::Buffer, y: &'a wgpu::Buffer, cols: u32, params: &mut Params, p: &mut Vec<Planned<'a>>| plan::matmul(ctx, w, MatvecIo::plain(x, y, 0), cols, n, false, params, p);
         // The quantizers guard the values the GEMMs round to f16 where those may run on the
         // matrix units (or where a test forces the guard: `with_f16_guard_forced`).
-        let guarded_quant = Some(&ctx.quant_guarded).filter(|_| f16 && pb.int8.is_some());
+        let guarded_quant = match f16 && pb.int8.is_some() {
+            true => Some(ctx.quant_guarded()?),
+            false => None,
+        };
         // With int8 activations a stage's input (rows, cols) is quantized once (`input`; down's
         // as SiLU(gate) * up, so no activation step of its own), then every projection of the
         // stage reads the int8 rows (`proj_in`). One uniform block per kind of input.
@@ -187,7 +190,7 @@ impl WgpuBackend {
         let input = |x: &'a wgpu::Buffer, x2: &'a wgpu::Buffer, cols: u32, at: u64, p: &mut Vec<Planned<'a>>| {
             if let Some((xq, xd)) = &pb.int8 {
                 let mut q = quantize_rows(ctx, x, x2, xq, xd, at, cols, n);
-                if let Some(pipe) = guarded_quant {
+                if let Some(pipe) = &guarded_quant {
                     q.pipe = pipe.clone();
                     q.bufs.push(&pb.bad);
                 }
