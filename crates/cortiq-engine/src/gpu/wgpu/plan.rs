@@ -2,7 +2,7 @@
 //! the uniform block lives, and the grid. Per-op jobs plan, bind and encode per call; the
 //! token graph plans and binds once and encodes the same list every token.
 
-use super::context::{Variant, WgpuContext, XMode};
+use super::context::{Variant, WgpuContext, XMode, F16_GUARD};
 use super::Resident;
 
 /// Workgroups along x before a dispatch wraps into y (WebGPU's minimum per-dimension limit).
@@ -133,7 +133,8 @@ pub(super) fn embed<'a>(ctx: &WgpuContext, w: &'a Resident, tok: &'a wgpu::Buffe
 pub const GEMM_MIN_BATCH: u32 = 8;
 
 /// Y (batch, rows) = X . W^T as the tiled GEMM: one dispatch per row chunk; with int8
-/// activations on the matrix units where `units` allows (f16 operands).
+/// activations on the matrix units where `units` allows (f16 operands) and the weight's
+/// values are within f16's range (SPEC section 6's guard on the weights).
 #[allow(clippy::too_many_arguments)]
 fn gemm<'a>(ctx: &WgpuContext, w: &'a Resident, io: MatvecIo<'a>, cols: u32, batch: u32, units: bool, params: &mut Params, out: &mut Vec<Planned<'a>>) -> Result<(), String> {
     let total_rows: u32 = w.chunks.iter().map(|c| c.rows).sum();
@@ -141,7 +142,7 @@ fn gemm<'a>(ctx: &WgpuContext, w: &'a Resident, io: MatvecIo<'a>, cols: u32, bat
         return Err("the GEMM takes no deferred RMS scale (x-mode Int8Norm)".into());
     }
     let int8 = io.variant.x.int8();
-    let (pipe, (tile_rows, tile_cols)) = ctx.gemm_pipeline(w.codec, int8, units)?;
+    let (pipe, (tile_rows, tile_cols)) = ctx.gemm_pipeline(w.codec, int8, units && w.value_bound <= F16_GUARD)?;
     for c in &w.chunks {
         let p = MatvecParams { rows: c.rows, units: c.units, a: c.regions[0], b: c.regions[1], c: c.regions[2], x_stride: cols / 4, y_base: io.y_base, y_stride: total_rows, y_off: c.row0, grid_x: 0, eps: 0.0, batch };
         let at = params.slot(bytemuck::bytes_of(&p));

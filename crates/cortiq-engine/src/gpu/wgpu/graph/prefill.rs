@@ -20,7 +20,6 @@
 
 use super::super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform};
 use super::super::{Resident, WgpuBackend};
-use super::super::context::F16_GUARD;
 use super::super::{int8_layers, Variant, XMode};
 use super::{graph_weights, quant_slot, quantize_rows, relabel, step_block, At, StepBlock, ModelGraph, NormBlock, Readback, Recorded, QUANT_PLAIN, QUANT_SILU};
 use crate::gpu::backend::{DeviceOutcome, GraphReadback, PrefillGraphJob, WeightArg};
@@ -197,9 +196,8 @@ impl WgpuBackend {
                 p.push(q);
             }
         };
-        // A weight whose values may be past f16's range keeps its GEMM off the matrix units.
         let proj_in = |w: &'a Resident, x: &'a wgpu::Buffer, y: &'a wgpu::Buffer, cols: u32, params: &mut Params, p: &mut Vec<Planned<'a>>| match &pb.int8 {
-            Some((xq, xd)) => plan::matmul(ctx, w, MatvecIo { x: xq, x2: Some(xd), y, y_base: 0, variant: Variant { x: XMode::Int8, add: false }, eps: 0.0 }, cols, n, f16 && w.value_bound <= F16_GUARD, params, p),
+            Some((xq, xd)) => plan::matmul(ctx, w, MatvecIo { x: xq, x2: Some(xd), y, y_base: 0, variant: Variant { x: XMode::Int8, add: false }, eps: 0.0 }, cols, n, f16, params, p),
             None => proj(w, x, y, cols, params, p),
         };
         let norm = |params: &mut Params, add: bool, row0: u32| params.slot(bytemuck::bytes_of(&NormBlock { n: d, add: u32::from(add), eps: c.eps, row0 }));
