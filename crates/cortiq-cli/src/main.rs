@@ -157,7 +157,7 @@ enum Command {
         #[arg(long)]
         bandwidth: Option<f64>,
     },
-    /// Write a random-weight llama GGUF of a named shape (tiny, tiny-wide, smollm2-135m, smollm2-360m, llama-1b, llama-8b).
+    /// Write a random-weight llama GGUF of a named shape (tiny, tiny-wide, smollm2-135m, smollm2-360m, llama-1b, llama-8b), or a Gemma 3 one (gemma3-270m).
     Synth {
         shape: String,
         /// One codec for every matrix (q4_0, q4_1, q5_0, q8_0, q4_k, q5_k, q6_k, f16, ...), or

@@ -1,5 +1,6 @@
-//! `cortiq synth SHAPE --codec C -o FILE.gguf [--seed S]`: a llama-architecture GGUF with
-//! random weights (normal, std 0.02; norms 1.0) and a complete byte-level BPE vocabulary,
+//! `cortiq synth SHAPE --codec C -o FILE.gguf [--seed S]`: a llama-architecture GGUF (or,
+//! for the `gemma3-270m` shape, a Gemma 3 one) with random weights (normal, std 0.02; norms
+//! 1.0) and a complete byte-level BPE vocabulary,
 //! so cortiq and llama.cpp's tools both load it. Streams one tensor at a time to disk, rows
 //! generated in parallel from per-row seeds: deterministic for a seed, bounded memory.
 //! `--codec` names one codec for every matrix, or `q4_k_m` / `q5_k_m`: llama.cpp's Q4_K_M or
@@ -27,17 +28,27 @@ pub struct Shape {
     pub tied: bool,
     pub ctx: u64,
     pub rope_base: f32,
+    /// Width of a head (hidden / heads in the llama shapes).
+    pub head_dim: u64,
+    /// Gemma 3's block (architecture `gemma3`: q/k and sandwich norms, GELU, sliding-window
+    /// layers of `GEMMA_WINDOW` positions) instead of llama's.
+    pub gemma: bool,
 }
 
+/// The sliding window of a synthesized Gemma 3 model's local layers (gemma-3-270m's).
+const GEMMA_WINDOW: u32 = 512;
+
 pub const SHAPES: &[Shape] = &[
-    Shape { name: "tiny", hidden: 256, ffn: 512, layers: 2, heads: 4, kv_heads: 2, vocab: 2048, tied: true, ctx: 2048, rope_base: 10000.0 },
+    Shape { name: "tiny", hidden: 256, ffn: 512, layers: 2, heads: 4, kv_heads: 2, vocab: 2048, tied: true, ctx: 2048, rope_base: 10000.0, head_dim: 64, gemma: false },
     // An embedding wider than a CUDA row kernel stages in one round of loads (4096 values),
     // for the parity tests.
-    Shape { name: "tiny-wide", hidden: 5120, ffn: 1024, layers: 2, heads: 40, kv_heads: 8, vocab: 2048, tied: true, ctx: 2048, rope_base: 10000.0 },
-    Shape { name: "smollm2-135m", hidden: 576, ffn: 1536, layers: 30, heads: 9, kv_heads: 3, vocab: 49152, tied: true, ctx: 8192, rope_base: 100000.0 },
-    Shape { name: "smollm2-360m", hidden: 960, ffn: 2560, layers: 32, heads: 15, kv_heads: 5, vocab: 49152, tied: true, ctx: 8192, rope_base: 100000.0 },
-    Shape { name: "llama-1b", hidden: 2048, ffn: 8192, layers: 16, heads: 32, kv_heads: 8, vocab: 128256, tied: true, ctx: 8192, rope_base: 500000.0 },
-    Shape { name: "llama-8b", hidden: 4096, ffn: 14336, layers: 32, heads: 32, kv_heads: 8, vocab: 128256, tied: false, ctx: 8192, rope_base: 500000.0 },
+    Shape { name: "tiny-wide", hidden: 5120, ffn: 1024, layers: 2, heads: 40, kv_heads: 8, vocab: 2048, tied: true, ctx: 2048, rope_base: 10000.0, head_dim: 128, gemma: false },
+    Shape { name: "smollm2-135m", hidden: 576, ffn: 1536, layers: 30, heads: 9, kv_heads: 3, vocab: 49152, tied: true, ctx: 8192, rope_base: 100000.0, head_dim: 64, gemma: false },
+    Shape { name: "smollm2-360m", hidden: 960, ffn: 2560, layers: 32, heads: 15, kv_heads: 5, vocab: 49152, tied: true, ctx: 8192, rope_base: 100000.0, head_dim: 64, gemma: false },
+    Shape { name: "llama-1b", hidden: 2048, ffn: 8192, layers: 16, heads: 32, kv_heads: 8, vocab: 128256, tied: true, ctx: 8192, rope_base: 500000.0, head_dim: 64, gemma: false },
+    // gemma-3-270m's geometry (a head 256 wide, one KV head).
+    Shape { name: "gemma3-270m", hidden: 640, ffn: 2048, layers: 18, heads: 4, kv_heads: 1, vocab: 262144, tied: true, ctx: 32768, rope_base: 1_000_000.0, head_dim: 256, gemma: true },
+    Shape { name: "llama-8b", hidden: 4096, ffn: 14336, layers: 32, heads: 32, kv_heads: 8, vocab: 128256, tied: false, ctx: 8192, rope_base: 500000.0, head_dim: 128, gemma: false },
 ];
 
 /// Weight standard deviation of every matrix.
@@ -182,22 +193,23 @@ fn metadata(shape: &Shape, recipe: Recipe, codec_name: &str) -> Result<Vec<(Stri
     let (tokens, merges, types) = vocabulary(shape.vocab)?;
     let strs = |v: Vec<String>| Value::Array(v.into_iter().map(Value::Str).collect());
     let file_type = recipe.file_type()?;
-    let head_dim = shape.hidden / shape.heads;
-    Ok(vec![
-        ("general.architecture".into(), Value::Str("llama".into())),
+    let head_dim = shape.head_dim as u32;
+    let arch = if shape.gemma { "gemma3" } else { "llama" };
+    let mut meta = vec![
+        ("general.architecture".into(), Value::Str(arch.into())),
         ("general.name".into(), Value::Str(format!("cortiq synth {} {codec_name}", shape.name))),
         ("general.file_type".into(), Value::U32(file_type)),
         ("general.quantization_version".into(), Value::U32(2)),
-        ("llama.context_length".into(), Value::U32(shape.ctx as u32)),
-        ("llama.embedding_length".into(), Value::U32(shape.hidden as u32)),
-        ("llama.block_count".into(), Value::U32(shape.layers as u32)),
-        ("llama.feed_forward_length".into(), Value::U32(shape.ffn as u32)),
-        ("llama.attention.head_count".into(), Value::U32(shape.heads as u32)),
-        ("llama.attention.head_count_kv".into(), Value::U32(shape.kv_heads as u32)),
-        ("llama.rope.freq_base".into(), Value::F32(shape.rope_base)),
-        ("llama.rope.dimension_count".into(), Value::U32(head_dim as u32)),
-        ("llama.attention.layer_norm_rms_epsilon".into(), Value::F32(1e-5)),
-        ("llama.vocab_size".into(), Value::U32(shape.vocab as u32)),
+        (format!("{arch}.context_length"), Value::U32(shape.ctx as u32)),
+        (format!("{arch}.embedding_length"), Value::U32(shape.hidden as u32)),
+        (format!("{arch}.block_count"), Value::U32(shape.layers as u32)),
+        (format!("{arch}.feed_forward_length"), Value::U32(shape.ffn as u32)),
+        (format!("{arch}.attention.head_count"), Value::U32(shape.heads as u32)),
+        (format!("{arch}.attention.head_count_kv"), Value::U32(shape.kv_heads as u32)),
+        (format!("{arch}.rope.freq_base"), Value::F32(shape.rope_base)),
+        (format!("{arch}.rope.dimension_count"), Value::U32(head_dim)),
+        (format!("{arch}.attention.layer_norm_rms_epsilon"), Value::F32(if shape.gemma { 1e-6 } else { 1e-5 })),
+        (format!("{arch}.vocab_size"), Value::U32(shape.vocab as u32)),
         ("tokenizer.ggml.model".into(), Value::Str("gpt2".into())),
         ("tokenizer.ggml.pre".into(), Value::Str("gpt2".into())),
         ("tokenizer.ggml.tokens".into(), strs(tokens)),
@@ -206,25 +218,42 @@ fn metadata(shape: &Shape, recipe: Recipe, codec_name: &str) -> Result<Vec<(Stri
         ("tokenizer.ggml.bos_token_id".into(), Value::U32(shape.vocab as u32 - 2)),
         ("tokenizer.ggml.eos_token_id".into(), Value::U32(shape.vocab as u32 - 1)),
         ("tokenizer.ggml.add_bos_token".into(), Value::Bool(true)),
-    ])
+    ];
+    if shape.gemma {
+        meta.extend([
+            ("gemma3.attention.key_length".to_string(), Value::U32(head_dim)),
+            ("gemma3.attention.value_length".to_string(), Value::U32(head_dim)),
+            ("gemma3.attention.sliding_window".to_string(), Value::U32(GEMMA_WINDOW)),
+        ]);
+    }
+    Ok(meta)
 }
 
 /// (name, [cols, rows]) of every tensor, in file order.
 fn tensor_list(s: &Shape) -> Vec<(String, Vec<u64>)> {
-    let hd = s.hidden / s.heads;
-    let kv = s.kv_heads * hd;
+    let (q, kv) = (s.heads * s.head_dim, s.kv_heads * s.head_dim);
     let mut t = vec![("token_embd.weight".to_string(), vec![s.hidden, s.vocab])];
     for i in 0..s.layers {
         let n = |x: &str| format!("blk.{i}.{x}.weight");
         t.push((n("attn_norm"), vec![s.hidden]));
-        t.push((n("attn_q"), vec![s.hidden, s.hidden]));
+        t.push((n("attn_q"), vec![s.hidden, q]));
         t.push((n("attn_k"), vec![s.hidden, kv]));
         t.push((n("attn_v"), vec![s.hidden, kv]));
-        t.push((n("attn_output"), vec![s.hidden, s.hidden]));
+        if s.gemma {
+            t.push((n("attn_q_norm"), vec![s.head_dim]));
+            t.push((n("attn_k_norm"), vec![s.head_dim]));
+        }
+        t.push((n("attn_output"), vec![q, s.hidden]));
+        if s.gemma {
+            t.push((n("post_attention_norm"), vec![s.hidden]));
+        }
         t.push((n("ffn_norm"), vec![s.hidden]));
         t.push((n("ffn_gate"), vec![s.hidden, s.ffn]));
         t.push((n("ffn_up"), vec![s.hidden, s.ffn]));
         t.push((n("ffn_down"), vec![s.ffn, s.hidden]));
+        if s.gemma {
+            t.push((n("post_ffw_norm"), vec![s.hidden]));
+        }
     }
     t.push(("output_norm.weight".into(), vec![s.hidden]));
     if !s.tied {
@@ -378,6 +407,27 @@ mod tests {
         assert!(logits.len() == 2048 && logits.iter().all(|v| v.is_finite()), "{} logits", logits.len());
         let next = session.step_greedy(5).unwrap();
         assert!((next as usize) < 2048);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_gemma_shape_loads_as_gemma_3_and_decodes_on_the_cpu() {
+        let dir = std::env::temp_dir().join(format!("cortiq-synth-gemma-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("tiny-gemma.gguf");
+        let tiny = *SHAPES.iter().find(|s| s.name == "tiny").unwrap();
+        // Heads wider than hidden / heads, as gemma-3-270m's (256 against 160).
+        synth_shape(&Shape { name: "tiny-gemma", heads: 2, kv_heads: 1, head_dim: 192, gemma: true, ..tiny }, "q8_0", &path, 3).unwrap();
+        let engine = crate::generate::Engine::load(&path).unwrap();
+        let c = &engine.model.cfg;
+        assert_eq!((c.family, c.head_dim, c.q_dim(), c.kv_dim()), (crate::model::Family::Gemma3, 192, 384, 192));
+        assert!(c.qk_norm && c.post_norms && c.act == crate::gpu::backend::Activation::GeluTanh);
+        assert_eq!(c.sliding.map(|s| s.window), Some(GEMMA_WINDOW as usize));
+        assert!(engine.model.layers.iter().all(|l| l.q_norm.as_ref().is_some_and(|v| v.len() == 192) && l.post_ffn_norm.is_some()));
+        let mut session = crate::pipeline::Session::new(std::sync::Arc::clone(&engine.model), 64);
+        let logits = session.prefill(&[1, 2, 3]).unwrap();
+        assert!(logits.len() == 2048 && logits.iter().all(|v| v.is_finite()), "{} logits", logits.len());
+        assert!((session.step_greedy(5).unwrap() as usize) < 2048);
         std::fs::remove_dir_all(&dir).ok();
     }
 

@@ -28,6 +28,7 @@ use half::slice::HalfFloatSliceExt;
 use std::collections::{BTreeMap, HashMap};
 use wgpu::util::DeviceExt;
 
+mod gemma;
 mod prefill;
 
 /// Positions per split-attention workgroup (`CHUNK` in attn_chunk.wgsl).
@@ -52,7 +53,9 @@ pub(super) struct StepBlock {
     scale: f32,
     /// A prompt chunk's rows (the matrix-unit prompt attention; 0 in the token graph).
     rows: u32,
-    pad: u32,
+    /// The first position the token's attention sees: a sliding-window layer's (the window
+    /// ending at `pos`), else 0.
+    lo: u32,
 }
 
 /// A decode token's RoPE for `WgpuBackend::decode_attention_with_rope`: the rotary width, the
@@ -206,6 +209,9 @@ pub(super) struct ModelGraph {
     hidden_staging: wgpu::Buffer,
     /// The prefill graph's buffers, made on its first chunk.
     prefill: Option<prefill::PrefillBuffers>,
+    /// The Gemma 3 block's norms, stage output and sliding-window step block (`gemma.rs`);
+    /// None for the llama block.
+    gemma: Option<gemma::GemmaBuffers>,
     /// Under `CMF_GRAPH_HOSTPROF=1` with timestamp queries: the token pass's begin/end
     /// timestamps (query set, resolve buffer, readback buffer).
     timer: Option<(wgpu::QuerySet, wgpu::Buffer, wgpu::Buffer)>,
@@ -318,11 +324,15 @@ fn separate_norm(n_embd: u32) -> bool {
 /// Why this model cannot run as a graph, if it cannot.
 fn unsupported(m: &Llama, capacity: usize) -> Option<&'static str> {
     let c = &m.cfg;
-    if c.family != Family::Llama || c.sliding.is_some() || c.qk_norm || c.post_norms {
-        return Some("cannot build a graph: only the plain llama block has wgpu graph kernels");
-    }
-    if c.act != crate::gpu::backend::Activation::Silu {
-        return Some("cannot build a graph: only the SiLU FFN is in the wgpu graph");
+    match c.family {
+        Family::Llama if c.sliding.is_some() || c.qk_norm || c.post_norms => return Some("cannot build a graph: a llama block with Gemma's norms or windows has no wgpu graph"),
+        Family::Llama if c.act != crate::gpu::backend::Activation::Silu => return Some("cannot build a graph: only the SiLU FFN is in the wgpu graph of the llama block"),
+        Family::Llama => {}
+        Family::Gemma3 => {
+            if let Some(why) = gemma::unsupported(c) {
+                return Some(why);
+            }
+        }
     }
     if c.head_dim > MAX_HEAD_DIM || !c.head_dim.is_multiple_of(4) || !c.rope_dims.is_multiple_of(2) || !c.n_head.is_multiple_of(c.n_head_kv.max(1)) {
         return Some("cannot build a graph: head geometry beyond the attention kernels");
@@ -356,7 +366,7 @@ fn relabel(p: &mut [Planned], from: usize, label: &'static str) {
 /// the attention split applies the token's RoPE and appends its K/V (`WgpuBackend::rope_fold`).
 pub(super) fn step_block(m: &Llama, pos: usize, chunks: u32, fold: bool) -> StepBlock {
     let c = &m.cfg;
-    StepBlock { pos: pos as u32, n_head: c.n_head as u32, n_head_kv: c.n_head_kv as u32, head_dim: c.head_dim as u32, rot: c.rope_dims as u32, neox: u32::from(c.rope_neox), chunks, fold: u32::from(fold), base: c.rope_base, scale: c.attn_scale, rows: 0, pad: 0 }
+    StepBlock { pos: pos as u32, n_head: c.n_head as u32, n_head_kv: c.n_head_kv as u32, head_dim: c.head_dim as u32, rot: c.rope_dims as u32, neox: u32::from(c.rope_neox), chunks, fold: u32::from(fold), base: c.rope_base, scale: c.attn_scale, rows: 0, lo: 0 }
 }
 
 impl WgpuBackend {
@@ -371,7 +381,8 @@ impl WgpuBackend {
 
     fn build_graph(&self, m: &Llama, capacity: usize, model_key: u64, layers: usize) -> ModelGraph {
         let c = &m.cfg;
-        let int8 = super::int8_graph_wanted(self.int8_graph, self.info.q8_matvec) && int8_layers(&m.layers[..layers]);
+        let llama = c.family == Family::Llama;
+        let int8 = llama && super::int8_graph_wanted(self.int8_graph, self.info.q8_matvec) && int8_layers(&m.layers[..layers]);
         let widest = c.n_embd.max(c.q_dim()).max(c.n_ff);
         let chunks = capacity.div_ceil(ATT_CHUNK);
         let dev = &self.ctx.device;
@@ -408,9 +419,10 @@ impl WgpuBackend {
             out_norm: self.const_buf("output_norm", &m.output_norm),
             step: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("step"), size: std::mem::size_of::<StepBlock>() as u64, usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
             steps: {
-                let blocks: Vec<StepBlock> = (0..capacity.max(1)).map(|pos| step_block(m, pos, (pos + 1).div_ceil(ATT_CHUNK) as u32, self.rope_fold)).collect();
+                let blocks: Vec<StepBlock> = (0..capacity.max(1)).map(|pos| step_block(m, pos, (pos + 1).div_ceil(ATT_CHUNK) as u32, llama && self.rope_fold)).collect();
                 dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("steps"), contents: bytemuck::cast_slice(&blocks), usage: wgpu::BufferUsages::COPY_SRC })
             },
+            gemma: (!llama).then(|| self.gemma_buffers(m, capacity)),
             staging: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("logits-read"), size: (c.vocab * 4) as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
             hidden_staging: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("hidden-read"), size: if layers < m.layers.len() { (prefill::PREFILL_ROWS * c.n_embd * 4) as u64 } else { 16 }, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
             stamps: (crate::gpu::hostprof_level() == 2 && dev.features().contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)).then(|| {
@@ -481,6 +493,9 @@ impl WgpuBackend {
     /// `multi.rs` takes them (else a dispatch each). The whole model's token starts with its
     /// embedding row decoded on the device where it can be (`plan::embed`).
     fn record(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &ModelGraph, mirror: &Mirror) -> Result<Recorded, String> {
+        if m.cfg.family == Family::Gemma3 {
+            return self.record_gemma(m, args, map, g, mirror);
+        }
         let norm_q8 = g.int8 && self.glu_q8 && self.norm_q8;
         match self.record_as(m, args, map, g, mirror, norm_q8) {
             Err(e) if norm_q8 => {
@@ -572,7 +587,7 @@ impl WgpuBackend {
             if let Some(e) = map.get(&m.weight_arg(&m.embed).key) {
                 // An error (split into row chunks, no decoder for the codec) plans nothing: the
                 // host looks the row up.
-                let _ = plan::embed(ctx, e, &g.tok, &g.x, d, &mut params, &mut p);
+                let _ = plan::embed(ctx, e, &g.tok, &g.x, d, c.embed_scale, &mut params, &mut p);
             }
         }
         for (li, w) in args[..7 * g.layers].chunks_exact(7).enumerate() {
@@ -949,6 +964,7 @@ impl WgpuBackend {
         let block = std::mem::size_of::<StepBlock>() as u64;
         if let Some(pos) = pos {
             enc.copy_buffer_to_buffer(&g.steps, pos as u64 * block, &g.step, 0, block);
+            gemma::copy_local_step(g, &mut enc, pos);
         }
         let chunks = pos.map_or(0, |p| (p + 1).div_ceil(ATT_CHUNK) as u32);
         if io.from_device {
@@ -1044,7 +1060,7 @@ impl WgpuBackend {
         let pos = n - rows;
         let chunks = n.div_ceil(ATT_CHUNK) as u32;
         let r = rope.unwrap_or(RopeSpec { rot: 0, neox: false, base: 0.0, fold: false });
-        let step = StepBlock { pos: pos as u32, n_head: n_head as u32, n_head_kv: n_head_kv as u32, head_dim: head_dim as u32, rot: r.rot as u32, neox: u32::from(r.neox), chunks, fold: u32::from(r.fold), base: r.base, scale, rows: rows as u32, pad: 0 };
+        let step = StepBlock { pos: pos as u32, n_head: n_head as u32, n_head_kv: n_head_kv as u32, head_dim: head_dim as u32, rot: r.rot as u32, neox: u32::from(r.neox), chunks, fold: u32::from(r.fold), base: r.base, scale, rows: rows as u32, lo: 0 };
         let dev = &self.ctx.device;
         // A prompt chunk's attention on the matrix units (where `units` and the device allow)
         // and whether its f16 guard tripped, which reruns it on attn_rows as the graph does.

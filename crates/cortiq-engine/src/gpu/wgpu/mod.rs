@@ -565,7 +565,7 @@ impl WgpuBackend {
     }
 }
 
-fn act_code(a: Activation) -> u32 {
+pub(super) fn act_code(a: Activation) -> u32 {
     match a {
         Activation::Silu => 0,
         Activation::GeluExact => 1,

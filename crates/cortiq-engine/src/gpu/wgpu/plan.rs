@@ -116,13 +116,15 @@ pub(super) fn matvec<'a>(ctx: &WgpuContext, w: &'a Resident, io: MatvecIo<'a>, c
 }
 
 /// y (cols) = the row of resident weight `w` (one chunk) whose index is the first word of
-/// `tok`, decoded (`embed.wgsl`): the token graph's embedding lookup on the device.
-pub(super) fn embed<'a>(ctx: &WgpuContext, w: &'a Resident, tok: &'a wgpu::Buffer, y: &'a wgpu::Buffer, cols: u32, params: &mut Params, out: &mut Vec<Planned<'a>>) -> Result<(), String> {
+/// `tok`, decoded and times `scale` (`embed.wgsl`): the token graph's embedding lookup on
+/// the device.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn embed<'a>(ctx: &WgpuContext, w: &'a Resident, tok: &'a wgpu::Buffer, y: &'a wgpu::Buffer, cols: u32, scale: f32, params: &mut Params, out: &mut Vec<Planned<'a>>) -> Result<(), String> {
     let [c] = w.chunks.as_slice() else {
         return Err("an embedding split into row chunks is looked up on the host".into());
     };
     let pipe = ctx.embed_pipeline(w.codec)?;
-    let p = MatvecParams { rows: c.rows, units: c.units, a: c.regions[0], b: c.regions[1], c: c.regions[2], x_stride: cols / 4, y_base: 0, y_stride: 0, y_off: 0, grid_x: 0, eps: 0.0, batch: 1 };
+    let p = MatvecParams { rows: c.rows, units: c.units, a: c.regions[0], b: c.regions[1], c: c.regions[2], x_stride: cols / 4, y_base: 0, y_stride: 0, y_off: 0, grid_x: 0, eps: scale, batch: 1 };
     let at = params.slot(bytemuck::bytes_of(&p));
     out.push(Planned { label: "embed", pipe, bufs: vec![&c.buf, &c.buf, tok, tok, y], uniform: Uniform::Slot(at), grid: Grid::Fixed((cols / 4).div_ceil(64), 1, 1) });
     Ok(())

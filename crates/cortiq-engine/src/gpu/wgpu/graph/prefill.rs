@@ -23,6 +23,7 @@ use super::super::{Resident, WgpuBackend};
 use super::super::{int8_layers, Variant, XMode};
 use super::{graph_weights, quant_slot, quantize_rows, relabel, step_block, At, StepBlock, ModelGraph, NormBlock, Readback, Recorded, QUANT_PLAIN, QUANT_SILU};
 use crate::gpu::backend::{DeviceOutcome, GraphReadback, PrefillGraphJob, WeightArg};
+use crate::model::Family;
 use std::collections::HashMap;
 
 /// Prompt rows one prefill submission takes at most (the session's prefill chunk).
@@ -98,6 +99,10 @@ impl WgpuBackend {
         let m = job.model;
         let c = &m.cfg;
         let rows = job.tokens.len();
+        if c.family != Family::Llama {
+            // Not "cannot build a graph": the session keeps asking for the token graph.
+            return DeviceOutcome::Declined("prefill graph: only the llama block's prompts run as prefill graphs (Gemma's run per op)");
+        }
         if rows == 0 || rows > PREFILL_ROWS {
             return DeviceOutcome::Declined("prompt chunk outside the prefill graph's 1..=256 rows");
         }
