@@ -9,7 +9,8 @@
 //! (position, attention chunks) travel in a small uniform block written before the
 //! submission. The embedding row is decoded on the device where the embedding is resident
 //! in one piece (else the host writes it). The batched prefill graph (`graph/prefill.rs`)
-//! shares the model's buffers, the sequence's mirror and the frame (`on_graph`) with it.
+//! shares the model's buffers, the sequence's mirror and the frame (`on_graph`) with it;
+//! Gemma 3's block records its own token (`graph/gemma.rs`) into the same frame.
 
 use super::multi::{self, MultiIo};
 use super::q8_out::{self, Int8Units, Q8Out, Q8OutIo, UnitSetting};
