@@ -608,8 +608,9 @@ fn wgpu_qkv_inside_the_attention_split_follows_the_cpu_path_at_every_head_size()
 /// with their own RoPE base, the scaled embedding) against the CPU path, on a synthesized
 /// model of gemma-3-270m's geometry and on the real one where it can be had: as loaded (a
 /// 512-position window) after a prompt longer than the window, and with the window shrunk to
-/// 24 positions after a 72-token prompt (so the local layers see a third of it). Greedy
-/// steps, their logits within 5 % relative L2 of the CPU's, or twice the CPU's own one-ulp
+/// 24 positions after a 72-token prompt (so the local layers see a third of it). The prompt
+/// (through the prefill graph where the adapter runs prompts that way) and greedy steps,
+/// their logits within 5 % relative L2 of the CPU's, or twice the CPU's own one-ulp
 /// noise floor over those steps where that is larger (Gemma amplifies last-bit differences:
 /// 1.2-3.6e-2 on lavapipe for the real model), and the Gemma graph's stages in the profile.
 #[test]
@@ -659,9 +660,11 @@ fn wgpu_gemma3_token_graph_follows_the_cpu_path() {
                 let cpu_session = |m: &Arc<Llama>| Session::with_gpu(Arc::clone(m), ctx, Arc::new(Gpu::new(None, GpuConfig::for_tests())));
                 let (mut cpu, mut nudged) = (cpu_session(&model), cpu_session(&moved));
                 let mut dev = Session::with_gpu(Arc::clone(&model), ctx, Arc::clone(&gpu));
-                let (mut a, _, _) = (cpu.prefill(&prompt).unwrap(), nudged.prefill(&prompt).unwrap(), dev.prefill(&prompt).unwrap());
+                // The prompt's logits first (through the prefill graph where the adapter runs
+                // prompts that way: a discrete one), then each step's.
+                let (mut a, a_nudged, b) = (cpu.prefill(&prompt).unwrap(), nudged.prefill(&prompt).unwrap(), dev.prefill(&prompt).unwrap());
+                let (mut rels, mut floors) = (vec![rel_l2(&a, &b)], vec![rel_l2(&a, &a_nudged)]);
                 assert_eq!(dev.begin_generation(), GraphArm::Graph, "{name}, window {seen}: the graph arm");
-                let (mut rels, mut floors) = (Vec::new(), Vec::new());
                 for _ in 0..steps {
                     let t = cortiq_engine::sample::argmax(&a);
                     a = cpu.step(t).unwrap();
@@ -675,7 +678,8 @@ fn wgpu_gemma3_token_graph_follows_the_cpu_path() {
                 assert!(worst < bound, "{name}, window {seen}: logits differ from the CPU's by up to {worst:.2e} (bound {bound:.2e}, twice the CPU's largest one-ulp floor): steps {rels:.3?}, floors {floors:.3?}\n{}", gpu.explain_table());
                 let stages: Vec<&str> = gpu.backend_profile().map(|p| p.stage_bytes.keys().copied().collect()).unwrap_or_default();
                 assert!(stages.contains(&"o proj") && gpu.explain_table().contains("| token graph |"), "{name}, window {seen}: not the Gemma graph (stages {stages:?})\n{}", gpu.explain_table());
-                eprintln!("wgpu {name}, window {seen}, prompt {} tokens: graph vs CPU logits over {steps} steps, worst relative L2 {worst:.2e} (the CPU's one-ulp floor up to {worst_floor:.2e})", prompt.len());
+                let prefill_graph = gpu.explain_table().contains("| prefill graph |");
+                eprintln!("wgpu {name}, window {seen}, prompt {} tokens ({}): its logits and {steps} steps' against the CPU's, worst relative L2 {worst:.2e} (the CPU's one-ulp floor up to {worst_floor:.2e})", prompt.len(), if prefill_graph { "prefill graph" } else { "prompt per op" });
             }
         }
     }
@@ -849,7 +853,8 @@ fn wgpu_device_prefix_decodes_as_the_cpu_path() {
 }
 
 /// The batched prefill graph called chunk by chunk on every backend against the CPU's prefill
-/// of the same prompt on synthesized models: chunks of 256 rows and the rest (the tiled GEMMs,
+/// of the same prompt on synthesized models (on wgpu a Gemma 3 one too, its sliding window
+/// shrunk to 40 positions): chunks of 256 rows and the rest (the tiled GEMMs,
 /// attention over rows already in the mirror), of 5, 250 and the rest (a chunk below the GEMM
 /// batch runs matvecs), of 100 rows three times (one recorded plan re-encoded at each
 /// position), and a chunk at position 256 of a fresh sequence (its mirror seeded from the
@@ -886,30 +891,41 @@ fn prefill_graph_chunks_match_the_cpu_prefill() {
         all.push(("cuda int8", Box::new(cortiq_engine::gpu::cuda::CudaBackend::new(0).unwrap().without_cublas())));
     }
     for (name, be) in all {
-        let shapes: &[(&str, &str)] = if be.info().discrete { &[("tiny", "q4_0"), ("smollm2-135m", "q8_0"), ("llama-1b", "q4_0"), ("tiny", "q4_k_m")] } else { &[("tiny", "q4_0")] };
-        for &(shape, codec) in shapes {
+        let mut shapes: Vec<(&str, &str)> = if be.info().discrete { vec![("tiny", "q4_0"), ("smollm2-135m", "q8_0"), ("llama-1b", "q4_0"), ("tiny", "q4_k_m")] } else { vec![("tiny", "q4_0")] };
+        // Gemma 3's block on wgpu (CUDA has no Gemma graph), its window shrunk to 40
+        // positions so the prompt's later rows see only part of it on the sliding layers.
+        if name == "wgpu" {
+            shapes.push(("gemma3-270m", "q4_0"));
+        }
+        for (shape, codec) in shapes {
             let path = dir.path().join(format!("{shape}-{codec}.gguf"));
             if !path.exists() {
                 cortiq_engine::synth::synth(shape, codec, &path, 5).unwrap();
             }
+            let windowed = |path: &std::path::Path| -> Arc<cortiq_engine::model::llama::Llama> {
+                let engine = cortiq_engine::generate::Engine::load(path).unwrap();
+                let mut m = cortiq_engine::model::llama::Llama::load(Arc::clone(&engine.model.file)).unwrap();
+                m.cfg.sliding = m.cfg.sliding.map(|s| cortiq_engine::model::llama::SlidingWindow { window: 40, ..s });
+                Arc::new(m)
+            };
             let engine = cortiq_engine::generate::Engine::load(&path).unwrap();
-            let moved = cortiq_engine::generate::Engine::load(&ulp_moved(&path)).unwrap();
+            let (model, moved) = (windowed(&path), windowed(&ulp_moved(&path)));
             let mut prompt = engine.tokenize(&"hello world 12 34 ".repeat(40)).unwrap();
             assert!(prompt.len() > 300, "{}", prompt.len());
             prompt.truncate(300);
             let ctx = prompt.len() + 8;
             let cpu_session = |model: &Arc<cortiq_engine::model::llama::Llama>| Session::with_gpu(Arc::clone(model), ctx, Arc::new(Gpu::new(None, GpuConfig::for_tests())));
-            let mut cpu = cpu_session(&engine.model);
+            let mut cpu = cpu_session(&model);
             let want = cpu.prefill(&prompt).unwrap();
-            let floor = rel_l2(&want, &cpu_session(&moved.model).prefill(&prompt).unwrap());
+            let floor = rel_l2(&want, &cpu_session(&moved).prefill(&prompt).unwrap());
             let bound = (2.0 * floor).max(5e-2);
-            let vocab = engine.model.cfg.vocab;
+            let vocab = model.cfg.vocab;
             // Chunks of one sequence in order; the last one's logits.
             let run = |seq: u64, start: usize, host: &cortiq_engine::kv::KvCache, cuts: &[usize]| -> Vec<f32> {
                 let mut logits = vec![f32::NAN; vocab];
                 let mut pos = start;
                 for &end in cuts {
-                    let job = PrefillGraphJob { model: &engine.model, seq, tokens: &prompt[pos..end], pos, host_kv: host, layers: engine.model.cfg.n_layer };
+                    let job = PrefillGraphJob { model: &model, seq, tokens: &prompt[pos..end], pos, host_kv: host, layers: model.cfg.n_layer };
                     match be.prefill_graph(&job, GraphReadback::Logits(&mut logits)) {
                         DeviceOutcome::Completed { .. } => {}
                         other => panic!("{name} {shape} {codec}: prefill chunk {pos}..{end}: {other:?}"),
@@ -918,11 +934,11 @@ fn prefill_graph_chunks_match_the_cpu_prefill() {
                 }
                 logits
             };
-            let empty = cortiq_engine::kv::KvCache::new(engine.model.cfg.n_layer, engine.model.cfg.kv_dim(), ctx);
-            let mut head = cpu_session(&engine.model);
+            let empty = cortiq_engine::kv::KvCache::new(model.cfg.n_layer, model.cfg.kv_dim(), ctx);
+            let mut head = cpu_session(&model);
             head.prefill(&prompt[..256]).unwrap();
             let n = prompt.len();
-            let cap = be.prefill_rows(&engine.model);
+            let cap = be.prefill_rows(&model);
             let mut cuts = vec![
                 ("256 + rest", run(101, 0, &empty, &[256, n])),
                 ("5 + 250 + rest", run(102, 0, &empty, &[5, 255, n])),
@@ -937,9 +953,9 @@ fn prefill_graph_chunks_match_the_cpu_prefill() {
                 eprintln!("{name} {shape} {codec}: prefill graph chunks {label} vs CPU logits, relative L2 {rel:.2e} (bound {bound:.2e}), argmax same: {}", cortiq_engine::sample::argmax(&want) == cortiq_engine::sample::argmax(&got));
                 assert!(got.iter().all(|v| v.is_finite()) && rel < bound, "{name} {shape} {codec}: chunks {label}: relative L2 {rel} (bound {bound})");
             }
-            let mut pulled = cortiq_engine::kv::KvCache::new(engine.model.cfg.n_layer, engine.model.cfg.kv_dim(), ctx);
+            let mut pulled = cortiq_engine::kv::KvCache::new(model.cfg.n_layer, model.cfg.kv_dim(), ctx);
             be.pull_kv(101, 0, n, &mut pulled).unwrap();
-            for l in 0..engine.model.cfg.n_layer {
+            for l in 0..model.cfg.n_layer {
                 for (what, a, b) in [("K", pulled.keys(l, n), cpu.kv.keys(l, n)), ("V", pulled.values(l, n), cpu.kv.values(l, n))] {
                     let (a, b): (Vec<f32>, Vec<f32>) = (a.iter().map(|x| x.to_f32()).collect(), b.iter().map(|x| x.to_f32()).collect());
                     let rel = rel_l2(&b, &a);
@@ -948,7 +964,7 @@ fn prefill_graph_chunks_match_the_cpu_prefill() {
             }
             let too_long: Vec<u32> = prompt.iter().cycle().take(cap + 1).copied().collect();
             let mut untouched = vec![f32::NAN; vocab];
-            let job = PrefillGraphJob { model: &engine.model, seq: 104, tokens: &too_long, pos: 0, host_kv: &empty, layers: engine.model.cfg.n_layer };
+            let job = PrefillGraphJob { model: &model, seq: 104, tokens: &too_long, pos: 0, host_kv: &empty, layers: model.cfg.n_layer };
             assert!(matches!(be.prefill_graph(&job, GraphReadback::Logits(&mut untouched)), DeviceOutcome::Declined(_)), "{name}: a chunk of {} rows declines", cap + 1);
             assert!(untouched.iter().all(|v| v.is_nan()), "{name}: a declined chunk writes nothing");
             for seq in 101..=106 {

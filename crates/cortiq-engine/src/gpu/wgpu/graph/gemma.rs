@@ -1,17 +1,19 @@
 //! The token graph of the Gemma 3 block (SPEC section 8, one command buffer and one compute
-//! pass a token, as the llama block's): per layer QKV from the normed residual, each head of
+//! pass a token, as the llama block's), and its prefill graph (SPEC section 9: the same steps
+//! over a prompt chunk's rows). Per layer: QKV from the normed residual, each head of
 //! q and k RMS-normed (`head_norm.wgsl`), RoPE with the mirror append (`rope_store.wgsl`) at
 //! the layer's base, split attention (over the window ending at the token on the sliding
 //! layers: the step block's `lo`) and its combine, the O projection, its output normed and
 //! added into the residual with the FFN's input norm after it (`post_norm.wgsl`), gate and up,
 //! the activation times up (`act.wgsl`: tanh-GELU), down, and its output normed and added the
 //! same way with the next layer's input norm (or the output norm) after it; then the head.
-//! Activations stay f32 (no int8 or folded forms); the embedding row is decoded on the device
-//! and scaled by sqrt(n_embd).
+//! Activations stay f32 (no int8, matrix-unit or folded forms); the token's embedding row is
+//! decoded on the device and scaled by sqrt(n_embd) (a prompt's rows by the host).
 
 use super::super::multi::{self, MultiIo};
 use super::super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform};
 use super::super::{act_code, Resident, WgpuBackend};
+use super::prefill::PrefillBuffers;
 use super::{relabel, ModelGraph, Mirror, NormBlock, Recorded, StepBlock, ATT_CHUNK};
 use crate::gpu::backend::WeightArg;
 use crate::model::llama::{Llama, LlamaConfig};
@@ -35,14 +37,10 @@ pub(super) fn unsupported(c: &LlamaConfig) -> Option<&'static str> {
     (!c.qk_norm || !c.post_norms).then_some("cannot build a graph: the wgpu graph takes the Gemma block with its q/k and sandwich norms")
 }
 
-/// The step block of a sliding-window layer at `pos`: its RoPE base, and the first position
-/// of the window ending at `pos`.
-fn local_step(m: &Llama, pos: usize) -> Option<StepBlock> {
+/// A sliding-window layer's step block `b`: its RoPE base and window.
+pub(super) fn local(m: &Llama, b: StepBlock) -> Option<StepBlock> {
     let s = m.cfg.sliding?;
-    let mut b = super::step_block(m, pos, (pos + 1).div_ceil(ATT_CHUNK) as u32, false);
-    b.base = s.rope_base;
-    b.lo = (pos + 1).saturating_sub(s.window) as u32;
-    Some(b)
+    Some(StepBlock { base: s.rope_base, window: s.window as u32, ..b })
 }
 
 impl WgpuBackend {
@@ -50,7 +48,7 @@ impl WgpuBackend {
     pub(super) fn gemma_buffers(&self, m: &Llama, capacity: usize) -> GemmaBuffers {
         let dev = &self.ctx.device;
         let vector = |label: &str, v: &Option<Vec<f32>>| self.const_buf(label, v.as_deref().expect("checked by gemma::unsupported"));
-        let blocks: Vec<StepBlock> = (0..capacity.max(1)).map(|pos| local_step(m, pos).unwrap_or_else(|| super::step_block(m, pos, 0, false))).collect();
+        let blocks: Vec<StepBlock> = (0..capacity.max(1)).map(|pos| super::step_block(m, pos, (pos + 1).div_ceil(ATT_CHUNK) as u32, false)).map(|b| local(m, b).unwrap_or(b)).collect();
         GemmaBuffers {
             norms: m.layers.iter().map(|l| [vector("q_norm", &l.q_norm), vector("k_norm", &l.k_norm), vector("post_attn_norm", &l.post_attn_norm), vector("post_ffn_norm", &l.post_ffn_norm)]).collect(),
             t: self.storage_buf("stage-out", m.cfg.n_embd),
@@ -119,6 +117,68 @@ impl WgpuBackend {
             stage(&mut p, at, "head", std::slice::from_ref(head));
         }
         Ok(Recorded::bind(&ctx.device, p, &params, stage_bytes, Vec::new()))
+    }
+
+    /// A prompt chunk of `rows` rows through the Gemma block (the prefill graph's plan; every
+    /// step as the token's, over rows: the projections as f32 GEMMs, `attn_rows` with each
+    /// row's window on the sliding layers), then the last row's final norm and the head, or
+    /// for a device prefix every row's residual stream; `args` in `graph_weights` order, `kv`
+    /// the mirror's per-layer K and V.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn plan_prefill_gemma<'a>(&self, m: &Llama, args: &[WeightArg], map: &'a HashMap<u64, Resident>, g: &'a ModelGraph, pb: &'a PrefillBuffers, (mk, mv): (&'a [wgpu::Buffer], &'a [wgpu::Buffer]), rows: usize, params: &mut Params) -> Result<Vec<Planned<'a>>, String> {
+        let c = &m.cfg;
+        let ctx = &self.ctx;
+        let gb = g.gemma.as_ref().ok_or("a Gemma graph without its buffers")?;
+        let res = |w: &WeightArg| map.get(&w.key).ok_or_else(|| "weight not resident".to_string());
+        let (d, ff, qd, n) = (c.n_embd as u32, c.n_ff as u32, c.q_dim() as u32, rows as u32);
+        let mut p: Vec<Planned> = Vec::new();
+        // y (rows, w.rows) = x (rows, cols) . W^T, labelled `label`.
+        let proj = |ws: &[(&'a Resident, &'a wgpu::Buffer)], x: &'a wgpu::Buffer, cols: u32, label: &'static str, params: &mut Params, p: &mut Vec<Planned<'a>>| -> Result<(), String> {
+            let at = p.len();
+            for (w, y) in ws {
+                plan::matmul(ctx, w, MatvecIo::plain(x, y, 0), cols, n, false, params, p)?;
+            }
+            relabel(p, at, label);
+            Ok(())
+        };
+        let norm_at = |params: &mut Params, n: usize, row0: u32| params.slot(bytemuck::bytes_of(&NormBlock { n: n as u32, add: 0, eps: c.eps, row0 }));
+        let (model_at, head_at) = (norm_at(params, c.n_embd, 0), norm_at(params, c.head_dim, 0));
+        let first_norm = g.norms.first().map_or(&g.out_norm, |n| &n.0);
+        p.push(Planned { label: "norm", pipe: ctx.norm.clone(), bufs: vec![&pb.x, &pb.o, first_norm, &pb.xn], uniform: Uniform::Slot(model_at), grid: Grid::Fixed(n, 1, 1) });
+        let rope_threads = ((c.n_head + c.n_head_kv) * c.rope_dims / 2 + c.kv_dim()) as u32;
+        let attention = ctx.prompt_attention(c.head_dim, false);
+        for (li, w) in args[..7 * g.layers].chunks_exact(7).enumerate() {
+            let [q_norm, k_norm, post_attn, post_ffn] = &gb.norms[li];
+            let ffn_norm = &g.norms[li].1;
+            let next_norm = g.norms.get(li + 1).map_or(&g.out_norm, |n| &n.0);
+            let step = match (&pb.step_local, c.is_local(li)) {
+                (Some(local), true) => local,
+                _ => &pb.step,
+            };
+            proj(&[(res(&w[0])?, &pb.q), (res(&w[1])?, &pb.k), (res(&w[2])?, &pb.v)], &pb.xn, d, "qkv", params, &mut p)?;
+            p.push(Planned { label: "q/k norm", pipe: ctx.head_norm.clone(), bufs: vec![&pb.q, q_norm], uniform: Uniform::Slot(head_at), grid: Grid::Fixed(n * c.n_head as u32, 1, 1) });
+            p.push(Planned { label: "q/k norm", pipe: ctx.head_norm.clone(), bufs: vec![&pb.k, k_norm], uniform: Uniform::Slot(head_at), grid: Grid::Fixed(n * c.n_head_kv as u32, 1, 1) });
+            p.push(Planned { label: "rope+kv append", pipe: ctx.rope_store.clone(), bufs: vec![&pb.q, &pb.k, &pb.v, &mk[li], &mv[li]], uniform: Uniform::Whole(step), grid: Grid::Fixed(rope_threads.div_ceil(64), n, 1) });
+            p.push(Planned { label: "attention", pipe: attention.pipe.clone(), bufs: vec![&pb.q, &mk[li], &mv[li], &pb.att], uniform: Uniform::Whole(step), grid: Grid::Fixed(c.n_head as u32, n.div_ceil(attention.rows), 1) });
+            proj(&[(res(&w[3])?, &pb.o)], &pb.att, qd, "o proj", params, &mut p)?;
+            p.push(Planned { label: "sandwich norm (+residual)", pipe: ctx.post_norm.clone(), bufs: vec![&pb.x, &pb.o, post_attn, ffn_norm, &pb.xn], uniform: Uniform::Slot(model_at), grid: Grid::Fixed(n, 1, 1) });
+            proj(&[(res(&w[4])?, &pb.g), (res(&w[5])?, &pb.u)], &pb.xn, d, "gate, up", params, &mut p)?;
+            plan::act(ctx, &pb.g, &pb.u, n * ff, act_code(c.act), params, &mut p);
+            proj(&[(res(&w[6])?, &pb.o)], &pb.g, ff, "down", params, &mut p)?;
+            p.push(Planned { label: "sandwich norm (+residual)", pipe: ctx.post_norm.clone(), bufs: vec![&pb.x, &pb.o, post_ffn, next_norm, &pb.xn], uniform: Uniform::Slot(model_at), grid: Grid::Fixed(n, 1, 1) });
+        }
+        if g.layers < m.layers.len() {
+            // A device prefix: every row's residual stream (its last sandwich norm added) comes back.
+            return Ok(p);
+        }
+        // The last row normed again into `last` (the sandwich norm's output rows are
+        // (rows, n_embd); the head reads one row from float 0), then the head.
+        let at = norm_at(params, c.n_embd, n - 1);
+        p.push(Planned { label: "final norm", pipe: ctx.norm.clone(), bufs: vec![&pb.x, &pb.o, &g.out_norm, &pb.last], uniform: Uniform::Slot(at), grid: Grid::Fixed(1, 1, 1) });
+        let at = p.len();
+        plan::matvec(ctx, res(&args[args.len() - 1])?, MatvecIo::plain(&pb.last, &g.logits, 0), d, 1, params, &mut p)?;
+        relabel(&mut p, at, "head");
+        Ok(p)
     }
 
     /// Matrices `ws` of one input `xn` (cols) into `ys`: one dispatch where `multi.rs` takes

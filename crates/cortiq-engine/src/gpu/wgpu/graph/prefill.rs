@@ -1,5 +1,6 @@
 //! The batched prefill graph on wgpu (SPEC section 9): a chunk of prompt rows through every
-//! layer of a llama-family model in ONE command buffer with ONE compute pass. Per layer: the
+//! layer of a llama-family model in ONE command buffer with ONE compute pass (Gemma 3's block:
+//! `gemma.rs` plans its chunk into the same frame). Per layer: the
 //! RMSNorm of every row (the previous layer's down projection added into the residual stream
 //! first), the Q/K/V projections as tiled GEMMs (`gemm.wgsl`; a matvec per row below
 //! `GEMM_MIN_BATCH` rows), RoPE with the KV-mirror append at each row's position, causal
@@ -41,18 +42,21 @@ pub(in crate::gpu::wgpu) struct PrefillPlan {
 
 /// Device buffers of the batched prefill graph, for up to `PREFILL_ROWS` prompt rows.
 pub(in crate::gpu::wgpu) struct PrefillBuffers {
-    x: wgpu::Buffer,    // (rows, n_embd) residual stream
-    xn: wgpu::Buffer,   // (rows, n_embd) normed
-    q: wgpu::Buffer,    // (rows, n_head * head_dim), RoPE applied in place
-    k: wgpu::Buffer,    // (rows, kv_dim)
-    v: wgpu::Buffer,    // (rows, kv_dim)
-    att: wgpu::Buffer,  // (rows, n_head * head_dim)
-    o: wgpu::Buffer,    // (rows, n_embd) O and down projections, added into x by the next norm
-    g: wgpu::Buffer,    // (rows, n_ff) gate, then SiLU(gate) * up
-    u: wgpu::Buffer,    // (rows, n_ff)
-    last: wgpu::Buffer, // (n_embd) the last row, normed for the head
+    pub(super) x: wgpu::Buffer,    // (rows, n_embd) residual stream
+    pub(super) xn: wgpu::Buffer,   // (rows, n_embd) normed
+    pub(super) q: wgpu::Buffer,    // (rows, n_head * head_dim), RoPE applied in place
+    pub(super) k: wgpu::Buffer,    // (rows, kv_dim)
+    pub(super) v: wgpu::Buffer,    // (rows, kv_dim)
+    pub(super) att: wgpu::Buffer,  // (rows, n_head * head_dim)
+    pub(super) o: wgpu::Buffer,    // (rows, n_embd) O and down projections, added into x by the next norm
+    pub(super) g: wgpu::Buffer,    // (rows, n_ff) gate, then SiLU(gate) * up
+    pub(super) u: wgpu::Buffer,    // (rows, n_ff)
+    pub(super) last: wgpu::Buffer, // (n_embd) the last row, normed for the head
     /// The chunk's `Step` block: the first row's position and the head geometry.
-    step: wgpu::Buffer,
+    pub(super) step: wgpu::Buffer,
+    /// The same for a sliding-window layer (its RoPE base and window; `gemma::local`), where
+    /// the model has such layers.
+    pub(super) step_local: Option<wgpu::Buffer>,
     /// (1) the f16 guard's word (f16_guard.wgsl), zeroed before a chunk, and where it is
     /// read back.
     bad: wgpu::Buffer,
@@ -71,6 +75,7 @@ impl WgpuBackend {
         let c = &m.cfg;
         let n = PREFILL_ROWS;
         let buf = |label: &str, floats: usize| self.storage_buf(label, floats);
+        let step_buf = |label: &str| self.ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: std::mem::size_of::<super::StepBlock>() as u64, usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
         PrefillBuffers {
             x: buf("prefill-x", n * c.n_embd),
             xn: buf("prefill-xn", n * c.n_embd),
@@ -82,11 +87,12 @@ impl WgpuBackend {
             g: buf("prefill-gate", n * c.n_ff),
             u: buf("prefill-up", n * c.n_ff),
             last: buf("prefill-last", c.n_embd),
-            int8: (self.int8_prefill && self.info.q8_matvec && int8_layers(&m.layers[..layers])).then(|| {
+            int8: (c.family == Family::Llama && self.int8_prefill && self.info.q8_matvec && int8_layers(&m.layers[..layers])).then(|| {
                 let widest = c.n_embd.max(c.n_ff).max(c.q_dim());
                 (buf("prefill-xq", n * widest / 4), buf("prefill-xd", n * widest / 8))
             }),
-            step: self.ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some("prefill-step"), size: std::mem::size_of::<super::StepBlock>() as u64, usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
+            step: step_buf("prefill-step"),
+            step_local: c.sliding.map(|_| step_buf("prefill-step-local")),
             bad: buf("prefill-f16-guard", 1),
             bad_read: self.ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some("prefill-f16-guard-read"), size: 4, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
         }
@@ -99,10 +105,6 @@ impl WgpuBackend {
         let m = job.model;
         let c = &m.cfg;
         let rows = job.tokens.len();
-        if c.family != Family::Llama {
-            // Not "cannot build a graph": the session keeps asking for the token graph.
-            return DeviceOutcome::Declined("prefill graph: only the llama block's prompts run as prefill graphs (Gemma's run per op)");
-        }
         if rows == 0 || rows > PREFILL_ROWS {
             return DeviceOutcome::Declined("prompt chunk outside the prefill graph's 1..=256 rows");
         }
@@ -127,15 +129,23 @@ impl WgpuBackend {
             let pb = g.prefill.as_ref().expect("made above");
             let mut x = vec![0f32; rows * c.n_embd];
             m.embed_rows(job.tokens, &mut x);
-            self.ctx.queue.write_buffer(&pb.step, 0, bytemuck::bytes_of(&StepBlock { rows: rows as u32, ..step_block(m, job.pos, 0, false) }));
-            let mut f16 = self.info.matrix_units || self.f16_guard_forced;
+            let step = StepBlock { rows: rows as u32, ..step_block(m, job.pos, 0, false) };
+            self.ctx.queue.write_buffer(&pb.step, 0, bytemuck::bytes_of(&step));
+            if let (Some(buf), Some(local)) = (&pb.step_local, super::gemma::local(m, step)) {
+                self.ctx.queue.write_buffer(buf, 0, bytemuck::bytes_of(&local));
+            }
+            // Gemma's prompts take the f32 GEMMs and attention (no matrix units, no guard).
+            let mut f16 = c.family == Family::Llama && (self.info.matrix_units || self.f16_guard_forced);
             loop {
                 // The residual stream: written again for a rerun (the chunk adds into it).
                 self.ctx.queue.write_buffer(&pb.x, 0, bytemuck::cast_slice(&x));
                 if mirror.prefill.as_ref().is_none_or(|p| p.rows != rows || p.f16 != f16) {
                     let args: Vec<WeightArg> = graph_weights(m, g.layers).iter().map(|w| m.weight_arg(w)).collect();
                     let mut params = Params::default();
-                    let (plan, guarded) = self.plan_prefill(m, &args, map, g, pb, &mirror.k, &mirror.v, rows, f16, &mut params)?;
+                    let (plan, guarded) = match c.family {
+                        Family::Llama => self.plan_prefill(m, &args, map, g, pb, &mirror.k, &mirror.v, rows, f16, &mut params)?,
+                        Family::Gemma3 => (self.plan_prefill_gemma(m, &args, map, g, pb, (&mirror.k, &mirror.v), rows, &mut params)?, false),
+                    };
                     mirror.prefill = Some(PrefillPlan { rows, f16, guarded, rec: Recorded::bind(&self.ctx.device, plan, &params, Default::default(), Vec::new()) });
                 }
                 let plan = mirror.prefill.as_ref().expect("recorded above");

@@ -48,21 +48,30 @@ fn chunk_sum(v: f32, lid: u32) -> f32 {
     return chunk_reduce(v, lid, false);
 }
 
+// The first position a query at `pos` sees: its sliding window's (`st.window` positions,
+// its own included), or 0.
+fn first_seen(pos: u32) -> u32 {
+    if (st.window == 0u || pos < st.window) {
+        return 0u;
+    }
+    return pos + 1u - st.window;
+}
+
 // The scaled score of position t0 + lid for invocations lid < cnt (-3e38 for the others, and
-// for positions before the window's first, `st.lo`): LANES invocations score each position,
+// for positions before the first one seen, `lo`): LANES invocations score each position,
 // every LANES-th vec4 of its K row each, so a row's loads are all in flight at once. kh: the
 // head's first vec4 in a mirror row (kv_dim / 4 = kvd4 vec4s). `qh` (and where `fresh`,
 // `kcur`) must be published; call from uniform control flow.
-fn chunk_scores(t0: u32, cnt: u32, kvd4: u32, kh: u32, hd4: u32, lid: u32, fresh: bool) -> f32 {
+fn chunk_scores(t0: u32, cnt: u32, lo: u32, kvd4: u32, kh: u32, hd4: u32, lid: u32, fresh: bool) -> f32 {
     let j = lid / LANES;
     var s = 0.0;
     if (fresh && j + 1u == cnt) {
         s = score_fresh(hd4, lid % LANES, LANES);
-    } else if (j < cnt && t0 + j >= st.lo) {
+    } else if (j < cnt && t0 + j >= lo) {
         s = score_part((t0 + j) * kvd4 + kh, hd4, lid % LANES, LANES);
     }
     let score = position_score(s, cnt, lid);
-    return select(score, -3.0e38, t0 + lid < st.lo);
+    return select(score, -3.0e38, t0 + lid < lo);
 }
 
 // The scaled score of position t0 + lid for invocations lid < cnt (-3e38 for the others)
@@ -84,14 +93,14 @@ fn position_score(s: f32, cnt: u32, lid: u32) -> f32 {
 
 // Invocation (i, g) = (lid % hd4, lid / hd4): V's vec4 i over the chunk's positions g, g +
 // groups, ... below cnt, weighted by `sc` (zero where g >= groups, and for a chunk wholly
-// before the window's first position, whose partial the merge weighs by zero); a `fresh`
+// before the first position seen, `lo`, whose partial the merge weighs by zero); a `fresh`
 // last position from `vcur` (published), added last as the loop would have.
-fn chunk_values(t0: u32, cnt: u32, kvd4: u32, kh: u32, hd4: u32, lid: u32, fresh: bool) -> vec4<f32> {
+fn chunk_values(t0: u32, cnt: u32, lo: u32, kvd4: u32, kh: u32, hd4: u32, lid: u32, fresh: bool) -> vec4<f32> {
     let groups = WG / hd4;
     let g = lid / hd4;
     let stored = cnt - u32(fresh);
     var a = vec4<f32>(0.0);
-    if (g < groups && t0 + cnt > st.lo) {
+    if (g < groups && t0 + cnt > lo) {
         for (var p = g; p < stored; p += groups) {
             a += sc[p] * vc[(t0 + p) * kvd4 + kh + lid % hd4];
         }

@@ -43,9 +43,10 @@ fn place_rows(q4: vec4<f32>, k4: vec4<f32>, v4: vec4<f32>, appends: bool, kvd4: 
 // to `part`. Call from uniform control flow with `qh` (and where `fresh`, `kcur` and `vcur`)
 // published.
 fn chunk_partial(h: u32, c: u32, t0: u32, cnt: u32, kvd4: u32, kh: u32, hd4: u32, lid: u32, fresh: bool) {
-    let score = chunk_scores(t0, cnt, kvd4, kh, hd4, lid, fresh);
+    let lo = first_seen(st.pos);
+    let score = chunk_scores(t0, cnt, lo, kvd4, kh, hd4, lid, fresh);
     let w = chunk_softmax(score, cnt, lid);
-    let t = group_total(chunk_values(t0, cnt, kvd4, kh, hd4, lid, fresh), hd4, lid);
+    let t = group_total(chunk_values(t0, cnt, lo, kvd4, kh, hd4, lid, fresh), hd4, lid);
     write_partial(h, c, w, t, hd4, lid);
 }
 

@@ -1,6 +1,7 @@
 // Causal attention of a prompt chunk's rows over the KV mirror (the batched prefill graph):
 // workgroup (h, y) takes query row y of head h, at position `pos + y`, over mirror positions
-// 0 ..= pos + y in chunks of CHUNK with a running max and sum (online softmax), so no partials
+// 0 ..= pos + y (from the first its sliding window sees, `first_seen`, on such a layer; its
+// chunks before that one skipped) in chunks of CHUNK with a running max and sum (online softmax), so no partials
 // leave the workgroup. 256 invocations, as the decode split kernel: LANES of them score each
 // position of a chunk (every LANES-th vec4 of the K row each), then invocation (i, g) sums
 // V's vec4 i over every `groups`-th position of the chunk from g; the groups' sums are added
@@ -31,10 +32,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     var m = -3.0e38;
     var l = 0.0;
     var acc = vec4<f32>(0.0); // this invocation's V sum (`chunk_values`), rescaled chunk by chunk
-    for (var t0 = 0u; t0 < n; t0 += CHUNK) {
+    let lo = first_seen(n - 1u);
+    for (var t0 = lo / CHUNK * CHUNK; t0 < n; t0 += CHUNK) {
         workgroupBarrier(); // `qh` written; the previous chunk's `sc` and `lanes` read
         let cnt = min(CHUNK, n - t0);
-        let score = chunk_scores(t0, cnt, kvd4, kh, hd4, lid, false);
+        let score = chunk_scores(t0, cnt, lo, kvd4, kh, hd4, lid, false);
         let mn = max(m, chunk_max(score, lid));
         var e = 0.0;
         if (lid < cnt) {
@@ -46,7 +48,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         let alpha = exp(m - mn);
         l = l * alpha + chunk_sum(e, lid); // its barriers also publish `sc`
         m = mn;
-        acc = acc * alpha + chunk_values(t0, cnt, kvd4, kh, hd4, lid, false);
+        acc = acc * alpha + chunk_values(t0, cnt, lo, kvd4, kh, hd4, lid, false);
     }
     let t = group_total(acc, hd4, lid);
     if (lid < hd4) {

@@ -1,6 +1,7 @@
 // Per-head RMSNorm in place (Gemma 3's q and k norms, before RoPE): workgroup h takes head h
-// of v, its head_dim values divided by their rms and multiplied by the weights w (head_dim,
-// the same for every head). head_dim % 4 == 0, head_dim <= 256. The host appends the
+// of v (a prompt chunk's rows one after another: row r's head j is head r * heads + j), its
+// head_dim values divided by their rms and multiplied by the weights w (head_dim, the same
+// for every head). head_dim % 4 == 0, head_dim <= 256. The host appends the
 // workgroup sum (reduce_subgroup.wgsl or reduce_shared.wgsl: `reduce`, over `partial` and WG).
 
 struct NormParams {
@@ -10,7 +11,7 @@ struct NormParams {
     row0: u32,
 }
 
-@group(0) @binding(0) var<storage, read_write> v: array<vec4<f32>>; // (heads, head_dim / 4)
+@group(0) @binding(0) var<storage, read_write> v: array<vec4<f32>>; // (rows x heads, head_dim / 4)
 @group(0) @binding(1) var<storage, read> w: array<vec4<f32>>;       // (head_dim / 4) norm weights
 @group(0) @binding(2) var<uniform> np: NormParams;                  // n = head_dim
 

@@ -14,6 +14,6 @@ struct Step {
     scale: f32,
     // A prompt chunk's rows (attn_coop.wgsl; 0 in the token graph).
     rows: u32,
-    // The first position the token's attention sees (a sliding-window layer's; else 0).
-    lo: u32,
+    // A sliding-window layer's window in positions, the query's own included (0: none).
+    window: u32,
 }
