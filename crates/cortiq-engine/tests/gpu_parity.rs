@@ -685,6 +685,64 @@ fn wgpu_gemma3_token_graph_follows_the_cpu_path() {
     }
 }
 
+/// Gemma 3's wgpu token graph against llama.cpp's greedy tokens on the real gemma-3-270m
+/// (`shared/reference/gemma3-greedy.json`), teacher-forced along them: at least 95 % of the
+/// graph's argmaxes are llama.cpp's token, and every other is a near-tie, its gap within the
+/// CPU path's own (`NEAR_TIE_LOGITS_GEMMA` in tests/reference.rs, 0.3) or the graph's largest
+/// logit difference from the CPU path run beside it.
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "SKIP gpu parity: no wgpu backend compiled in (build with --features gpu)")]
+fn wgpu_gemma3_graph_follows_llama_cpps_greedy_tokens() {
+    #[cfg(feature = "gpu")]
+    {
+        use cortiq_engine::gpu::race::GraphArm;
+        use cortiq_engine::gpu::{Gpu, GpuConfig};
+        use cortiq_engine::pipeline::Session;
+        use std::sync::Arc;
+        let test = "wgpu_gemma3_graph_follows_llama_cpps_greedy_tokens";
+        let Some(probe) = wgpu_or_skip(test) else { return };
+        let discrete = probe.info().discrete;
+        drop(probe);
+        let Some(path) = common::model("gemma3-270m") else { return };
+        let engine = cortiq_engine::generate::Engine::load(&path).unwrap();
+        let text = std::fs::read_to_string(common::reference_dir().join("gemma3-greedy.json")).unwrap();
+        let cases: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let (mut agree, mut positions, mut worst_gap, mut worst_vs_cpu) = (0, 0, f32::NEG_INFINITY, 0f32);
+        for case in cases.as_array().unwrap() {
+            // A facade per case: an untrusted adapter's race then gives each case's generation
+            // to the graph (after the per-op one recorded below).
+            let gpu = graphs_only(cortiq_engine::gpu::wgpu::WgpuBackend::new().unwrap());
+            let (prompt, greedy) = (case["prompt"].as_str().unwrap(), case["greedy"].as_str().unwrap());
+            let tokens = engine.tokenize(prompt).unwrap();
+            let full = engine.tokenize(&format!("{prompt}{greedy}")).unwrap();
+            assert!(full.starts_with(&tokens), "{prompt:?}: prompt tokens are not a prefix");
+            let mut dev = Session::with_gpu(Arc::clone(&engine.model), 256, Arc::clone(&gpu));
+            let mut cpu = Session::with_gpu(Arc::clone(&engine.model), 256, Arc::new(Gpu::new(None, GpuConfig::for_tests())));
+            let (mut logits, mut cpu_logits) = (dev.prefill(&tokens).unwrap(), cpu.prefill(&tokens).unwrap());
+            if !discrete {
+                gpu.record_generation(GraphArm::PerOp, &[]);
+            }
+            assert_eq!(dev.begin_generation(), GraphArm::Graph, "{prompt:?}: the graph arm");
+            for &want in &full[tokens.len()..] {
+                let got = cortiq_engine::sample::argmax(&logits);
+                positions += 1;
+                worst_vs_cpu = logits.iter().zip(&cpu_logits).map(|(a, b)| (a - b).abs()).fold(worst_vs_cpu, f32::max);
+                if got == want {
+                    agree += 1;
+                } else {
+                    worst_gap = worst_gap.max(logits[got as usize] - logits[want as usize]);
+                }
+                logits = dev.step(want).unwrap();
+                cpu_logits = cpu.step(want).unwrap();
+            }
+            assert!(gpu.explain_table().contains("| token graph |"), "{prompt:?}: {}", gpu.explain_table());
+        }
+        eprintln!("wgpu gemma3-270m graph: {agree}/{positions} teacher-forced positions are llama.cpp's greedy tokens (worst gap {worst_gap:.4}); logits within {worst_vs_cpu:.4} of the CPU path's");
+        assert!(agree as f64 >= 0.95 * positions as f64, "only {agree}/{positions} positions agree");
+        assert!(worst_gap <= worst_vs_cpu.max(0.3), "a disagreement ({worst_gap}) is wider than a near-tie");
+    }
+}
+
 /// Weights split by rows (a binding size below the FFN matrices') keep the int8 token graph
 /// off its faster forms, which take whole matrices: it records the slower ones instead,
 /// decodes as the CPU path does (logits within 5 % relative L2 at every step), and
