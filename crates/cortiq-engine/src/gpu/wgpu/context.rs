@@ -25,6 +25,7 @@ const EMBED: &str = include_str!("kernels/embed.wgsl");
 const REDUCE_SHARED: &str = include_str!("kernels/reduce_shared.wgsl");
 const REDUCE_SUBGROUP: &str = include_str!("kernels/reduce_subgroup.wgsl");
 const ACT: &str = include_str!("kernels/act.wgsl");
+const NORM_PARAMS: &str = include_str!("kernels/norm_params.wgsl");
 const NORM: &str = include_str!("kernels/norm.wgsl");
 const HEAD_NORM: &str = include_str!("kernels/head_norm.wgsl");
 const POST_NORM: &str = include_str!("kernels/post_norm.wgsl");
@@ -57,17 +58,17 @@ fn quant_guarded_source(subgroups: bool) -> String {
 /// The norm step's shader: its body and the workgroup sum (by subgroup operations where the
 /// adapter has them).
 fn norm_source(subgroups: bool) -> String {
-    with_reduce(NORM, reduce_source(subgroups))
+    with_reduce(&format!("{NORM_PARAMS}{NORM}"), reduce_source(subgroups))
 }
 
 /// The per-head q/k norm's shader (head_norm.wgsl) with its workgroup sum.
 fn head_norm_source(subgroups: bool) -> String {
-    with_reduce(HEAD_NORM, reduce_source(subgroups))
+    with_reduce(&format!("{NORM_PARAMS}{HEAD_NORM}"), reduce_source(subgroups))
 }
 
 /// The sandwich norm step's shader (post_norm.wgsl) with its workgroup sum.
 fn post_norm_source(subgroups: bool) -> String {
-    with_reduce(POST_NORM, reduce_source(subgroups))
+    with_reduce(&format!("{NORM_PARAMS}{POST_NORM}"), reduce_source(subgroups))
 }
 const STEP: &str = include_str!("kernels/step.wgsl");
 const ROPE_STORE: &str = include_str!("kernels/rope_store.wgsl");

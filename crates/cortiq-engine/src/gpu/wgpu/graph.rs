@@ -77,7 +77,7 @@ pub struct RopedAttention {
     pub v_row: Vec<f32>,
 }
 
-/// `NormParams` in norm.wgsl.
+/// `NormParams` in norm_params.wgsl (the norm kernels' uniform block).
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 pub(super) struct NormBlock {

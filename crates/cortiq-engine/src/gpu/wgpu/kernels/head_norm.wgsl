@@ -4,13 +4,6 @@
 // for every head). head_dim % 4 == 0, head_dim <= 256. The host appends the
 // workgroup sum (reduce_subgroup.wgsl or reduce_shared.wgsl: `reduce`, over `partial` and WG).
 
-struct NormParams {
-    n: u32,
-    add: u32,
-    eps: f32,
-    row0: u32,
-}
-
 @group(0) @binding(0) var<storage, read_write> v: array<vec4<f32>>; // (rows x heads, head_dim / 4)
 @group(0) @binding(1) var<storage, read> w: array<vec4<f32>>;       // (head_dim / 4) norm weights
 @group(0) @binding(2) var<uniform> np: NormParams;                  // n = head_dim

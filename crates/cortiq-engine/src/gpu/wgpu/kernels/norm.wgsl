@@ -4,13 +4,6 @@
 // flight at once. The host appends the workgroup sum (reduce_subgroup.wgsl where the adapter
 // has subgroups, else reduce_shared.wgsl: `reduce`, over `partial` and `WG`).
 
-struct NormParams {
-    n: u32,
-    add: u32,
-    eps: f32,
-    row0: u32,
-}
-
 @group(0) @binding(0) var<storage, read_write> x: array<vec4<f32>>;   // (rows, n / 4) residual stream
 @group(0) @binding(1) var<storage, read> r: array<vec4<f32>>;         // (rows, n / 4) residual to add
 @group(0) @binding(2) var<storage, read> w: array<vec4<f32>>;         // (n / 4) norm weights
