@@ -3,7 +3,7 @@
 //! over a prompt chunk's rows). Per layer: QKV from the normed residual, each head of
 //! q and k RMS-normed (`head_norm.wgsl`), RoPE with the mirror append (`rope_store.wgsl`) at
 //! the layer's base, split attention (over the window ending at the token on the sliding
-//! layers: the step block's `lo`) and its combine, the O projection, its output normed and
+//! layers: the step block's `window`) and its combine, the O projection, its output normed and
 //! added into the residual with the FFN's input norm after it (`post_norm.wgsl`), gate and up,
 //! the activation times up (`act.wgsl`: tanh-GELU), down, and its output normed and added the
 //! same way with the next layer's input norm (or the output norm) after it; then the head.
@@ -26,8 +26,8 @@ pub(in crate::gpu::wgpu) struct GemmaBuffers {
     /// attention output's and the FFN output's norms (n_embd each).
     norms: Vec<[wgpu::Buffer; 4]>,
     t: wgpu::Buffer, // (n_embd) the O or down projection, before its norm
-    /// The sliding-window layers' step block (their RoPE base and first position), and the
-    /// block of every position, copied into it at the start of each token's command buffer.
+    /// The sliding-window layers' step block (their RoPE base and window), and the block of
+    /// every position, copied into it at the start of each token's command buffer.
     step_local: wgpu::Buffer,
     steps_local: wgpu::Buffer,
 }
