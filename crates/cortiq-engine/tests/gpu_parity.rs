@@ -357,10 +357,6 @@ fn qkv_batch_and_ffn_match_the_cpu_reference() {
                 let fjob = FfnJob { gate: g.arg(), up: u.arg(), down: dn.arg(), act, x: &x, batch };
                 match be.ffn(&fjob, &mut out) {
                     DeviceOutcome::Completed { .. } => {}
-                    DeviceOutcome::Declined(_) if name == "cuda" && act != Activation::Silu => {
-                        assert!(out.iter().all(|v| v.is_nan()), "an activation without a kernel declines untouched, never substitutes");
-                        continue;
-                    }
                     other => panic!("{name} ffn {act:?}: {other:?}"),
                 }
                 let h: Vec<f32> = gr.iter().zip(&ur).map(|(a, b)| act_ref(act, *a) * b).collect();

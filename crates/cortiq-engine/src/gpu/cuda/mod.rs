@@ -50,7 +50,7 @@ use std::sync::{Arc, Mutex};
 /// prompt chunk's tensor-core attention that use them.
 const KERNELS: [&str; 6] = [include_str!("kernels/matvec.cu"), include_str!("kernels/graph.cu"), include_str!("kernels/mma.cu"), include_str!("kernels/flash.cu"), include_str!("kernels/topk.cu"), include_str!("kernels/cluster.cu")];
 /// Kernels without variants.
-const FIXED_KERNELS: [&str; 13] = ["attention_merge", "silu_mul", "embed_row", "dequant_f16", "to_f16", "rms_norm_f16", "rope_append_rows", "silu_mul_f16", graph::FLASH_ROWS[0].1, graph::FLASH_ROWS[1].1, graph::ATTENTION_SPLIT[0].1, graph::ATTENTION_SPLIT[1].1, graph::ATTENTION_SPLIT[2].1];
+const FIXED_KERNELS: [&str; 13] = ["attention_merge", "act_mul", "embed_row", "dequant_f16", "to_f16", "rms_norm_f16", "rope_append_rows", "silu_mul_f16", graph::FLASH_ROWS[0].1, graph::FLASH_ROWS[1].1, graph::ATTENTION_SPLIT[0].1, graph::ATTENTION_SPLIT[1].1, graph::ATTENTION_SPLIT[2].1];
 /// Kernels instantiated per codec kind (`ROW_KINDS`) and rows per warp group, which stage their
 /// activation row in dynamic shared memory: (name prefix, row counts).
 const ROW_KERNELS: [(&str, &[usize]); 8] = [("matvec", &[1, 2, 4]), ("qkv_rope", &[2]), ("gate_up_silu", &[2, 4]), ("matmul", &[2]), ("qkv_rope_tile", &[2]), ("gate_up_silu_tile", &[2]), ("matvec_pend", &[1, 2, 4]), ("qkv_rope_pend", &[2])];
@@ -728,9 +728,11 @@ impl Backend for CudaBackend {
     }
 
     fn ffn(&self, job: &FfnJob, out: &mut [f32]) -> DeviceOutcome {
-        if job.act != Activation::Silu {
-            return DeviceOutcome::Declined("only the SiLU FFN has a CUDA kernel");
-        }
+        let act: i32 = match job.act {
+            Activation::Silu => 0,
+            Activation::GeluExact => 1,
+            Activation::GeluTanh => 2,
+        };
         let ff = job.gate.view.rows;
         self.run(
             &[&job.gate, &job.up, &job.down],
@@ -742,8 +744,8 @@ impl Backend for CudaBackend {
                 self.launch_matvec(&job.up, map, &x, &mut u, job.batch, MatvecHow::default())?;
                 let n = (job.batch * ff) as i32;
                 let cfg = LaunchConfig { grid_dim: ((n as u32).div_ceil(256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-                let mut b = self.stream.launch_builder(&self.funcs["silu_mul"]);
-                b.arg(&mut g).arg(&u).arg(&n);
+                let mut b = self.stream.launch_builder(&self.funcs["act_mul"]);
+                b.arg(&mut g).arg(&u).arg(&n).arg(&act);
                 // SAFETY: g and u hold n floats each.
                 unsafe { b.launch(cfg) }.map_err(err)?;
                 let mut y = self.stream.alloc_zeros::<f32>(job.batch * job.down.view.rows).map_err(err)?;

@@ -1015,8 +1015,22 @@ MATMUL(0) MATMUL(1) MATMUL(2) MATMUL(3) MATMUL(4) MATMUL(5) MATMUL(6) MATMUL(7) 
 // silu(g) * u: the gated FFN's hidden value (every kernel that forms it).
 __device__ __forceinline__ float silu_times(float g, float u) { return g / (1.f + expf(-g)) * u; }
 
-// g = silu(g) * u, element-wise over n values.
-extern "C" __global__ void silu_mul(float* g, const float* u, int n) {
+// GELU, exact (erf by Abramowitz-Stegun 7.1.26, as the CPU twin) or tanh-approximated (its
+// argument clamped where tanh has long saturated, as act.wgsl).
+__device__ __forceinline__ float gelu_exact(float v) {
+    float z = fabsf(v * 0.70710678f), t = 1.f / (1.f + 0.3275911f * z);
+    float poly = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
+    return 0.5f * v * (1.f + copysignf(1.f - poly * expf(-z * z), v));
+}
+__device__ __forceinline__ float gelu_tanh(float v) {
+    return 0.5f * v * (1.f + tanhf(fminf(fmaxf(0.7978846f * (v + 0.044715f * v * v * v), -15.f), 15.f)));
+}
+
+// g = act(g) * u, element-wise over n values; act: 0 SiLU, 1 exact GELU, 2 tanh-GELU (the
+// per-op FFN's step between gate/up and down).
+extern "C" __global__ void act_mul(float* g, const float* u, int n, int act) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) g[i] = silu_times(g[i], u[i]);
+    if (i >= n) return;
+    float v = g[i];
+    g[i] = (act == 0 ? v / (1.f + expf(-v)) : act == 1 ? gelu_exact(v) : gelu_tanh(v)) * u[i];
 }
