@@ -1,6 +1,6 @@
 //! `cortiq synth SHAPE --codec C -o FILE.gguf [--seed S]`: a llama-architecture GGUF (or,
 //! for the `gemma3-270m` shape, a Gemma 3 one) with random weights (normal, std 0.02; norms
-//! 1.0) and a complete byte-level BPE vocabulary,
+//! 1 + normal, std 0.1) and a complete byte-level BPE vocabulary,
 //! so cortiq and llama.cpp's tools both load it. Streams one tensor at a time to disk, rows
 //! generated in parallel from per-row seeds: deterministic for a seed, bounded memory.
 //! `--codec` names one codec for every matrix, or `q4_k_m` / `q5_k_m`: llama.cpp's Q4_K_M or
@@ -53,6 +53,8 @@ pub const SHAPES: &[Shape] = &[
 
 /// Weight standard deviation of every matrix.
 const WEIGHT_STD: f32 = 0.02;
+/// The spread of the norm weights around 1.
+const NORM_STD: f32 = 0.1;
 
 /// Which codec each matrix gets: one for all, or a llama.cpp file-type mix.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -297,7 +299,8 @@ pub fn synth_shape(shape: &Shape, codec_name: &str, out: &Path, seed: u64) -> Re
         let cols = spec.shape[0] as usize;
         let rows = spec.shape.get(1).copied().unwrap_or(1);
         let data: Vec<u8> = if spec.shape.len() == 1 {
-            (0..cols).flat_map(|_| 1f32.to_le_bytes()).collect()
+            // Norm weights about 1, each tensor its own: a test can tell one norm from another.
+            SplitMix64::new(row_seed(seed, ti, 0)).normals(cols, NORM_STD).into_iter().flat_map(|v| (1.0 + v).to_le_bytes()).collect()
         } else {
             let packed: Vec<Vec<u8>> = (0..rows)
                 .into_par_iter()

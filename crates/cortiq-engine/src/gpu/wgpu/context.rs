@@ -27,7 +27,6 @@ const REDUCE_SUBGROUP: &str = include_str!("kernels/reduce_subgroup.wgsl");
 const ACT: &str = include_str!("kernels/act.wgsl");
 const NORM_PARAMS: &str = include_str!("kernels/norm_params.wgsl");
 const NORM: &str = include_str!("kernels/norm.wgsl");
-const HEAD_NORM: &str = include_str!("kernels/head_norm.wgsl");
 const POST_NORM: &str = include_str!("kernels/post_norm.wgsl");
 const QUANT: &str = include_str!("kernels/quant.wgsl");
 const F16_GUARD_WGSL: &str = include_str!("kernels/f16_guard.wgsl");
@@ -61,10 +60,6 @@ fn norm_source(subgroups: bool) -> String {
     with_reduce(&format!("{NORM_PARAMS}{NORM}"), reduce_source(subgroups))
 }
 
-/// The per-head q/k norm's shader (head_norm.wgsl) with its workgroup sum.
-fn head_norm_source(subgroups: bool) -> String {
-    with_reduce(&format!("{NORM_PARAMS}{HEAD_NORM}"), reduce_source(subgroups))
-}
 
 /// The sandwich norm step's shader (post_norm.wgsl) with its workgroup sum.
 fn post_norm_source(subgroups: bool) -> String {
@@ -82,6 +77,7 @@ const ATTN_CHUNK: &str = include_str!("kernels/attn_chunk.wgsl");
 const ATTN_PARTIAL: &str = include_str!("kernels/attn_partial.wgsl");
 const ATTN_QKV: &str = include_str!("kernels/attn_qkv.wgsl");
 const ROPE_HEAD: &str = include_str!("kernels/rope_head.wgsl");
+const NORM_ROPE: &str = include_str!("kernels/norm_rope.wgsl");
 const ATTN_REDUCE_SHARED: &str = include_str!("kernels/attn_reduce_shared.wgsl");
 const ATTN_REDUCE_SUBGROUP: &str = include_str!("kernels/attn_reduce_subgroup.wgsl");
 const ARGMAX: &str = include_str!("kernels/argmax.wgsl");
@@ -194,8 +190,7 @@ pub struct WgpuContext {
     pub act: wgpu::ComputePipeline,
     /// The token graph's kernels.
     pub norm: wgpu::ComputePipeline,
-    /// Gemma 3's per-head q/k norm and its sandwich norm step (`graph/gemma.rs`).
-    pub head_norm: wgpu::ComputePipeline,
+    /// Gemma 3's sandwich norm step (`graph/gemma.rs`).
     pub post_norm: wgpu::ComputePipeline,
     /// One activation row to int8 per 32 values (quant.wgsl) for the int8-activation matvecs.
     pub quant: wgpu::ComputePipeline,
@@ -203,6 +198,8 @@ pub struct WgpuContext {
     /// `quant_guarded`).
     quant_guarded: std::sync::OnceLock<Result<wgpu::ComputePipeline, String>>,
     pub rope_store: wgpu::ComputePipeline,
+    /// Gemma 3's q/k head norms, RoPE and mirror append in one dispatch (`graph/gemma.rs`).
+    pub norm_rope: wgpu::ComputePipeline,
     pub attn_split: wgpu::ComputePipeline,
     pub attn_combine: wgpu::ComputePipeline,
     /// The combine writing an int8-activation matvec's input (attn_combine_q8.wgsl).
@@ -363,11 +360,11 @@ impl WgpuContext {
         let act_layout = layout(&device, &[w, r, Uniform]);
         let act = build(&device, ACT, &act_layout, cache.as_ref(), "act")?;
         let norm = build(&device, &norm_source(subgroups), &layout(&device, &[w, r, r, w, Uniform]), cache.as_ref(), "norm")?;
-        let head_norm = build(&device, &head_norm_source(subgroups), &layout(&device, &[w, r, Uniform]), cache.as_ref(), "head_norm")?;
         let post_norm = build(&device, &post_norm_source(subgroups), &layout(&device, &[w, r, r, r, w, Uniform]), cache.as_ref(), "post_norm")?;
         let quant = build(&device, &quant_source(subgroups), &layout(&device, &[r, r, w, w, Uniform]), cache.as_ref(), "quant")?;
         let attn_coop_layout = layout(&device, &[r, r, r, w, w, Uniform]);
         let rope_store = build(&device, &format!("{STEP}{ROPE_STORE}"), &layout(&device, &[w, r, r, w, w, Uniform]), cache.as_ref(), "rope_store")?;
+        let norm_rope = build(&device, &norm_rope_source(subgroups), &layout(&device, &[w, r, r, w, w, r, r, Uniform]), cache.as_ref(), "norm_rope")?;
         let attn_split = build(&device, &attn_split_source(subgroups), &layout(&device, &[r, r, r, w, w, w, Uniform]), cache.as_ref(), "attn_split")?;
         let attn_combine = build(&device, &format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "attn_combine")?;
         let attn_combine_q8 = build(&device, &format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE_Q8}{QUANT_UNIT}"), &layout(&device, &[r, w, w, Uniform]), cache.as_ref(), "attn_combine_q8")?;
@@ -377,7 +374,7 @@ impl WgpuContext {
         let argmax_merge = build(&device, &format!("{ARGMAX_PICK}{ARGMAX_MERGE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "argmax_merge")?;
         let topk_groups = build(&device, &format!("{TOPK_KEYS}{TOPK_GROUPS}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_groups")?;
         let topk_merge = build(&device, &topk_merge_source(subgroups), &layout(&device, &[r, w, Uniform, w, Uniform]), cache.as_ref(), "topk_merge")?;
-        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, q8_out: Default::default(), q8_out_layouts, attn_qkv: Default::default(), attn_qkv_layout, gemm: Default::default(), embed: Default::default(), subgroups, matrix_units, matrix_units_opened: matrix_units, coop_tile, coop_stage, pipeline_cache: cache, act, norm, head_norm, post_norm, quant, quant_guarded: Default::default(), rope_store, attn_split, attn_combine, attn_combine_q8, attn_rows, attn_coop_layout, attn_coop: Default::default(), attn_coop_subgroups, argmax, argmax_merge, topk_groups, topk_merge, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
+        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, q8_out: Default::default(), q8_out_layouts, attn_qkv: Default::default(), attn_qkv_layout, gemm: Default::default(), embed: Default::default(), subgroups, matrix_units, matrix_units_opened: matrix_units, coop_tile, coop_stage, pipeline_cache: cache, act, norm, post_norm, quant, quant_guarded: Default::default(), rope_store, norm_rope, attn_split, attn_combine, attn_combine_q8, attn_rows, attn_coop_layout, attn_coop: Default::default(), attn_coop_subgroups, argmax, argmax_merge, topk_groups, topk_merge, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
         // The per-op kernels up front (a job's first call should not pay a compile).
         for (codec, _, _) in MATVEC_CODECS {
             for (rows, cols) in [(1, 1), (TALL_ROWS, 1), (WIDE_ROWS, WIDE_COLS)] {
@@ -832,6 +829,11 @@ fn attn_chunk_source(kernel: &str, subgroups: bool) -> String {
 /// pieces (attn_partial.wgsl), the kernel.
 fn attn_split_source(subgroups: bool) -> String {
     attn_chunk_source(&format!("{ROPE_HEAD}{ATTN_PARTIAL}{ATTN_SPLIT}"), subgroups)
+}
+
+/// Gemma 3's fused q/k norm, RoPE and mirror append (norm_rope.wgsl) with its workgroup sum.
+fn norm_rope_source(subgroups: bool) -> String {
+    with_reduce(&format!("{STEP}{ROPE_HEAD}{NORM_ROPE}"), reduce_source(subgroups))
 }
 
 /// The split attention with its own QKV (attn_qkv.wgsl) over int8-activation codec `suffix`
@@ -1401,7 +1403,7 @@ mod tests {
         for subgroups in [false, true] {
             validate(&format!("topk_merge subgroups={subgroups}"), &topk_merge_source(subgroups));
             validate(&format!("norm subgroups={subgroups}"), &norm_source(subgroups));
-            validate(&format!("head_norm subgroups={subgroups}"), &head_norm_source(subgroups));
+            validate(&format!("norm_rope subgroups={subgroups}"), &norm_rope_source(subgroups));
             validate(&format!("post_norm subgroups={subgroups}"), &post_norm_source(subgroups));
             validate(&format!("quant subgroups={subgroups}"), &quant_source(subgroups));
             validate(&format!("quant with the f16 guard, subgroups={subgroups}"), &quant_guarded_source(subgroups));

@@ -56,6 +56,9 @@ pub(super) struct StepBlock {
     rows: u32,
     /// A sliding-window layer's window in positions, the query's own included (0: none).
     window: u32,
+    /// The q/k head norms' epsilon (Gemma 3's `norm_rope.wgsl`), then padding to 16 words.
+    eps: f32,
+    pad: [u32; 3],
 }
 
 /// A decode token's RoPE for `WgpuBackend::decode_attention_with_rope`: the rotary width, the
@@ -366,7 +369,7 @@ fn relabel(p: &mut [Planned], from: usize, label: &'static str) {
 /// the attention split applies the token's RoPE and appends its K/V (`WgpuBackend::rope_fold`).
 pub(super) fn step_block(m: &Llama, pos: usize, chunks: u32, fold: bool) -> StepBlock {
     let c = &m.cfg;
-    StepBlock { pos: pos as u32, n_head: c.n_head as u32, n_head_kv: c.n_head_kv as u32, head_dim: c.head_dim as u32, rot: c.rope_dims as u32, neox: u32::from(c.rope_neox), chunks, fold: u32::from(fold), base: c.rope_base, scale: c.attn_scale, rows: 0, window: 0 }
+    StepBlock { pos: pos as u32, n_head: c.n_head as u32, n_head_kv: c.n_head_kv as u32, head_dim: c.head_dim as u32, rot: c.rope_dims as u32, neox: u32::from(c.rope_neox), chunks, fold: u32::from(fold), base: c.rope_base, scale: c.attn_scale, rows: 0, window: 0, eps: c.eps, pad: [0; 3] }
 }
 
 impl WgpuBackend {
@@ -1060,7 +1063,7 @@ impl WgpuBackend {
         let pos = n - rows;
         let chunks = n.div_ceil(ATT_CHUNK) as u32;
         let r = rope.unwrap_or(RopeSpec { rot: 0, neox: false, base: 0.0, fold: false });
-        let step = StepBlock { pos: pos as u32, n_head: n_head as u32, n_head_kv: n_head_kv as u32, head_dim: head_dim as u32, rot: r.rot as u32, neox: u32::from(r.neox), chunks, fold: u32::from(r.fold), base: r.base, scale, rows: rows as u32, window: 0 };
+        let step = StepBlock { pos: pos as u32, n_head: n_head as u32, n_head_kv: n_head_kv as u32, head_dim: head_dim as u32, rot: r.rot as u32, neox: u32::from(r.neox), chunks, fold: u32::from(r.fold), base: r.base, scale, rows: rows as u32, window: 0, eps: 0.0, pad: [0; 3] };
         let dev = &self.ctx.device;
         // A prompt chunk's attention on the matrix units (where `units` and the device allow)
         // and whether its f16 guard tripped, which reruns it on attn_rows as the graph does.

@@ -1,8 +1,8 @@
 //! The token graph of the Gemma 3 block (SPEC section 8, one command buffer and one compute
 //! pass a token, as the llama block's), and its prefill graph (SPEC section 9: the same steps
 //! over a prompt chunk's rows). Per layer: QKV from the normed residual, each head of
-//! q and k RMS-normed (`head_norm.wgsl`), RoPE with the mirror append (`rope_store.wgsl`) at
-//! the layer's base, split attention (over the window ending at the token on the sliding
+//! q and k RMS-normed, rotated at the layer's base and K / V appended to the mirror in one
+//! dispatch (`norm_rope.wgsl`), split attention (over the window ending at the token on the sliding
 //! layers: the step block's `window`) and its combine, the O projection, its output normed and
 //! added into the residual with the FFN's input norm after it (`post_norm.wgsl`), gate and up,
 //! the activation times up (`act.wgsl`: tanh-GELU), down, and its output normed and added the
@@ -73,7 +73,7 @@ impl WgpuBackend {
             *stage_bytes.entry(label).or_default() += ws.iter().map(|w| w.view.bytes.len() as u64).sum::<u64>();
         };
         let norm_at = |params: &mut Params, n: usize| params.slot(bytemuck::bytes_of(&NormBlock { n: n as u32, add: 0, eps: c.eps, row0: 0 }));
-        let (model_at, head_at) = (norm_at(&mut params, c.n_embd), norm_at(&mut params, c.head_dim));
+        let model_at = norm_at(&mut params, c.n_embd);
         // The embedding row decoded on the device where the embedding is resident in one
         // piece (else the host writes it, scaled as the CPU path scales it).
         if g.layers == m.layers.len() {
@@ -83,7 +83,7 @@ impl WgpuBackend {
         }
         let first_norm = g.norms.first().map_or(&g.out_norm, |n| &n.0);
         p.push(Planned { label: "norm", pipe: ctx.norm.clone(), bufs: vec![&g.x, &g.zero, first_norm, &g.xn], uniform: Uniform::Slot(model_at), grid: Grid::Fixed(1, 1, 1) });
-        let rope_threads = ((c.n_head + c.n_head_kv) * c.rope_dims / 2 + c.kv_dim()) as u32;
+        let heads = (c.n_head + c.n_head_kv) as u32;
         for (li, w) in args[..7 * g.layers].chunks_exact(7).enumerate() {
             let [q_norm, k_norm, post_attn, post_ffn] = &gb.norms[li];
             let ffn_norm = &g.norms[li].1;
@@ -92,9 +92,7 @@ impl WgpuBackend {
             let at = p.len();
             self.normed_matvecs(&g.xn, &[res(&w[0])?, res(&w[1])?, res(&w[2])?], vec![&g.q, &g.k, &g.v], d, &mut params, &mut p)?;
             stage(&mut p, at, "qkv", &w[0..3]);
-            p.push(Planned { label: "q/k norm", pipe: ctx.head_norm.clone(), bufs: vec![&g.q, q_norm], uniform: Uniform::Slot(head_at), grid: Grid::Fixed(c.n_head as u32, 1, 1) });
-            p.push(Planned { label: "q/k norm", pipe: ctx.head_norm.clone(), bufs: vec![&g.k, k_norm], uniform: Uniform::Slot(head_at), grid: Grid::Fixed(c.n_head_kv as u32, 1, 1) });
-            p.push(Planned { label: "rope+kv append", pipe: ctx.rope_store.clone(), bufs: vec![&g.q, &g.k, &g.v, &mirror.k[li], &mirror.v[li]], uniform: Uniform::Whole(step), grid: Grid::Fixed(rope_threads.div_ceil(64), 1, 1) });
+            p.push(Planned { label: "q/k norm+rope+kv append", pipe: ctx.norm_rope.clone(), bufs: vec![&g.q, &g.k, &g.v, &mirror.k[li], &mirror.v[li], q_norm, k_norm], uniform: Uniform::Whole(step), grid: Grid::Fixed(heads, 1, 1) });
             p.push(Planned { label: "attention split", pipe: ctx.attn_split.clone(), bufs: vec![&g.q, &g.k, &g.v, &mirror.k[li], &mirror.v[li], &g.part], uniform: Uniform::Whole(step), grid: Grid::HeadsByChunks(c.n_head as u32) });
             p.push(Planned { label: "attention combine", pipe: ctx.attn_combine.clone(), bufs: vec![&g.part, &g.att], uniform: Uniform::Whole(step), grid: Grid::Fixed(c.n_head as u32, 1, 1) });
             let at = p.len();
@@ -142,10 +140,10 @@ impl WgpuBackend {
             Ok(())
         };
         let norm_at = |params: &mut Params, n: usize, row0: u32| params.slot(bytemuck::bytes_of(&NormBlock { n: n as u32, add: 0, eps: c.eps, row0 }));
-        let (model_at, head_at) = (norm_at(params, c.n_embd, 0), norm_at(params, c.head_dim, 0));
+        let model_at = norm_at(params, c.n_embd, 0);
         let first_norm = g.norms.first().map_or(&g.out_norm, |n| &n.0);
         p.push(Planned { label: "norm", pipe: ctx.norm.clone(), bufs: vec![&pb.x, &pb.o, first_norm, &pb.xn], uniform: Uniform::Slot(model_at), grid: Grid::Fixed(n, 1, 1) });
-        let rope_threads = ((c.n_head + c.n_head_kv) * c.rope_dims / 2 + c.kv_dim()) as u32;
+        let heads = (c.n_head + c.n_head_kv) as u32;
         let attention = ctx.prompt_attention(c.head_dim, false);
         for (li, w) in args[..7 * g.layers].chunks_exact(7).enumerate() {
             let [q_norm, k_norm, post_attn, post_ffn] = &gb.norms[li];
@@ -156,9 +154,7 @@ impl WgpuBackend {
                 _ => &pb.step,
             };
             proj(&[(res(&w[0])?, &pb.q), (res(&w[1])?, &pb.k), (res(&w[2])?, &pb.v)], &pb.xn, d, "qkv", params, &mut p)?;
-            p.push(Planned { label: "q/k norm", pipe: ctx.head_norm.clone(), bufs: vec![&pb.q, q_norm], uniform: Uniform::Slot(head_at), grid: Grid::Fixed(n * c.n_head as u32, 1, 1) });
-            p.push(Planned { label: "q/k norm", pipe: ctx.head_norm.clone(), bufs: vec![&pb.k, k_norm], uniform: Uniform::Slot(head_at), grid: Grid::Fixed(n * c.n_head_kv as u32, 1, 1) });
-            p.push(Planned { label: "rope+kv append", pipe: ctx.rope_store.clone(), bufs: vec![&pb.q, &pb.k, &pb.v, &mk[li], &mv[li]], uniform: Uniform::Whole(step), grid: Grid::Fixed(rope_threads.div_ceil(64), n, 1) });
+            p.push(Planned { label: "q/k norm+rope+kv append", pipe: ctx.norm_rope.clone(), bufs: vec![&pb.q, &pb.k, &pb.v, &mk[li], &mv[li], q_norm, k_norm], uniform: Uniform::Whole(step), grid: Grid::Fixed(n * heads, 1, 1) });
             p.push(Planned { label: "attention", pipe: attention.pipe.clone(), bufs: vec![&pb.q, &mk[li], &mv[li], &pb.att], uniform: Uniform::Whole(step), grid: Grid::Fixed(c.n_head as u32, n.div_ceil(attention.rows), 1) });
             proj(&[(res(&w[3])?, &pb.o)], &pb.att, qd, "o proj", params, &mut p)?;
             p.push(Planned { label: "sandwich norm (+residual)", pipe: ctx.post_norm.clone(), bufs: vec![&pb.x, &pb.o, post_attn, ffn_norm, &pb.xn], uniform: Uniform::Slot(model_at), grid: Grid::Fixed(n, 1, 1) });
