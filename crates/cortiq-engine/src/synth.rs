@@ -1,6 +1,6 @@
 //! `cortiq synth SHAPE --codec C -o FILE.gguf [--seed S]`: a llama-architecture GGUF (or,
 //! for the `gemma3-270m` shape, a Gemma 3 one) with random weights (normal, std 0.02; norms
-//! 1 + normal, std 0.1) and a complete byte-level BPE vocabulary,
+//! 1, Gemma's q/k and sandwich norms 1 + normal, std 0.1) and a complete byte-level BPE vocabulary,
 //! so cortiq and llama.cpp's tools both load it. Streams one tensor at a time to disk, rows
 //! generated in parallel from per-row seeds: deterministic for a seed, bounded memory.
 //! `--codec` names one codec for every matrix, or `q4_k_m` / `q5_k_m`: llama.cpp's Q4_K_M or
@@ -53,8 +53,20 @@ pub const SHAPES: &[Shape] = &[
 
 /// Weight standard deviation of every matrix.
 const WEIGHT_STD: f32 = 0.02;
-/// The spread of the norm weights around 1.
+/// The spread of the Gemma block's q/k and sandwich norm weights around 1.
 const NORM_STD: f32 = 0.1;
+
+/// The weights of norm tensor `name` (`cols` values): 1 for the layers' input norms and the
+/// output norm (the noise-floor tests move one of them by an ulp, tests/int8_noise.rs, and
+/// measure the int8 path's amplification of it from there), 1 + normal(NORM_STD) for the
+/// Gemma block's q/k and sandwich norms, so a test tells each of those from the others.
+fn norm_weights(name: &str, cols: usize, seed: u64) -> Vec<f32> {
+    let own = ["attn_q_norm", "attn_k_norm", "post_attention_norm", "post_ffw_norm"].iter().any(|n| name.contains(n));
+    match own {
+        true => SplitMix64::new(seed).normals(cols, NORM_STD).into_iter().map(|v| 1.0 + v).collect(),
+        false => vec![1.0; cols],
+    }
+}
 
 /// Which codec each matrix gets: one for all, or a llama.cpp file-type mix.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -299,8 +311,7 @@ pub fn synth_shape(shape: &Shape, codec_name: &str, out: &Path, seed: u64) -> Re
         let cols = spec.shape[0] as usize;
         let rows = spec.shape.get(1).copied().unwrap_or(1);
         let data: Vec<u8> = if spec.shape.len() == 1 {
-            // Norm weights about 1, each tensor its own: a test can tell one norm from another.
-            SplitMix64::new(row_seed(seed, ti, 0)).normals(cols, NORM_STD).into_iter().flat_map(|v| (1.0 + v).to_le_bytes()).collect()
+            norm_weights(&spec.name, cols, row_seed(seed, ti, 0)).into_iter().flat_map(f32::to_le_bytes).collect()
         } else {
             let packed: Vec<Vec<u8>> = (0..rows)
                 .into_par_iter()
