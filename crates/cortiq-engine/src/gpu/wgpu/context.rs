@@ -658,8 +658,6 @@ pub enum XMode {
     Norm,
     /// silu(x) * x2: the gated FFN's hidden state from the gate and up outputs.
     Glu,
-    /// The same with tanh-GELU for SiLU (Gemma 3's FFN).
-    GeluGlu,
     /// x quantized to int8 per 32-value unit (the CPU path's rule): x holds the int8 values
     /// (batch, units, 32 bytes), x2 per unit (d, d * sum, sum, 0); the `Q8_CODECS` only.
     Int8,
@@ -874,7 +872,7 @@ fn matvec_source(suffix: &str, vec4s: u32, subgroups: bool, shape: MatvecShape, 
         let io = weights_io_int8();
         return format!("{io}\n{body}\n{CODECS}\n{CODECS_Q8}\nfn unit_dot8(n: u32, xa: vec4<u32>, xb: vec4<u32>, xd: vec4<f32>) -> f32 {{ return unit_dot8_{suffix}(n, xa, xb, xd); }}\n{reduce}");
     }
-    format!("const UNIT_VEC4: u32 = {vec4s}u;\n{WEIGHTS_IO}\n{body}\n{CODECS}\nfn unit_dot(n: u32, r: u32, xs: X8, xsum: f32) -> f32 {{ return unit_dot_{suffix}(n, r, xs, xsum); }}\n{GLU4}\n{reduce}")
+    format!("const UNIT_VEC4: u32 = {vec4s}u;\n{WEIGHTS_IO}\n{body}\n{CODECS}\nfn unit_dot(n: u32, r: u32, xs: X8, xsum: f32) -> f32 {{ return unit_dot_{suffix}(n, r, xs, xsum); }}\n{SILU4}\n{reduce}")
 }
 
 /// The matvec / GEMM bindings (weights_io.wgsl) with x bound as int8 units (vec4<u32>).
@@ -887,10 +885,8 @@ fn gemm_codec_fns(suffix: &str) -> String {
     format!("fn gemm_words(r: u32, s: u32, h: u32) -> vec4<u32> {{ return gemm_words_{suffix}(r, s, h); }}\nfn gemm_scale(r: u32, s: u32) -> vec2<f32> {{ return gemm_scale_{suffix}(r, s); }}\n")
 }
 
-/// SiLU and tanh-GELU of four values (the glu x-modes' gates; the GELU's argument clamped
-/// where tanh has long saturated, as act.wgsl).
-pub(super) const GLU4: &str = "fn silu4(a: vec4<f32>) -> vec4<f32> { return a / (1.0 + exp(-a)); }
-fn gelu_tanh4(a: vec4<f32>) -> vec4<f32> { return 0.5 * a * (1.0 + tanh(clamp(0.7978846 * (a + 0.044715 * a * a * a), vec4<f32>(-15.0), vec4<f32>(15.0)))); }";
+/// SiLU of four values (the glu x-mode's gate).
+pub(super) const SILU4: &str = "fn silu4(a: vec4<f32>) -> vec4<f32> { return a / (1.0 + exp(-a)); }";
 
 /// The matvec kernel itself (matvec.wgsl with its generated lines filled in): its constants,
 /// workgroup memory and `main`, over the bindings of weights_io.wgsl and a `unit_dot` (or
@@ -908,7 +904,6 @@ pub(super) fn matvec_kernel(vec4s: u32, subgroups: bool, shape: MatvecShape, var
         XMode::Plain => format!("x[xv + {k}u]"),
         XMode::Norm => format!("(x[xv + {k}u] * xscale * x2[xv - xrow + {k}u])"),
         XMode::Glu => format!("(silu4(x[xv + {k}u]) * x2[xv + {k}u])"),
-        XMode::GeluGlu => format!("(gelu_tanh4(x[xv + {k}u]) * x2[xv + {k}u])"),
         XMode::Int8 | XMode::Int8Norm => String::new(),
     };
     let loads = (0..8).map(|k| if k < vec4s { load(k) } else { "vec4<f32>(0.0)".into() }).collect::<Vec<_>>().join(", ");
@@ -1349,7 +1344,7 @@ mod tests {
             for subgroups in [false, true] {
                 for (invocations, rows, unroll) in [(64, 4, 1), (128, 8, 2), (32, 16, 3)] {
                     let shape = MatvecShape { invocations, rows, unroll };
-                    for x in [XMode::Plain, XMode::Norm, XMode::Glu, XMode::GeluGlu, XMode::Int8, XMode::Int8Norm] {
+                    for x in [XMode::Plain, XMode::Norm, XMode::Glu, XMode::Int8, XMode::Int8Norm] {
                         if x.int8() && !Q8_CODECS.contains(&codec) {
                             continue;
                         }

@@ -6,7 +6,7 @@
 //! matrix, each copy over its own weight, output and uniform block, the copies' codec
 //! functions renamed apart (WGSL has no pointers to storage buffers to pass instead).
 
-use super::context::{matvec_kernel, reduce_source, MatvecShape, Variant, CODECS, CODECS_Q8, GLU4, WEIGHTS_IO};
+use super::context::{matvec_kernel, reduce_source, MatvecShape, Variant, CODECS, CODECS_Q8, SILU4, WEIGHTS_IO};
 use super::plan::{grid, Grid, MatvecIo, MatvecParams, Params, Planned, Uniform};
 use super::{Resident, WgpuContext};
 
@@ -137,7 +137,7 @@ pub(super) fn multi_source(n: usize, suffix: &str, vec4s: u32, subgroups: bool, 
     s += "\n}\n";
     s += &codec_copies(n, suffix, int8)?;
     if !int8 {
-        s += GLU4;
+        s += SILU4;
         s += "\n";
     }
     s += reduce_source(subgroups);

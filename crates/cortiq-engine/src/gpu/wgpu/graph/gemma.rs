@@ -5,19 +5,17 @@
 //! dispatch (`norm_rope.wgsl`), split attention (over the window ending at the token on the sliding
 //! layers: the step block's `window`) and its combine, the O projection, its output normed and
 //! added into the residual with the FFN's input norm after it (`post_norm.wgsl`), gate and up,
-//! down (reading tanh-GELU(gate) * up as it loads: `XMode::GeluGlu`; the prefill graph runs
-//! `act.wgsl` over the chunk first), and its output normed and added the
+//! the activation times up (`act.wgsl`: tanh-GELU), down, and its output normed and added the
 //! same way with the next layer's input norm (or the output norm) after it; then the head.
 //! Activations stay f32 (no int8, matrix-unit or folded forms); the token's embedding row is
 //! decoded on the device and scaled by sqrt(n_embd) (a prompt's rows by the host).
 
 use super::super::multi::{self, MultiIo};
-use super::super::context::{Variant, XMode};
 use super::super::plan::{self, Grid, MatvecIo, Params, Planned, Uniform};
 use super::super::{act_code, Resident, WgpuBackend};
 use super::prefill::PrefillBuffers;
 use super::{relabel, ModelGraph, Mirror, NormBlock, Recorded, StepBlock, ATT_CHUNK};
-use crate::gpu::backend::{Activation, WeightArg};
+use crate::gpu::backend::WeightArg;
 use crate::model::llama::{Llama, LlamaConfig};
 use std::collections::{BTreeMap, HashMap};
 use wgpu::util::DeviceExt;
@@ -36,9 +34,6 @@ pub(in crate::gpu::wgpu) struct GemmaBuffers {
 
 /// Why the Gemma block cannot run as a token graph, if it cannot.
 pub(super) fn unsupported(c: &LlamaConfig) -> Option<&'static str> {
-    if c.act != Activation::GeluTanh {
-        return Some("cannot build a graph: the wgpu graph of the Gemma block takes its tanh-GELU FFN only");
-    }
     (!c.qk_norm || !c.post_norms).then_some("cannot build a graph: the wgpu graph takes the Gemma block with its q/k and sandwich norms")
 }
 
@@ -107,10 +102,9 @@ impl WgpuBackend {
             let at = p.len();
             self.normed_matvecs(&g.xn, &[res(&w[4])?, res(&w[5])?], vec![&g.g, &g.u], d, &mut params, &mut p)?;
             stage(&mut p, at, "gate, up", &w[4..6]);
-            // Down reads tanh-GELU(gate) * up as it loads its input (no activation dispatch).
+            plan::act(ctx, &g.g, &g.u, ff, act_code(c.act), &mut params, &mut p);
             let at = p.len();
-            let glu = MatvecIo { x: &g.g, x2: Some(&g.u), y: &gb.t, y_base: 0, variant: Variant { x: XMode::GeluGlu, add: false }, eps: 0.0 };
-            plan::matvec(ctx, res(&w[6])?, glu, ff, 1, &mut params, &mut p)?;
+            plan::matvec(ctx, res(&w[6])?, MatvecIo::plain(&g.g, &gb.t, 0), ff, 1, &mut params, &mut p)?;
             stage(&mut p, at, "down", &w[6..7]);
             p.push(Planned { label: "sandwich norm (+residual)", pipe: ctx.post_norm.clone(), bufs: vec![&g.x, &gb.t, post_ffn, next_norm, &g.xn], uniform: Uniform::Slot(model_at), grid: Grid::Fixed(1, 1, 1) });
         }
@@ -202,27 +196,5 @@ pub(super) fn copy_local_step(g: &ModelGraph, enc: &mut wgpu::CommandEncoder, po
     if let Some(gb) = &g.gemma {
         let block = std::mem::size_of::<StepBlock>() as u64;
         enc.copy_buffer_to_buffer(&gb.steps_local, pos as u64 * block, &gb.step_local, 0, block);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::llama::{Family, SlidingWindow};
-
-    /// gemma-3-270m's geometry.
-    fn gemma3() -> LlamaConfig {
-        let sliding = Some(SlidingWindow { window: 512, pattern: 6, rope_base: 10_000.0 });
-        LlamaConfig { family: Family::Gemma3, n_embd: 640, n_ff: 2048, n_layer: 18, n_head: 4, n_head_kv: 1, head_dim: 256, rope_dims: 256, rope_base: 1e6, rope_neox: true, eps: 1e-6, n_ctx_train: 32768, vocab: 262_144, embed_scale: 640f32.sqrt(), attn_scale: 0.0625, act: Activation::GeluTanh, qk_norm: true, post_norms: true, sliding }
-    }
-
-    #[test]
-    fn the_graph_takes_the_gemma_block_with_its_norms_and_tanh_gelu_only() {
-        assert_eq!(unsupported(&gemma3()), None);
-        for act in [Activation::Silu, Activation::GeluExact] {
-            assert!(unsupported(&LlamaConfig { act, ..gemma3() }).is_some_and(|why| why.contains("tanh-GELU")), "{act:?}");
-        }
-        assert!(unsupported(&LlamaConfig { qk_norm: false, ..gemma3() }).is_some_and(|why| why.contains("q/k and sandwich norms")));
-        assert!(unsupported(&LlamaConfig { post_norms: false, ..gemma3() }).is_some());
     }
 }
