@@ -201,6 +201,8 @@ pub struct WgpuContext {
     /// Gemma 3's q/k head norms, RoPE and mirror append in one dispatch (`graph/gemma.rs`).
     pub norm_rope: wgpu::ComputePipeline,
     pub attn_split: wgpu::ComputePipeline,
+    /// Gemma 3's split with the q/k head norms before its RoPE and append (`graph/gemma.rs`).
+    pub attn_split_normed: wgpu::ComputePipeline,
     pub attn_combine: wgpu::ComputePipeline,
     /// The combine writing an int8-activation matvec's input (attn_combine_q8.wgsl).
     pub attn_combine_q8: wgpu::ComputePipeline,
@@ -366,6 +368,7 @@ impl WgpuContext {
         let rope_store = build(&device, &format!("{STEP}{ROPE_STORE}"), &layout(&device, &[w, r, r, w, w, Uniform]), cache.as_ref(), "rope_store")?;
         let norm_rope = build(&device, &norm_rope_source(subgroups), &layout(&device, &[w, r, r, w, w, r, r, Uniform]), cache.as_ref(), "norm_rope")?;
         let attn_split = build(&device, &attn_split_source(subgroups), &layout(&device, &[r, r, r, w, w, w, Uniform]), cache.as_ref(), "attn_split")?;
+        let attn_split_normed = build(&device, &attn_split_normed_source(subgroups), &layout(&device, &[r, r, r, w, w, w, r, r, Uniform]), cache.as_ref(), "attn_split_normed")?;
         let attn_combine = build(&device, &format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "attn_combine")?;
         let attn_combine_q8 = build(&device, &format!("{STEP}{ATTN_MERGE}{ATTN_COMBINE_Q8}{QUANT_UNIT}"), &layout(&device, &[r, w, w, Uniform]), cache.as_ref(), "attn_combine_q8")?;
         let attn_rows = build(&device, &attn_chunk_source(ATTN_ROWS, subgroups), &layout(&device, &[r, r, r, w, Uniform]), cache.as_ref(), "attn_rows")?;
@@ -374,7 +377,7 @@ impl WgpuContext {
         let argmax_merge = build(&device, &format!("{ARGMAX_PICK}{ARGMAX_MERGE}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "argmax_merge")?;
         let topk_groups = build(&device, &format!("{TOPK_KEYS}{TOPK_GROUPS}"), &layout(&device, &[r, w, Uniform]), cache.as_ref(), "topk_groups")?;
         let topk_merge = build(&device, &topk_merge_source(subgroups), &layout(&device, &[r, w, Uniform, w, Uniform]), cache.as_ref(), "topk_merge")?;
-        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, q8_out: Default::default(), q8_out_layouts, attn_qkv: Default::default(), attn_qkv_layout, gemm: Default::default(), embed: Default::default(), subgroups, matrix_units, matrix_units_opened: matrix_units, coop_tile, coop_stage, pipeline_cache: cache, act, norm, post_norm, quant, quant_guarded: Default::default(), rope_store, norm_rope, attn_split, attn_combine, attn_combine_q8, attn_rows, attn_coop_layout, attn_coop: Default::default(), attn_coop_subgroups, argmax, argmax_merge, topk_groups, topk_merge, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
+        let mut ctx = WgpuContext { device, queue, matvec: Default::default(), matvec_layout, multi: Default::default(), multi_layouts, q8_out: Default::default(), q8_out_layouts, attn_qkv: Default::default(), attn_qkv_layout, gemm: Default::default(), embed: Default::default(), subgroups, matrix_units, matrix_units_opened: matrix_units, coop_tile, coop_stage, pipeline_cache: cache, act, norm, post_norm, quant, quant_guarded: Default::default(), rope_store, norm_rope, attn_split, attn_split_normed, attn_combine, attn_combine_q8, attn_rows, attn_coop_layout, attn_coop: Default::default(), attn_coop_subgroups, argmax, argmax_merge, topk_groups, topk_merge, info, budget, max_binding, cache_state: PipelineCacheState::Unsupported };
         // The per-op kernels up front (a job's first call should not pay a compile).
         for (codec, _, _) in MATVEC_CODECS {
             for (rows, cols) in [(1, 1), (TALL_ROWS, 1), (WIDE_ROWS, WIDE_COLS)] {
@@ -828,7 +831,19 @@ fn attn_chunk_source(kernel: &str, subgroups: bool) -> String {
 /// The decode split's shader: the chunk helpers, RoPE of a head, the split kernels' shared
 /// pieces (attn_partial.wgsl), the kernel.
 fn attn_split_source(subgroups: bool) -> String {
-    attn_chunk_source(&format!("{ROPE_HEAD}{ATTN_PARTIAL}{ATTN_SPLIT}"), subgroups)
+    attn_chunk_source(&format!("{ROPE_HEAD}{ATTN_PARTIAL}{ATTN_SPLIT}"), subgroups).replace("HEAD_NORMS", "")
+}
+
+/// The same for Gemma 3's block (with `fold`): the head's query and the fresh K row each
+/// RMS-normed (`st.eps`) and multiplied by the q or k norm's weights (`qw`, `kw`: head_dim
+/// each, bindings 6 and 7, the step block moved to 8) before RoPE.
+fn attn_split_normed_source(subgroups: bool) -> String {
+    let norm = |x: &str, w: &str| format!("{x} = {x} * inverseSqrt(chunk_reduce(dot({x}, {x}), lid, false) / f32(st.head_dim) + st.eps) * {w}[min(lid, hd4 - 1u)];");
+    let norms = format!("{}\n        if (fresh) {{\n            {}\n        }}", norm("q4", "qw"), norm("k4", "kw"));
+    attn_chunk_source(&format!("{ROPE_HEAD}{ATTN_PARTIAL}{ATTN_SPLIT}"), subgroups).replace("HEAD_NORMS", &norms).replace(
+        "@group(0) @binding(6) var<uniform> st: Step;",
+        "@group(0) @binding(6) var<storage, read> qw: array<vec4<f32>>; // (head_dim / 4) q norm weights\n@group(0) @binding(7) var<storage, read> kw: array<vec4<f32>>; // (head_dim / 4) k norm weights\n@group(0) @binding(8) var<uniform> st: Step;",
+    )
 }
 
 /// Gemma 3's fused q/k norm, RoPE and mirror append (norm_rope.wgsl) with its workgroup sum.
@@ -1408,6 +1423,7 @@ mod tests {
             validate(&format!("quant subgroups={subgroups}"), &quant_source(subgroups));
             validate(&format!("quant with the f16 guard, subgroups={subgroups}"), &quant_guarded_source(subgroups));
             validate(&format!("attn_split subgroups={subgroups}"), &attn_split_source(subgroups));
+            validate(&format!("attn_split_normed subgroups={subgroups}"), &attn_split_normed_source(subgroups));
             validate(&format!("attn_rows subgroups={subgroups}"), &attn_chunk_source(ATTN_ROWS, subgroups));
         }
         for head_dim in [16, 32, 48, 64, 80, 96, 112, 128] {

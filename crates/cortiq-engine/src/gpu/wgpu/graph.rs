@@ -422,7 +422,7 @@ impl WgpuBackend {
             out_norm: self.const_buf("output_norm", &m.output_norm),
             step: dev.create_buffer(&wgpu::BufferDescriptor { label: Some("step"), size: std::mem::size_of::<StepBlock>() as u64, usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false }),
             steps: {
-                let blocks: Vec<StepBlock> = (0..capacity.max(1)).map(|pos| step_block(m, pos, (pos + 1).div_ceil(ATT_CHUNK) as u32, llama && self.rope_fold)).collect();
+                let blocks: Vec<StepBlock> = (0..capacity.max(1)).map(|pos| step_block(m, pos, (pos + 1).div_ceil(ATT_CHUNK) as u32, self.rope_fold)).collect();
                 dev.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("steps"), contents: bytemuck::cast_slice(&blocks), usage: wgpu::BufferUsages::COPY_SRC })
             },
             gemma: (!llama).then(|| self.gemma_buffers(m, capacity)),

@@ -48,7 +48,7 @@ impl WgpuBackend {
     pub(super) fn gemma_buffers(&self, m: &Llama, capacity: usize) -> GemmaBuffers {
         let dev = &self.ctx.device;
         let vector = |label: &str, v: &Option<Vec<f32>>| self.const_buf(label, v.as_deref().expect("checked by gemma::unsupported"));
-        let blocks: Vec<StepBlock> = (0..capacity.max(1)).map(|pos| super::step_block(m, pos, (pos + 1).div_ceil(ATT_CHUNK) as u32, false)).map(|b| local(m, b).unwrap_or(b)).collect();
+        let blocks: Vec<StepBlock> = (0..capacity.max(1)).map(|pos| super::step_block(m, pos, (pos + 1).div_ceil(ATT_CHUNK) as u32, self.rope_fold)).map(|b| local(m, b).unwrap_or(b)).collect();
         GemmaBuffers {
             norms: m.layers.iter().map(|l| [vector("q_norm", &l.q_norm), vector("k_norm", &l.k_norm), vector("post_attn_norm", &l.post_attn_norm), vector("post_ffn_norm", &l.post_ffn_norm)]).collect(),
             t: self.storage_buf("stage-out", m.cfg.n_embd),
@@ -92,8 +92,14 @@ impl WgpuBackend {
             let at = p.len();
             self.normed_matvecs(&g.xn, &[res(&w[0])?, res(&w[1])?, res(&w[2])?], vec![&g.q, &g.k, &g.v], d, &mut params, &mut p)?;
             stage(&mut p, at, "qkv", &w[0..3]);
-            p.push(Planned { label: "q/k norm+rope+kv append", pipe: ctx.norm_rope.clone(), bufs: vec![&g.q, &g.k, &g.v, &mirror.k[li], &mirror.v[li], q_norm, k_norm], uniform: Uniform::Whole(step), grid: Grid::Fixed(heads, 1, 1) });
-            p.push(Planned { label: "attention split", pipe: ctx.attn_split.clone(), bufs: vec![&g.q, &g.k, &g.v, &mirror.k[li], &mirror.v[li], &g.part], uniform: Uniform::Whole(step), grid: Grid::HeadsByChunks(c.n_head as u32) });
+            // The q/k norms, RoPE and the append inside the split (`CMF_WGPU_ROPE_FOLD`, on by
+            // default), else one dispatch of their own before the plain split.
+            if self.rope_fold {
+                p.push(Planned { label: "attention split (q/k norm+rope+kv append)", pipe: ctx.attn_split_normed.clone(), bufs: vec![&g.q, &g.k, &g.v, &mirror.k[li], &mirror.v[li], &g.part, q_norm, k_norm], uniform: Uniform::Whole(step), grid: Grid::HeadsByChunks(c.n_head as u32) });
+            } else {
+                p.push(Planned { label: "q/k norm+rope+kv append", pipe: ctx.norm_rope.clone(), bufs: vec![&g.q, &g.k, &g.v, &mirror.k[li], &mirror.v[li], q_norm, k_norm], uniform: Uniform::Whole(step), grid: Grid::Fixed(heads, 1, 1) });
+                p.push(Planned { label: "attention split", pipe: ctx.attn_split.clone(), bufs: vec![&g.q, &g.k, &g.v, &mirror.k[li], &mirror.v[li], &g.part], uniform: Uniform::Whole(step), grid: Grid::HeadsByChunks(c.n_head as u32) });
+            }
             p.push(Planned { label: "attention combine", pipe: ctx.attn_combine.clone(), bufs: vec![&g.part, &g.att], uniform: Uniform::Whole(step), grid: Grid::Fixed(c.n_head as u32, 1, 1) });
             let at = p.len();
             plan::matvec(ctx, res(&w[3])?, MatvecIo::plain(&g.att, &gb.t, 0), qd, 1, &mut params, &mut p)?;
