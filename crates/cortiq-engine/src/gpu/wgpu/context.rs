@@ -60,7 +60,6 @@ fn norm_source(subgroups: bool) -> String {
     with_reduce(&format!("{NORM_PARAMS}{NORM}"), reduce_source(subgroups))
 }
 
-
 /// The sandwich norm step's shader (post_norm.wgsl) with its workgroup sum.
 fn post_norm_source(subgroups: bool) -> String {
     with_reduce(&format!("{NORM_PARAMS}{POST_NORM}"), reduce_source(subgroups))

@@ -1,9 +1,10 @@
 //! The token graph of the Gemma 3 block (SPEC section 8, one command buffer and one compute
 //! pass a token, as the llama block's), and its prefill graph (SPEC section 9: the same steps
-//! over a prompt chunk's rows). Per layer: QKV from the normed residual, each head of
-//! q and k RMS-normed, rotated at the layer's base and K / V appended to the mirror in one
-//! dispatch (`norm_rope.wgsl`), split attention (over the window ending at the token on the sliding
-//! layers: the step block's `window`) and its combine, the O projection, its output normed and
+//! over a prompt chunk's rows). Per layer: QKV from the normed residual, each head of q and k
+//! RMS-normed, rotated at the layer's base and K / V appended to the mirror (inside the
+//! decode split with `CMF_WGPU_ROPE_FOLD`, `attn_split_normed`; else, and in a prompt chunk,
+//! one dispatch of `norm_rope.wgsl`), split attention (over the window ending at the token
+//! on the sliding layers: the step block's `window`) and its combine, the O projection, its output normed and
 //! added into the residual with the FFN's input norm after it (`post_norm.wgsl`), gate and up,
 //! the activation times up (`act.wgsl`: tanh-GELU), down, and its output normed and added the
 //! same way with the next layer's input norm (or the output norm) after it; then the head.

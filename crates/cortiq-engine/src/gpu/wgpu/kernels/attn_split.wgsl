@@ -9,9 +9,9 @@
 // loads it, the chunk holding `pos` takes that position's K (rotated) and V rows from k_new
 // and v_new instead of the mirror, and of those workgroups the KV head's first query head's
 // appends them to the mirror (no workgroup of this dispatch reads that mirror row). Without
-// it q is rotated and the mirror holds `pos` already. The host fills the head-norm line: nothing for
-// the llama block, for Gemma 3's the q head and the fresh K row RMS-normed with their
-// weights before they are rotated (`attn_split_normed_source`).
+// it q is rotated and the mirror holds `pos` already. The host fills the head-norm line:
+// nothing for the llama block, for Gemma 3's the q head and the fresh K row RMS-normed with
+// their weights before they are rotated (`attn_split_normed_source`).
 // head_dim % 4 == 0, head_dim <= 256.
 // `Step`, the per-token block, comes from step.wgsl, the chunk helpers from attn_chunk.wgsl,
 // `rotated` from rope_head.wgsl, `place_rows` and `chunk_partial` from attn_partial.wgsl (all
