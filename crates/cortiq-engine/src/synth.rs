@@ -438,6 +438,14 @@ mod tests {
         assert!(c.qk_norm && c.post_norms && c.act == crate::gpu::backend::Activation::GeluTanh);
         assert_eq!(c.sliding.map(|s| s.window), Some(GEMMA_WINDOW as usize));
         assert!(engine.model.layers.iter().all(|l| l.q_norm.as_ref().is_some_and(|v| v.len() == 192) && l.post_ffn_norm.is_some()));
+        // The block's own norms differ from one another (a kernel taking one for the other
+        // must show), the input norms are 1 (the one-ulp noise floor moves one of them).
+        for l in &engine.model.layers {
+            let norms = [&l.q_norm, &l.k_norm, &l.post_attn_norm, &l.post_ffn_norm].map(|n| n.clone().unwrap());
+            assert!(norms.iter().all(|n| n.iter().any(|&v| (v - 1.0).abs() > 0.05)));
+            assert!(norms[0] != norms[1] && norms[2] != norms[3]);
+            assert!(l.attn_norm.iter().chain(&l.ffn_norm).all(|&v| v == 1.0));
+        }
         let mut session = crate::pipeline::Session::new(std::sync::Arc::clone(&engine.model), 64);
         let logits = session.prefill(&[1, 2, 3]).unwrap();
         assert!(logits.len() == 2048 && logits.iter().all(|v| v.is_finite()), "{} logits", logits.len());

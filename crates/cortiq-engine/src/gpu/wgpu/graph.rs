@@ -56,7 +56,8 @@ pub(super) struct StepBlock {
     rows: u32,
     /// A sliding-window layer's window in positions, the query's own included (0: none).
     window: u32,
-    /// The q/k head norms' epsilon (Gemma 3's `norm_rope.wgsl`), then padding to 16 words.
+    /// Gemma 3's q/k head norms' epsilon (`norm_rope.wgsl`, `attn_split_normed`), then
+    /// padding to 16 words.
     eps: f32,
     pad: [u32; 3],
 }

@@ -16,7 +16,8 @@ struct Step {
     rows: u32,
     // A sliding-window layer's window in positions, the query's own included (0: none).
     window: u32,
-    // The q/k head norms' epsilon (norm_rope.wgsl, Gemma 3), then padding to 16 words.
+    // Gemma 3's q/k head norms' epsilon (norm_rope.wgsl, attn_split_normed), then padding to
+    // 16 words.
     eps: f32,
     pad0: u32,
     pad1: u32,
