@@ -106,6 +106,14 @@ fn wgpu_or_skip(test: &str) -> Option<cortiq_engine::gpu::wgpu::WgpuBackend> {
     cortiq_engine::gpu::wgpu::WgpuBackend::new().map_err(|e| missing(test, "wgpu", "no GPU adapter", e)).ok()
 }
 
+/// `m` loaded again from its file with its sliding-window layers seeing `window` positions
+/// (None: as loaded); a model without such layers as it is.
+fn windowed(m: &cortiq_engine::model::llama::Llama, window: Option<usize>) -> std::sync::Arc<cortiq_engine::model::llama::Llama> {
+    let mut m = cortiq_engine::model::llama::Llama::load(std::sync::Arc::clone(&m.file)).unwrap();
+    m.cfg.sliding = m.cfg.sliding.map(|s| cortiq_engine::model::llama::SlidingWindow { window: window.unwrap_or(s.window), ..s });
+    std::sync::Arc::new(m)
+}
+
 struct Packed {
     codec: Codec,
     rows: usize,
@@ -559,9 +567,7 @@ fn wgpu_qkv_inside_the_attention_split_follows_the_cpu_path_at_every_head_size()
         use cortiq_engine::pipeline::Session;
         use std::sync::Arc;
         let test = "wgpu_qkv_inside_the_attention_split_follows_the_cpu_path_at_every_head_size";
-        let Some(probe) = wgpu_or_skip(test) else { return };
-        let discrete = probe.info().discrete;
-        drop(probe);
+        let Some(discrete) = wgpu_or_skip(test).map(|b| b.info().discrete) else { return };
         let dir = tempfile::tempdir().unwrap();
         let tiny = *cortiq_engine::synth::SHAPES.iter().find(|s| s.name == "tiny").unwrap();
         for (heads, kv_heads) in [(8, 4), (4, 2), (2, 1)] {
@@ -616,13 +622,11 @@ fn wgpu_gemma3_token_graph_follows_the_cpu_path() {
     {
         use cortiq_engine::gpu::race::GraphArm;
         use cortiq_engine::gpu::{Gpu, GpuConfig};
-        use cortiq_engine::model::llama::{Llama, SlidingWindow};
+        use cortiq_engine::model::llama::Llama;
         use cortiq_engine::pipeline::Session;
         use std::sync::Arc;
         let test = "wgpu_gemma3_token_graph_follows_the_cpu_path";
-        let Some(probe) = wgpu_or_skip(test) else { return };
-        let discrete = probe.info().discrete;
-        drop(probe);
+        let Some(discrete) = wgpu_or_skip(test).map(|b| b.info().discrete) else { return };
         let dir = tempfile::tempdir().unwrap();
         let synthesized = dir.path().join("gemma3-270m-q4_0.gguf");
         cortiq_engine::synth::synth("gemma3-270m", "q4_0", &synthesized, 7).unwrap();
@@ -631,11 +635,8 @@ fn wgpu_gemma3_token_graph_follows_the_cpu_path() {
         for (name, path) in models {
             let engine = cortiq_engine::generate::Engine::load(&path).unwrap();
             for window in [Some(24), None] {
-                let mut model = Llama::load(Arc::clone(&engine.model.file)).unwrap();
-                let loaded = model.cfg.sliding.expect("gemma3-270m has sliding-window layers");
-                model.cfg.sliding = Some(SlidingWindow { window: window.unwrap_or(loaded.window), ..loaded });
-                let model = Arc::new(model);
-                let seen = model.cfg.sliding.unwrap().window;
+                let model = windowed(&engine.model, window);
+                let seen = model.cfg.sliding.expect("gemma3-270m has sliding-window layers").window;
                 let mut prompt = Vec::new();
                 while prompt.len() < (seen + 20).max(72) {
                     prompt.extend(engine.tokenize("hello world 12 34 ").unwrap());
@@ -696,9 +697,7 @@ fn wgpu_gemma3_graph_follows_llama_cpps_greedy_tokens() {
         use cortiq_engine::pipeline::Session;
         use std::sync::Arc;
         let test = "wgpu_gemma3_graph_follows_llama_cpps_greedy_tokens";
-        let Some(probe) = wgpu_or_skip(test) else { return };
-        let discrete = probe.info().discrete;
-        drop(probe);
+        let Some(discrete) = wgpu_or_skip(test).map(|b| b.info().discrete) else { return };
         let Some(path) = common::model("gemma3-270m") else { return };
         let engine = cortiq_engine::generate::Engine::load(&path).unwrap();
         let text = std::fs::read_to_string(common::reference_dir().join("gemma3-greedy.json")).unwrap();
@@ -956,14 +955,9 @@ fn prefill_graph_chunks_match_the_cpu_prefill() {
             if !path.exists() {
                 cortiq_engine::synth::synth(shape, codec, &path, 5).unwrap();
             }
-            let windowed = |path: &std::path::Path| -> Arc<cortiq_engine::model::llama::Llama> {
-                let engine = cortiq_engine::generate::Engine::load(path).unwrap();
-                let mut m = cortiq_engine::model::llama::Llama::load(Arc::clone(&engine.model.file)).unwrap();
-                m.cfg.sliding = m.cfg.sliding.map(|s| cortiq_engine::model::llama::SlidingWindow { window: 40, ..s });
-                Arc::new(m)
-            };
             let engine = cortiq_engine::generate::Engine::load(&path).unwrap();
-            let (model, moved) = (windowed(&path), windowed(&ulp_moved(&path)));
+            let moved = cortiq_engine::generate::Engine::load(&ulp_moved(&path)).unwrap();
+            let (model, moved) = (windowed(&engine.model, Some(40)), windowed(&moved.model, Some(40)));
             let mut prompt = engine.tokenize(&"hello world 12 34 ".repeat(40)).unwrap();
             assert!(prompt.len() > 300, "{}", prompt.len());
             prompt.truncate(300);
