@@ -607,77 +607,101 @@ fn wgpu_qkv_inside_the_attention_split_follows_the_cpu_path_at_every_head_size()
 }
 
 /// Gemma 3's token graph on wgpu (q/k norms, sandwich norms, tanh-GELU, sliding-window layers
-/// with their own RoPE base, the scaled embedding) against the CPU path, on a synthesized
-/// model of gemma-3-270m's geometry and on the real one where it can be had: as loaded (a
-/// 512-position window) after a prompt longer than the window, and with the window shrunk to
-/// 24 positions after a 72-token prompt (so the local layers see a third of it). The prompt
-/// (through the prefill graph where the adapter runs prompts that way) and greedy steps,
-/// their logits within 5 % relative L2 of the CPU's, or twice the CPU's own one-ulp
-/// noise floor over those steps where that is larger (Gemma amplifies last-bit differences:
-/// 1.2-3.6e-2 on lavapipe for the real model), and the Gemma graph's stages in the profile.
+/// with their own RoPE base, the scaled embedding) against the CPU path: `gemma3_token_graph_
+/// follows_the_cpu_path`. Its profile must show the Gemma graph's stages.
 #[test]
 #[cfg_attr(not(feature = "gpu"), ignore = "SKIP gpu parity: no wgpu backend compiled in (build with --features gpu)")]
 fn wgpu_gemma3_token_graph_follows_the_cpu_path() {
     #[cfg(feature = "gpu")]
     {
-        use cortiq_engine::gpu::race::GraphArm;
-        use cortiq_engine::gpu::{Gpu, GpuConfig};
-        use cortiq_engine::model::llama::Llama;
-        use cortiq_engine::pipeline::Session;
-        use std::sync::Arc;
         let test = "wgpu_gemma3_token_graph_follows_the_cpu_path";
         let Some(discrete) = wgpu_or_skip(test).map(|b| b.info().discrete) else { return };
-        let dir = tempfile::tempdir().unwrap();
-        let synthesized = dir.path().join("gemma3-270m-q4_0.gguf");
-        cortiq_engine::synth::synth("gemma3-270m", "q4_0", &synthesized, 7).unwrap();
-        let mut models = vec![("synthesized gemma3-270m q4_0", synthesized)];
-        models.extend(common::model("gemma3-270m").map(|p| ("gemma3-270m q4_k_m", p)));
-        for (name, path) in models {
-            let engine = cortiq_engine::generate::Engine::load(&path).unwrap();
-            for window in [Some(24), None] {
-                let model = windowed(&engine.model, window);
-                let seen = model.cfg.sliding.expect("gemma3-270m has sliding-window layers").window;
-                let mut prompt = Vec::new();
-                while prompt.len() < (seen + 20).max(72) {
-                    prompt.extend(engine.tokenize("hello world 12 34 ").unwrap());
-                }
-                let gpu = graphs_only(cortiq_engine::gpu::wgpu::WgpuBackend::new().unwrap());
-                if !discrete {
-                    gpu.record_generation(GraphArm::PerOp, &[]);
-                }
-                let steps = 12;
-                let ctx = prompt.len() + steps + 8;
-                // The CPU's own noise floor at each step: the same model with the lowest bit of
-                // every first-layer attention-norm weight flipped (as `ulp_moved`), fed the same
-                // tokens. Random-token contexts amplify last-bit differences more than text.
-                let mut moved = Llama::load(Arc::clone(&engine.model.file)).unwrap();
-                moved.cfg = model.cfg.clone();
-                moved.layers[0].attn_norm.iter_mut().for_each(|w| *w = f32::from_bits(w.to_bits() ^ 1));
-                let moved = Arc::new(moved);
-                let cpu_session = |m: &Arc<Llama>| Session::with_gpu(Arc::clone(m), ctx, Arc::new(Gpu::new(None, GpuConfig::for_tests())));
-                let (mut cpu, mut nudged) = (cpu_session(&model), cpu_session(&moved));
-                let mut dev = Session::with_gpu(Arc::clone(&model), ctx, Arc::clone(&gpu));
-                // The prompt's logits first (through the prefill graph where the adapter runs
-                // prompts that way: a discrete one), then each step's.
-                let (mut a, a_nudged, b) = (cpu.prefill(&prompt).unwrap(), nudged.prefill(&prompt).unwrap(), dev.prefill(&prompt).unwrap());
-                let (mut rels, mut floors) = (vec![rel_l2(&a, &b)], vec![rel_l2(&a, &a_nudged)]);
-                assert_eq!(dev.begin_generation(), GraphArm::Graph, "{name}, window {seen}: the graph arm");
-                for _ in 0..steps {
-                    let t = cortiq_engine::sample::argmax(&a);
-                    a = cpu.step(t).unwrap();
-                    let b = dev.step(t).unwrap();
-                    assert!(b.iter().all(|v| v.is_finite()), "{name}, window {seen}: a logit not finite");
-                    rels.push(rel_l2(&a, &b));
-                    floors.push(rel_l2(&a, &nudged.step(t).unwrap()));
-                }
-                let (worst, worst_floor) = (rels.iter().fold(0f32, |m, &r| m.max(r)), floors.iter().fold(0f32, |m, &r| m.max(r)));
-                let bound = (2.0 * worst_floor).max(5e-2);
-                assert!(worst < bound, "{name}, window {seen}: logits differ from the CPU's by up to {worst:.2e} (bound {bound:.2e}, twice the CPU's largest one-ulp floor): steps {rels:.3?}, floors {floors:.3?}\n{}", gpu.explain_table());
-                let stages: Vec<&str> = gpu.backend_profile().map(|p| p.stage_bytes.keys().copied().collect()).unwrap_or_default();
-                assert!(stages.contains(&"o proj") && gpu.explain_table().contains("| token graph |"), "{name}, window {seen}: not the Gemma graph (stages {stages:?})\n{}", gpu.explain_table());
-                let prefill_graph = gpu.explain_table().contains("| prefill graph |");
-                eprintln!("wgpu {name}, window {seen}, prompt {} tokens ({}): its logits and {steps} steps' against the CPU's, worst relative L2 {worst:.2e} (the CPU's one-ulp floor up to {worst_floor:.2e})", prompt.len(), if prefill_graph { "prefill graph" } else { "prompt per op" });
+        let stages = |gpu: &cortiq_engine::gpu::Gpu| gpu.backend_profile().is_some_and(|p| p.stage_bytes.contains_key("o proj"));
+        gemma3_token_graph_follows_the_cpu_path("wgpu", &|| graphs_only(cortiq_engine::gpu::wgpu::WgpuBackend::new().unwrap()), discrete, &stages);
+    }
+}
+
+/// Gemma 3's token graph on CUDA against the CPU path as on wgpu (its prompts run per op);
+/// `--explain` must name the Gemma layers.
+#[test]
+#[cfg_attr(not(feature = "cuda"), ignore = "SKIP cuda parity: no CUDA backend compiled in (build with --features cuda)")]
+fn cuda_gemma3_token_graph_follows_the_cpu_path() {
+    #[cfg(feature = "cuda")]
+    {
+        if !cuda_device_or_skip("cuda_gemma3_token_graph_follows_the_cpu_path") {
+            return;
+        }
+        let noted = |gpu: &cortiq_engine::gpu::Gpu| gpu.backend_profile().is_some_and(|p| p.graph_notes.iter().any(|n| n.starts_with("Gemma 3 layers")));
+        gemma3_token_graph_follows_the_cpu_path("cuda", &|| graphs_only(cortiq_engine::gpu::cuda::CudaBackend::new(0).unwrap()), true, &noted);
+    }
+}
+
+/// Gemma 3's token graph on the facades `make` builds (graphs only) against the CPU path, on
+/// a synthesized model of gemma-3-270m's geometry and on the real one where it can be had:
+/// as loaded (a 512-position window) after a prompt longer than the window, and with the
+/// window shrunk to 24 positions after a 72-token prompt (so the local layers see a third
+/// of it). The prompt (through the prefill graph where the backend runs prompts that way)
+/// and greedy steps, their logits within 5 % relative L2 of the CPU's, or twice the CPU's
+/// own one-ulp noise floor over those steps where that is larger (Gemma amplifies last-bit
+/// differences: 1.2-3.6e-2 on lavapipe for the real model); `is_gemma_graph` says the
+/// token graph was Gemma's. `discrete`: false records the per-op arm for the race, as a
+/// non-discrete adapter's facade starts.
+#[cfg(any(feature = "gpu", feature = "cuda"))]
+fn gemma3_token_graph_follows_the_cpu_path(backend: &str, make: &dyn Fn() -> std::sync::Arc<cortiq_engine::gpu::Gpu>, discrete: bool, is_gemma_graph: &dyn Fn(&cortiq_engine::gpu::Gpu) -> bool) {
+    use cortiq_engine::gpu::race::GraphArm;
+    use cortiq_engine::gpu::{Gpu, GpuConfig};
+    use cortiq_engine::model::llama::Llama;
+    use cortiq_engine::pipeline::Session;
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let synthesized = dir.path().join("gemma3-270m-q4_0.gguf");
+    cortiq_engine::synth::synth("gemma3-270m", "q4_0", &synthesized, 7).unwrap();
+    let mut models = vec![("synthesized gemma3-270m q4_0", synthesized)];
+    models.extend(common::model("gemma3-270m").map(|p| ("gemma3-270m q4_k_m", p)));
+    for (name, path) in models {
+        let engine = cortiq_engine::generate::Engine::load(&path).unwrap();
+        for window in [Some(24), None] {
+            let model = windowed(&engine.model, window);
+            let seen = model.cfg.sliding.expect("gemma3-270m has sliding-window layers").window;
+            let mut prompt = Vec::new();
+            while prompt.len() < (seen + 20).max(72) {
+                prompt.extend(engine.tokenize("hello world 12 34 ").unwrap());
             }
+            let gpu = make();
+            if !discrete {
+                gpu.record_generation(GraphArm::PerOp, &[]);
+            }
+            let steps = 12;
+            let ctx = prompt.len() + steps + 8;
+            // The CPU's own noise floor at each step: the same model with the lowest bit of
+            // every first-layer attention-norm weight flipped (as `ulp_moved`), fed the same
+            // tokens. Random-token contexts amplify last-bit differences more than text.
+            let mut moved = Llama::load(Arc::clone(&engine.model.file)).unwrap();
+            moved.cfg = model.cfg.clone();
+            moved.layers[0].attn_norm.iter_mut().for_each(|w| *w = f32::from_bits(w.to_bits() ^ 1));
+            let moved = Arc::new(moved);
+            let cpu_session = |m: &Arc<Llama>| Session::with_gpu(Arc::clone(m), ctx, Arc::new(Gpu::new(None, GpuConfig::for_tests())));
+            let (mut cpu, mut nudged) = (cpu_session(&model), cpu_session(&moved));
+            let mut dev = Session::with_gpu(Arc::clone(&model), ctx, Arc::clone(&gpu));
+            // The prompt's logits first, then each step's.
+            let (mut a, a_nudged, b) = (cpu.prefill(&prompt).unwrap(), nudged.prefill(&prompt).unwrap(), dev.prefill(&prompt).unwrap());
+            let (mut rels, mut floors) = (vec![rel_l2(&a, &b)], vec![rel_l2(&a, &a_nudged)]);
+            assert_eq!(dev.begin_generation(), GraphArm::Graph, "{backend} {name}, window {seen}: the graph arm");
+            for _ in 0..steps {
+                let t = cortiq_engine::sample::argmax(&a);
+                a = cpu.step(t).unwrap();
+                let b = dev.step(t).unwrap();
+                assert!(b.iter().all(|v| v.is_finite()), "{backend} {name}, window {seen}: a logit not finite");
+                rels.push(rel_l2(&a, &b));
+                floors.push(rel_l2(&a, &nudged.step(t).unwrap()));
+            }
+            let (worst, worst_floor) = (rels.iter().fold(0f32, |m, &r| m.max(r)), floors.iter().fold(0f32, |m, &r| m.max(r)));
+            let bound = (2.0 * worst_floor).max(5e-2);
+            assert!(worst < bound, "{backend} {name}, window {seen}: logits differ from the CPU's by up to {worst:.2e} (bound {bound:.2e}, twice the CPU's largest one-ulp floor): steps {rels:.3?}, floors {floors:.3?}\n{}", gpu.explain_table());
+            let table = gpu.explain_table();
+            assert!(is_gemma_graph(&gpu) && table.contains("| token graph |"), "{backend} {name}, window {seen}: not the Gemma graph\n{table}");
+            let prefill_graph = table.contains("| prefill graph |");
+            eprintln!("{backend} {name}, window {seen}, prompt {} tokens ({}): its logits and {steps} steps' against the CPU's, worst relative L2 {worst:.2e} (the CPU's one-ulp floor up to {worst_floor:.2e})", prompt.len(), if prefill_graph { "prefill graph" } else { "prompt per op" });
         }
     }
 }

@@ -18,6 +18,8 @@
 //! takes 64 query rows per block over the mirror on the tensor cores (flash.cu; 32 rows in
 //! FP32 for other head sizes), and only the last row goes through the head.
 
+mod gemma;
+
 use super::chain::image_bytes;
 use super::cluster::{self, ClusterLayer, ClusterPlan, CLUSTER_BLOCKS};
 use super::launch::{active_clusters, launch, launch_in_clusters, KernelArgs};
@@ -26,7 +28,7 @@ use super::{err, kind, row_smem, CudaBackend, MatvecHow, Resident};
 use crate::gpu::backend::{DeviceOutcome, GraphProfile, GraphRead, GraphReadback, PrefillGraphJob, TokenGraphJob, WeightArg};
 use crate::gpu::memory::model_key;
 use crate::kv::KvCache;
-use crate::model::llama::{Llama, LlamaConfig, Weight};
+use crate::model::llama::{Family, Llama, LlamaConfig, Weight};
 use crate::sample::DrawSpec;
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUresult, CUstreamCaptureMode};
 use cudarc::driver::{CudaEvent, CudaFunction, CudaGraph, CudaSlice, CudaView, DevicePtr, LaunchConfig};
@@ -100,6 +102,8 @@ pub(super) struct ModelGraph {
     prefill: Option<PrefillBuffers>,
     /// Where the decode token's layers run as one cluster launch (`cluster.rs`).
     cluster: Option<ClusterPlan>,
+    /// Gemma 3's own buffers (`gemma.rs`).
+    gemma: Option<gemma::GemmaBuffers>,
 }
 
 /// The index in an argmax key (matvec.cu's `argmax_key`: value bits high, !index low);
@@ -260,8 +264,8 @@ const CODEC_REFUSED: &str = "cannot build a graph: a weight codec has no CUDA ke
 /// Why this model cannot run as a graph, if it cannot (`smem_limit`: shared bytes a block
 /// may stage).
 pub(super) fn unsupported(m: &Llama, capacity: usize, smem_limit: usize) -> Option<&'static str> {
-    if m.cfg.family != crate::model::Family::Llama {
-        return Some("cannot build a graph: only the llama block has CUDA graph kernels");
+    if m.cfg.family == Family::Gemma3 && !gemma::takes(m) {
+        return Some("cannot build a graph: a Gemma 3 layer without its q/k or sandwich norms, or not a tanh-GELU FFN");
     }
     if m.cfg.head_dim > MAX_HEAD_DIM || capacity >= i32::MAX as usize / m.cfg.kv_dim().max(1) {
         return Some("cannot build a graph: head size or context beyond the attention kernels");
@@ -331,6 +335,10 @@ struct Attention<'a> {
     rows: usize,
     splits: usize,
     part_splits: usize,
+    /// The scores' scale.
+    scale: f32,
+    /// Positions a query sees on a sliding-window layer (0: all); decode tokens only.
+    window: usize,
 }
 
 /// Threads of an `attention_merge` block for heads of `head_dim` values: as many groups of
@@ -372,6 +380,7 @@ impl CudaBackend {
             splits,
             prefill: None,
             cluster: self.cluster_plan(m),
+            gemma: (c.family == Family::Gemma3).then(|| self.gemma_buffers(m)).transpose()?,
         })
     }
 
@@ -451,11 +460,15 @@ impl CudaBackend {
     fn launch_attention(&self, a: &Attention, overlap: bool) -> Result<(), String> {
         let s = &self.stream;
         let c = a.heads;
-        let scale = 1.0f32 / (c.head_dim as f32).sqrt();
+        let scale = a.scale;
         let (nh, nkv, hd) = (c.n_head as i32, c.n_head_kv as i32, c.head_dim as i32);
         let mut args = KernelArgs::default();
         let prompt = a.rows > 1 && self.prompt_attention_tiled(c.head_dim);
         let flash = self.prompt_flash(c.head_dim, a.rows).zip(a.f16_guard);
+        if a.window > 0 && (prompt || flash.is_some()) {
+            return Err("a sliding window is taken by the split attention only".into());
+        }
+        let window = i32::try_from(a.window).map_err(|_| "attention window beyond the kernels' i32 positions")?;
         let (f, cfg) = if let Some((name, bad)) = flash {
             args.buf(a.q, s).buf(a.k, s).buf(a.v, s).buf(a.out, s).int(nh).int(nkv).buf(a.pos, s).float(scale).int(a.rows as i32).buf(bad, s);
             (&self.funcs[name], LaunchConfig { grid_dim: (c.n_head as u32, a.rows.div_ceil(64) as u32, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 })
@@ -469,7 +482,7 @@ impl CudaBackend {
                 Some(_) => return Err("an attention image is of one row of whole 32-value groups".into()),
                 None => args.null(),
             };
-            args.int(nh).int(nkv).int(hd).buf(a.pos, s).float(scale).int(a.part_splits as i32).int(super::att_group::group_from(self.att_group_from, c.n_head_kv, self.sms));
+            args.int(nh).int(nkv).int(hd).buf(a.pos, s).float(scale).int(a.part_splits as i32).int(super::att_group::group_from(self.att_group_from, c.n_head_kv, self.sms)).int(window);
             let split_cfg = LaunchConfig { grid_dim: (c.n_head as u32, a.splits as u32, a.rows as u32), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
             // SAFETY: as the launch below.
             unsafe { launch(s, &self.funcs[attention_split_kernel(c.head_dim)], split_cfg, &args, overlap) }.map_err(err)?;
@@ -479,7 +492,7 @@ impl CudaBackend {
                 Some(img) => args.buf(img, s),
                 None => args.null(),
             };
-            args.int(nh).int(hd).buf(a.pos, s).int(a.part_splits as i32);
+            args.int(nh).int(hd).buf(a.pos, s).int(a.part_splits as i32).int(window);
             (&self.funcs["attention_merge"], LaunchConfig { grid_dim: (c.n_head as u32, a.rows as u32, 1), block_dim: (merge_threads(c.head_dim), 1, 1), shared_mem_bytes: 0 })
         };
         // SAFETY: the buffers hold the shapes the struct's doc gives (the callers allocate
@@ -510,7 +523,7 @@ impl CudaBackend {
         let pos = s.clone_htod(&[(n - rows) as i32]).map_err(err)?;
         let pos_ptr = pos.slice(0..1);
         let bad = s.alloc_zeros::<u32>(1).map_err(err)?;
-        let att = Attention { heads: Heads { n_head, n_head_kv, head_dim }, q: &qd, k: &kd, v: &vd, part: &part, out: &out, out_img: None, f16_guard: Some(&bad), pos: &pos_ptr, rows, splits, part_splits: splits };
+        let att = Attention { heads: Heads { n_head, n_head_kv, head_dim }, q: &qd, k: &kd, v: &vd, part: &part, out: &out, out_img: None, f16_guard: Some(&bad), pos: &pos_ptr, rows, splits, part_splits: splits, scale: 1.0 / (head_dim as f32).sqrt(), window: 0 };
         self.launch_attention(&att, false)?;
         if s.clone_dtoh(&bad).map_err(err)?[0] != 0 {
             self.launch_attention(&Attention { f16_guard: None, ..att }, false)?;
@@ -689,6 +702,10 @@ impl CudaBackend {
         if job.layers != m.layers.len() {
             return DeviceOutcome::Declined("the CUDA prefill graph runs whole chunks only (no device prefix)");
         }
+        if m.cfg.family != Family::Llama {
+            // Not "cannot build": the token graph still takes the model.
+            return DeviceOutcome::Declined("the CUDA prefill graph takes the llama block only (Gemma 3's prompt chunks run per op)");
+        }
         if rows == 0 || rows > self.prefill_capacity(m) {
             return DeviceOutcome::Declined("prompt chunk longer than the prefill graph takes (Backend::prefill_rows)");
         }
@@ -813,13 +830,13 @@ impl CudaBackend {
     fn ffn_fuses(&self, m: &Llama) -> bool {
         let quantized = m.layers.iter().flat_map(|l| l.matrices()).all(|w| kind(w.codec).is_some_and(super::int8_kind));
         let chain = self.int8_chain.for_model(quantized, m.cfg.head_dim);
-        self.fused_ffn.takes(m.cfg.n_ff, m.cfg.n_embd) && chain.attn && chain.glu && m.layers.iter().all(|l| kind(l.down.codec) == kind(l.gate.codec) && kind(l.gate.codec).is_some_and(|k| super::ffn::KINDS.contains(&k)))
+        m.cfg.family == Family::Llama && self.fused_ffn.takes(m.cfg.n_ff, m.cfg.n_embd) && chain.attn && chain.glu && m.layers.iter().all(|l| kind(l.down.codec) == kind(l.gate.codec) && kind(l.gate.codec).is_some_and(|k| super::ffn::KINDS.contains(&k)))
     }
 
     /// The cluster kernel's plan for `m`, where the path is on (`with_cluster`), its layers
     /// share one codec kind, the kernels were loaded (sm_90+) and a cluster of its blocks fits.
     fn cluster_plan(&self, m: &Llama) -> Option<ClusterPlan> {
-        if !self.cluster {
+        if !self.cluster || m.cfg.family != Family::Llama {
             return None;
         }
         let kinds: Vec<Option<i32>> = m.layers.iter().flat_map(|l| l.matrices()).map(|w| kind(w.codec)).collect();
@@ -900,10 +917,10 @@ impl CudaBackend {
         let (d, ff) = (c.n_embd as i32, c.n_ff as i32);
         let (nh, nkv, hd, rot) = (c.n_head as i32, c.n_head_kv as i32, c.head_dim as i32, c.rope_dims as i32);
         let (eps, base, neox) = (c.eps, c.rope_base, c.rope_neox as i32);
+        if c.family == Family::Gemma3 {
+            return self.queue_gemma_token(m, args, map, g, mirror, capacity);
+        }
         let pos_ptr = mirror.params.slice(1..2);
-        let tok_ptr = mirror.params.slice(0..1);
-        let embed = &args[args.len() - 1];
-        let (e, ekind) = (dev(embed)?, kd(embed));
         let grid_splits = capacity.div_ceil(ATT_CHUNK);
         // Kinds are uniform within q/k and within gate/up (checked by unsupported()); V's may
         // differ by layer (`qkv_parts`).
@@ -924,25 +941,17 @@ impl CudaBackend {
         let (glu_f, glu_cfg) = if chain.glu {
             self.unit_launch(&super::row_kernel("gate_up_q8", gkind, 4), c.n_ff / 32, row_smem(gkind, c.n_embd))?
         } else {
-            let glu_warps = self.row_launch(&super::row_kernel("gate_up_silu", gkind, 4), 2 * c.n_ff, 4, row_smem(gkind, c.n_embd), 1)?.1.grid_dim.0 as usize * (super::ROW_THREADS as usize / 32);
-            let glu_r = super::balanced_rows_per_group(2 * c.n_ff, &[4, 2], glu_warps);
-            self.row_launch(&super::row_kernel("gate_up_silu", gkind, glu_r), 2 * c.n_ff, glu_r, row_smem(gkind, c.n_embd), 1)?
+            self.glu_launch("gate_up_silu", gkind, c)?
         };
         // Every launch but the first may overlap the one before it (`launch::launch`).
         let ov = self.overlap;
-        let mut a = KernelArgs::default();
-        a.buf(&e.data, s).int(ekind).int(e.a_off).buf(&tok_ptr, s).buf(&g.x, s).int(d).buf(&g.best, s);
-        match pending {
-            Some(xa) => a.buf(xa, s),
-            None => a.null(),
-        };
+        self.launch_embed(m, args, map, g, mirror, pending)?;
         // SAFETY (every launch below): buffer sizes are the model's geometry, allocated in
         // build_graph / mirror_at for exactly these shapes (images: `image_bytes` of each
         // width); positions are bounded by the mirror capacity (the session checks it
         // before the call); staged rows fit the shared memory granted (checked by
         // unsupported()); the arguments follow the kernels' parameter lists in graph.cu
         // and matvec.cu.
-        unsafe { launch(s, &self.funcs["embed_row"], grid(c.n_embd, 256), &a, false) }.map_err(err)?;
         // The layers as one cluster launch where the model has a plan, else launch by launch.
         let looped_layers = if let (Some(plan), Some(table)) = (&g.cluster, &mirror.cluster_table) {
             let mut a = KernelArgs::default();
@@ -972,7 +981,7 @@ impl CudaBackend {
                 }
             }
             let out_img = chain.attn.then_some(&g.img_att);
-            let att = Attention { heads: Heads::of(c), q: &g.q, k: &mirror.k[li], v: &mirror.v[li], part: &g.part, out: &g.att, out_img, f16_guard: None, pos: &pos_ptr, rows: 1, splits: grid_splits, part_splits: g.splits };
+            let att = Attention { heads: Heads::of(c), q: &g.q, k: &mirror.k[li], v: &mirror.v[li], part: &g.part, out: &g.att, out_img, f16_guard: None, pos: &pos_ptr, rows: 1, splits: grid_splits, part_splits: g.splits, scale: c.attn_scale, window: 0 };
             if self.skip.runs("attn") {
                 self.launch_attention(&att, ov)?;
             }
@@ -1016,6 +1025,35 @@ impl CudaBackend {
         }
         let head = MatvecHow { norm: Some((&g.out_norm, eps)), argmax: Some(&g.best), overlap: true, pending, ..Default::default() };
         self.launch_matvec(&args[args.len() - 2], map, &g.x, &mut g.logits, 1, head)
+    }
+
+    /// Queue a token's first kernel: its embedding row into x (scaled as the family scales
+    /// it), the head's argmax key zeroed, and the pending part where given.
+    pub(super) fn launch_embed(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &ModelGraph, mirror: &Mirror, pending: Option<&CudaSlice<i64>>) -> Result<(), String> {
+        let s = &self.stream;
+        let embed = &args[args.len() - 1];
+        let e = map.get(&embed.key).ok_or("weight not resident")?;
+        let ekind = kind(embed.view.codec).expect("checked by unsupported()");
+        let mut a = KernelArgs::default();
+        a.buf(&e.data, s).int(ekind).int(e.a_off).buf(&mirror.params.slice(0..1), s).buf(&g.x, s).int(m.cfg.n_embd as i32).buf(&g.best, s);
+        match pending {
+            Some(xa) => a.buf(xa, s),
+            None => a.null(),
+        };
+        a.float(m.cfg.embed_scale);
+        // SAFETY: the token (params[0]) is in the vocabulary (the session checks it), x is
+        // (n_embd), best one key and the pending part (n_embd + 1); the arguments follow
+        // embed_row's parameter list in graph.cu.
+        unsafe { launch(s, &self.funcs["embed_row"], grid(m.cfg.n_embd, 256), &a, false) }.map_err(err)
+    }
+
+    /// The float-input gate/up kernel `name` (gate_up_silu, gate_up_gelu_tanh) for codec
+    /// kind `gkind`: 2 or 4 rows a warp group (gate, up pairs), whichever balances the grid's
+    /// warps.
+    pub(super) fn glu_launch(&self, name: &str, gkind: i32, c: &LlamaConfig) -> Result<(&CudaFunction, LaunchConfig), String> {
+        let glu_warps = self.row_launch(&super::row_kernel(name, gkind, 4), 2 * c.n_ff, 4, row_smem(gkind, c.n_embd), 1)?.1.grid_dim.0 as usize * (super::ROW_THREADS as usize / 32);
+        let glu_r = super::balanced_rows_per_group(2 * c.n_ff, &[4, 2], glu_warps);
+        self.row_launch(&super::row_kernel(name, gkind, glu_r), 2 * c.n_ff, glu_r, row_smem(gkind, c.n_embd), 1)
     }
 
     /// Queue y += x . W^T for weight `w` (a quantized codec), x given by its int8 image
@@ -1093,7 +1131,7 @@ impl CudaBackend {
         }
         let ov = self.overlap;
         let mut a = KernelArgs::default();
-        a.buf(&e.data, s).int(ekind).int(e.a_off).buf(&pb.tokens, s).buf(&pb.x, s).int(d).buf(&g.best, s).null();
+        a.buf(&e.data, s).int(ekind).int(e.a_off).buf(&pb.tokens, s).buf(&pb.x, s).int(d).buf(&g.best, s).null().float(c.embed_scale);
         let embed_cfg = LaunchConfig { grid_dim: ((c.n_embd as u32).div_ceil(256), rows as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         // SAFETY (every launch below): the prefill buffers hold pb.rows >= rows rows of
         // the model's geometry (run_prefill checks rows; xq / xd are as wide as the widest
@@ -1169,7 +1207,7 @@ impl CudaBackend {
                 }
             }
             if self.skip.runs("attn") {
-                let att = Attention { heads: Heads::of(c), q: &pb.q, k: &mirror.k[li], v: &mirror.v[li], part: &pb.part, out: &pb.att, out_img: None, f16_guard: f16_paths.then_some(bad), pos: &pos_ptr, rows, splits: capacity.div_ceil(ATT_CHUNK), part_splits: g.splits };
+                let att = Attention { heads: Heads::of(c), q: &pb.q, k: &mirror.k[li], v: &mirror.v[li], part: &pb.part, out: &pb.att, out_img: None, f16_guard: f16_paths.then_some(bad), pos: &pos_ptr, rows, splits: capacity.div_ceil(ATT_CHUNK), part_splits: g.splits, scale: c.attn_scale, window: 0 };
                 self.launch_attention(&att, ov)?;
             }
             // O, added into the residual stream.

@@ -28,10 +28,11 @@ __device__ __forceinline__ int q6_high2(unsigned int h, int v16) {
 }
 
 // out (rows, cols): row b (blockIdx.y) = row token[b] of a planar matrix (see matvec.cu),
-// decoded; *best = 0 for the head's argmax (the first kernel of a token or a prefill chunk,
-// so nothing else touches it meanwhile), and the pending part xa (cols + 1) zeroed where
-// given (one row: a token graph with the fused FFN).
-extern "C" __global__ void embed_row(const unsigned char* w, int kind, int a_off, const int* token, float* out, int cols, unsigned long long* best, long long* xa) {
+// decoded, times `scale` (the family's embedding scale); *best = 0 for the head's argmax
+// (the first kernel of a token or a prefill chunk, so nothing else touches it meanwhile),
+// and the pending part xa (cols + 1) zeroed where given (one row: a token graph with the
+// fused FFN).
+extern "C" __global__ void embed_row(const unsigned char* w, int kind, int a_off, const int* token, float* out, int cols, unsigned long long* best, long long* xa, float scale) {
     TRACE_BLOCK(1);
     pdl_wait_then_release();
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -69,7 +70,7 @@ extern "C" __global__ void embed_row(const unsigned char* w, int kind, int a_off
     } else {
         v = ((const float*)w)[row * cols + i];
     }
-    out[i] = v;
+    out[i] = v * scale;
 }
 
 // Causal attention of queries at positions *pos + z (z = blockIdx.z, one per prompt row; 1
@@ -338,8 +339,12 @@ __device__ __forceinline__ void attention_group64(const float* q, const kv_t* kc
     }
 }
 
+// The first position a query at context length n sees: n - window on a sliding-window
+// layer (window > 0), else 0.
+__device__ __forceinline__ int att_first(int n, int window) { return window > 0 ? max(0, n - window) : 0; }
+
 template <int HD>
-__device__ __forceinline__ void attention_split(const float* q, const kv_t* kc, const kv_t* vc, float* part, float* out, unsigned char* oimg, int n_head, int n_head_kv, int head_dim, const int* pos, float scale, int splits, int group_from) {
+__device__ __forceinline__ void attention_split(const float* q, const kv_t* kc, const kv_t* vc, float* part, float* out, unsigned char* oimg, int n_head, int n_head_kv, int head_dim, const int* pos, float scale, int splits, int group_from, int window) {
     constexpr int NV = HD / 16;
     constexpr bool VS = att_v_shared(HD);
     __shared__ __align__(16) kv_t vs[VS ? ATT_CHUNK * HD : 8];  // (positions, head_dim) the chunk's V rows where VS
@@ -350,10 +355,10 @@ __device__ __forceinline__ void attention_split(const float* q, const kv_t* kc, 
     // *pos was written before the token's first kernel; the mirror rows before it by earlier
     // tokens or chunks: both may be read before waiting for the kernel before this one.
     int h = blockIdx.x, c = blockIdx.y, z = blockIdx.z, tid = threadIdx.x, lane = tid & 31;
-    int p0 = *pos, n = p0 + z + 1, t0 = c * ATT_CHUNK;
-    if (t0 >= n) return;
+    int p0 = *pos, n = p0 + z + 1, t0 = c * ATT_CHUNK, lo = att_first(n, window);
+    if (t0 >= n || t0 + ATT_CHUNK <= lo) return;
     int G = n_head / n_head_kv;
-    if (att_grouped<HD>(G, head_dim, n, group_from)) {
+    if (window == 0 && att_grouped<HD>(G, head_dim, n, group_from)) {
         if (h % G == 0) {
             if (VS) attention_group<HD>(q, kc, vc, part, n_head, n_head_kv, head_dim, p0, n, scale, splits, vs, acc, sc, msum);
             else attention_group64(q, kc, vc, part, n_head, n_head_kv, p0, n, scale, splits, acc, msum);
@@ -407,7 +412,7 @@ __device__ __forceinline__ void attention_split(const float* q, const kv_t* kc, 
     }
     s += __shfl_xor_sync(0xffffffffu, s, 1);
     s += __shfl_xor_sync(0xffffffffu, s, 2);
-    if (quarter == 0) sc[j] = j < cnt ? s * scale : -__int_as_float(0x7f800000);
+    if (quarter == 0) sc[j] = j < cnt && t0 + j >= lo ? s * scale : -__int_as_float(0x7f800000);
     __syncthreads();
     // Every warp finds the chunk's max and sum of exps itself (positions lane, lane + 32).
     float a0 = sc[lane], a1 = sc[lane + 32];
@@ -452,7 +457,9 @@ __device__ __forceinline__ void attention_split(const float* q, const kv_t* kc, 
 }
 
 // q, out (rows, n_head * head_dim); head_dim <= HD; oimg: null, or (one row) the output's
-// int8 image (written here where the context is one chunk, else by attention_merge). Grid
+// int8 image (written here where the context is one chunk, else by attention_merge);
+// window: the positions a query sees on a sliding-window layer (0: all; such a layer never
+// takes the grouped paths, and its chunks wholly before the window exit at once). Grid
 // (n_head, splits, rows), 256 threads.
 // Blocks a SM the register allocation must leave room for: 3 where V goes through shared
 // memory (67 registers and ~22 KB a block at head 128), else no bound. 4 (64 registers) lost
@@ -461,15 +468,16 @@ __device__ __forceinline__ void attention_split(const float* q, const kv_t* kc, 
 #define ATTENTION(HD)                                                                                                 \
     extern "C" __global__ void __launch_bounds__(256, ATT_MIN_BLOCKS(HD)) attention_h##HD(const float* q, const kv_t* kc, const kv_t* vc,    \
             float* part, float* out, unsigned char* oimg, int n_head, int n_head_kv, int head_dim, const int* pos,           \
-            float scale, int splits, int group_from) {                                                                  \
+            float scale, int splits, int group_from, int window) {                                                      \
         TRACE_BLOCK(3);                                                                                               \
-        attention_split<HD>(q, kc, vc, part, out, oimg, n_head, n_head_kv, head_dim, pos, scale, splits, group_from);  \
+        attention_split<HD>(q, kc, vc, part, out, oimg, n_head, n_head_kv, head_dim, pos, scale, splits, group_from, window); \
     }
 ATTENTION(64) ATTENTION(128) ATTENTION(256)
 
 // The split attention's partials merged: block (h, z) takes (row z, head h) in groups of
 // `dims` threads (head_dim rounded up to a warp; blockDim.x / dims groups, host:
-// `merge_threads`). Group g takes the batches of MERGE_BATCH chunks g, g + groups, ...: its
+// `merge_threads`). Group g takes the batches of MERGE_BATCH chunks g, g + groups, ... (from
+// the first chunk the row's window reaches, `att_first`; the split wrote none before it): its
 // thread d loads each chunk's (max, sum of exps, V sum of dimension d), all of a batch's
 // loads in flight at once, and rescales its running sums by each batch's max; then group 0
 // combines the groups' sums (where more than one had chunks). So a context of up to groups x
@@ -478,14 +486,14 @@ ATTENTION(64) ATTENTION(128) ATTENTION(256)
 // out and oimg as the split kernel's. It lets the next kernel start its blocks before
 // waiting for the split kernel, so their weight loads overlap this one.
 #define MERGE_BATCH 16
-extern "C" __global__ void __launch_bounds__(256) attention_merge(const float* part, float* out, unsigned char* oimg, int n_head, int head_dim, const int* pos, int splits) {
+extern "C" __global__ void __launch_bounds__(256) attention_merge(const float* part, float* out, unsigned char* oimg, int n_head, int head_dim, const int* pos, int splits, int window) {
     TRACE_BLOCK(4);
     __shared__ float gm[8], gt[8], go[256];
     int h = blockIdx.x, z = blockIdx.y, dims = (head_dim + 31) & ~31, groups = blockDim.x / dims;
     int d = threadIdx.x % dims, g = threadIdx.x / dims, dl = min(d, head_dim - 1);
     // *pos was written before the token's first kernel, so it is read before the wait and
     // the partials' loads follow the wait at once (read after it, it was a round trip of its own).
-    int used = att_chunks(*pos + z + 1);
+    int used = att_chunks(*pos + z + 1), first = att_first(*pos + z + 1, window) / ATT_CHUNK;
 #ifdef CORTIQ_ATT_NO_MERGE
     used = 1;  // profiling (anatomy.rs): the partials written, never merged
 #endif
@@ -498,7 +506,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_merge(const float* p
     const float* p = part + ((long)z * n_head + h) * splits * (head_dim + 2);
     const float ninf = -__int_as_float(0x7f800000);
     float mm = ninf, total = 0.f, o = 0.f;
-    for (int c0 = g * MERGE_BATCH; c0 < used; c0 += groups * MERGE_BATCH) {
+    for (int c0 = first + g * MERGE_BATCH; c0 < used; c0 += groups * MERGE_BATCH) {
         float m[MERGE_BATCH], sm[MERGE_BATCH], v[MERGE_BATCH];
         #pragma unroll
         for (int i = 0; i < MERGE_BATCH; i++) {
@@ -524,7 +532,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_merge(const float* p
     // Every thread of a group holds the same max and total. Where more than one group had
     // chunks, group 0 rescales each group's sums by the overall max (a group without chunks
     // holds max -inf and zero sums); else its own sums are the result, with no barrier.
-    if (used > MERGE_BATCH) {
+    if (used - first > MERGE_BATCH) {
         if (d == 0) {
             gm[g] = mm;
             gt[g] = total;
@@ -779,6 +787,88 @@ QKV_ROPE_PEND(0) QKV_ROPE_PEND(1) QKV_ROPE_PEND(2) QKV_ROPE_PEND(3) QKV_ROPE_PEN
     }
 QKV_ROPE_TILE(0) QKV_ROPE_TILE(1) QKV_ROPE_TILE(2) QKV_ROPE_TILE(3) QKV_ROPE_TILE(4) QKV_ROPE_TILE(5) QKV_ROPE_TILE(6) QKV_ROPE_TILE(7) QKV_ROPE_TILE(8)
 
+// The q, k and v rows of one launch (q's, then k's, then v's, from row `first` on) written
+// as they come out to y (q_dim + 2 kv_dim): Gemma 3's token graph, whose head norms come
+// between the projections and RoPE (gemma_norm_rope).
+struct QkvRowsMap {
+    static constexpr int UNIT = 0;
+    static constexpr bool EARLY = true;  // begin reads no memory
+    static constexpr bool RELEASE_FIRST = true;  // the next kernel launches before the wait
+    const unsigned char *wq, *wk, *wv;
+    int aq, ak, av;
+    float* y;
+    int qd, kvd, first;
+    __device__ Row row(int i) const {
+        i += first;
+        return i < qd ? Row{wq, aq, i} : (i < qd + kvd ? Row{wk, ak, i - qd} : Row{wv, av, i - qd - kvd});
+    }
+    __device__ void begin(int, int) const {}
+    __device__ void finish(int, int i0, int total, const float* s) const {
+        #pragma unroll
+        for (int r = 0; r < 2; r++)
+            if (i0 + r < total) y[first + i0 + r] = s[r];
+    }
+    __device__ void flush() const {}
+};
+
+// y rows [first, first + count) of the Q, K and V projections of x RMS-normed with nw (one
+// codec kind K; `QkvRowsMap`). Dynamic shared memory: the staged x, then the weight ring
+// (host: `row_smem`).
+#define QKV_ROWS(K)                                                                                                   \
+    extern "C" __global__ void __launch_bounds__(ROW_THREADS) qkv_rows_k##K##_r2(const unsigned char* wq, const unsigned char* wk, \
+            const unsigned char* wv, int aq, int ak, int av, const float* x, const float* nw, float eps, float* y,       \
+            int qd, int kvd, int cols, int first, int count) {                                                          \
+        extern __shared__ int sm[];                                                                                   \
+        TRACE_BLOCK(2);                                                                                               \
+        QkvRowsMap m{wq, wk, wv, aq, ak, av, y, qd, kvd, first};                                                      \
+        run_rows<K, 2, 1>(m, count, cols, x, 1, 1, nw, eps, sm);                                                      \
+    }
+QKV_ROWS(0) QKV_ROWS(1) QKV_ROWS(2) QKV_ROWS(3) QKV_ROWS(4) QKV_ROWS(5) QKV_ROWS(6) QKV_ROWS(7) QKV_ROWS(8)
+
+// Gemma 3's head norms, RoPE and KV-mirror append for one decode token at *pos, from y (the
+// raw projections, `qkv_rows`): block b < n_head takes q head b, RMS-normed with qn
+// (head_dim), rotated (RopeQkvMap's pairs and angles), times q_scale and rounded to f16 as
+// the CPU path rounds its query, to q (n_head * head_dim); block n_head + h takes k head h,
+// normed with kn and rotated, to the mirror's K row; block n_head + n_head_kv + h copies v
+// head h to its V row. head_dim <= 256 threads.
+extern "C" __global__ void __launch_bounds__(256) gemma_norm_rope(const float* y, const float* qn, const float* kn, float eps, float* q, kv_t* kc, kv_t* vc, int n_head, int n_head_kv, int head_dim, int rot, int neox, float base, float q_scale, const int* pos) {
+    __shared__ float hv[256];
+    int b = blockIdx.x, t = threadIdx.x, p = *pos, kvd = n_head_kv * head_dim;
+    pdl_wait_then_release();
+    float v = t < head_dim ? y[(long)b * head_dim + t] : 0.f;
+    if (b >= n_head + n_head_kv) {
+        if (t < head_dim) vc[(long)p * kvd + (b - n_head - n_head_kv) * head_dim + t] = f2h(v);
+        return;
+    }
+    bool is_q = b < n_head;
+    float scale = rsqrtf(block_sum(v * v) / head_dim + eps);
+    if (t < head_dim) hv[t] = v * scale * (is_q ? qn : kn)[t];
+    __syncthreads();
+    if (t >= head_dim) return;
+    float o = hv[t];
+    int half = rot >> 1;
+    if (t < rot) {
+        // t's rotary pair j and its dimensions (a, b2); t is a or b2.
+        int j = neox ? (t < half ? t : t - half) : t >> 1;
+        int a = neox ? j : 2 * j, b2 = neox ? j + half : 2 * j + 1;
+        float sn, cs;
+        sincosf((float)p * powf(base, -2.f * (float)j / (float)rot), &sn, &cs);
+        o = t == a ? hv[a] * cs - hv[b2] * sn : hv[a] * sn + hv[b2] * cs;
+    }
+    if (is_q) q[(long)b * head_dim + t] = round_f16(o * q_scale);
+    else kc[(long)p * kvd + (b - n_head) * head_dim + t] = f2h(o);
+}
+
+// x (cols) += RMS-norm(t) * nw: Gemma 3's sandwich norm of a projection t (cols) added into
+// the residual stream. One block of 256 threads.
+extern "C" __global__ void __launch_bounds__(256) add_normed(float* x, const float* t, const float* nw, float eps, int cols) {
+    pdl_wait_then_release();
+    float ss = 0.f;
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) ss += t[i] * t[i];
+    float scale = rsqrtf(block_sum(ss) / cols + eps);
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) x[i] += t[i] * scale * nw[i];
+}
+
 // Gate and up rows interleaved (2i: gate row i, 2i + 1: up row i).
 struct GluRows {
     const unsigned char *wg, *wu;
@@ -789,32 +879,39 @@ struct GluRows {
     __device__ void begin(int, int) const {}  // nothing to load ahead of the dot products
 };
 
-// GluRows with R even, so a warp group holds whole pairs and writes h[i] = silu(gate_i . xn)
+// The gated FFN's hidden value of gate g and up u: silu(g) * u (GLU_SILU, llama) or
+// tanh-GELU(g) * u (GLU_GELU_TANH, Gemma 3).
+#define GLU_SILU 0
+#define GLU_GELU_TANH 2
+template <int ACT> __device__ __forceinline__ float glu_value(float g, float u) { return ACT == GLU_SILU ? silu_times(g, u) : gelu_tanh(g) * u; }
+
+// GluRows with R even, so a warp group holds whole pairs and writes h[i] = act(gate_i . xn)
 // * (up_i . xn).
-template <int R> struct GluMap : GluRows {
+template <int R, int ACT = GLU_SILU> struct GluMap : GluRows {
     static constexpr int UNIT = 0;
     float* h;  // (activation rows, total / 2)
     __device__ void finish(int r, int i0, int total, const float* s) const {
         float* hr = h + (long)r * (total >> 1);
         #pragma unroll
         for (int p = 0; p < R / 2; p++)
-            if (i0 + 2 * p < total) hr[(i0 >> 1) + p] = silu_times(s[2 * p], s[2 * p + 1]);
+            if (i0 + 2 * p < total) hr[(i0 >> 1) + p] = glu_value<ACT>(s[2 * p], s[2 * p + 1]);
     }
     __device__ void flush() {}
 };
 
-// h (rows) = silu(gate . xn) * (up . xn), xn = x RMS-normed with nw (one codec kind K).
-// Dynamic shared memory: the staged x, then the weight ring (host: `row_smem`).
-#define GATE_UP(K, R)                                                                                                \
-    extern "C" __global__ void __launch_bounds__(ROW_THREADS) gate_up_silu_k##K##_r##R(const unsigned char* wg,              \
+// h (rows) = act(gate . xn) * (up . xn), xn = x RMS-normed with nw (one codec kind K; act:
+// SiLU as gate_up_silu, tanh-GELU as gate_up_gelu_tanh). Dynamic shared memory: the staged
+// x, then the weight ring (host: `row_smem`).
+#define GATE_UP(NAME, ACT, K, R)                                                                                     \
+    extern "C" __global__ void __launch_bounds__(ROW_THREADS) NAME##_k##K##_r##R(const unsigned char* wg,              \
             const unsigned char* wu, int ag, int au, const float* x, const float* nw, float eps, float* h, int rows,  \
             int cols) {                                                                                              \
         extern __shared__ int sm[];                                                                                  \
         TRACE_BLOCK(7);                                                                                              \
-        GluMap<R> m{{wg, wu, ag, au}, h};                                                                              \
+        GluMap<R, ACT> m{{wg, wu, ag, au}, h};                                                                       \
         run_rows<K, R, 1>(m, 2 * rows, cols, x, 1, 1, nw, eps, sm);                                                          \
     }
-#define GATE_UP_R(K) GATE_UP(K, 2) GATE_UP(K, 4)
+#define GATE_UP_R(K) GATE_UP(gate_up_silu, GLU_SILU, K, 2) GATE_UP(gate_up_silu, GLU_SILU, K, 4) GATE_UP(gate_up_gelu_tanh, GLU_GELU_TANH, K, 2) GATE_UP(gate_up_gelu_tanh, GLU_GELU_TANH, K, 4)
 GATE_UP_R(0) GATE_UP_R(1) GATE_UP_R(2) GATE_UP_R(3) GATE_UP_R(4) GATE_UP_R(5) GATE_UP_R(6) GATE_UP_R(7) GATE_UP_R(8)
 
 // GluRows whose blocks take whole units of 32 hidden values, each value kept in the block's

@@ -1,0 +1,117 @@
+//! Gemma 3's decode token on CUDA (SPEC section 8): the llama token graph's frame (embedding
+//! row, split attention and merge, head with the final norm and argmax) around Gemma's own
+//! layer. Eight launches a layer: Q/K/V with the input norm fused, written as they come out
+//! (`qkv_rows`); the q/k head norms, RoPE (the layer's base), the query's scale and the
+//! KV-mirror append (`gemma_norm_rope`); attention over the layer's window (split, merge);
+//! the output projection; its sandwich norm added into the stream (`add_normed`);
+//! gate/up with the FFN norm and tanh-GELU fused; down; its sandwich norm added. Activations
+//! stay f32 (no int8 chain, no fused FFN, no cluster launch); prompts run per op.
+
+use super::{qkv_parts, Attention, Heads, Mirror, ModelGraph, ATT_CHUNK};
+use crate::gpu::cuda::launch::{launch, KernelArgs};
+use crate::gpu::cuda::{err, kind, row_kernel, row_smem, CudaBackend, MatvecHow, Resident};
+use crate::gpu::backend::{Activation, WeightArg};
+use crate::model::llama::Llama;
+use cudarc::driver::{CudaSlice, LaunchConfig};
+use std::collections::HashMap;
+
+/// Gemma 3's per-layer vectors and scratch on the device.
+pub(super) struct GemmaBuffers {
+    /// Per layer: q_norm, k_norm (head_dim each), post_attn_norm, post_ffn_norm (n_embd each).
+    norms: Vec<[CudaSlice<f32>; 4]>,
+    y: CudaSlice<f32>, // (q_dim + 2 kv_dim) the raw Q, K and V projections
+    t: CudaSlice<f32>, // (n_embd) a projection before its sandwich norm
+}
+
+/// Whether the Gemma token graph takes `m`: every layer has its q/k and sandwich norms, and
+/// the FFN is tanh-GELU's (the one GELU the gate/up kernels are built for).
+pub(super) fn takes(m: &Llama) -> bool {
+    m.cfg.act == Activation::GeluTanh && m.layers.iter().all(|l| l.q_norm.is_some() && l.k_norm.is_some() && l.post_attn_norm.is_some() && l.post_ffn_norm.is_some())
+}
+
+impl CudaBackend {
+    /// `m`'s Gemma buffers: its norm vectors uploaded, its scratch allocated.
+    pub(super) fn gemma_buffers(&self, m: &Llama) -> Result<GemmaBuffers, String> {
+        let s = &self.stream;
+        let c = &m.cfg;
+        let up = |v: &Option<Vec<f32>>| s.clone_htod(v.as_deref().ok_or("a Gemma 3 layer without its norms")?).map_err(err);
+        let mut norms = Vec::with_capacity(c.n_layer);
+        for l in &m.layers {
+            norms.push([up(&l.q_norm)?, up(&l.k_norm)?, up(&l.post_attn_norm)?, up(&l.post_ffn_norm)?]);
+        }
+        Ok(GemmaBuffers { norms, y: s.alloc_zeros::<f32>(c.q_dim() + 2 * c.kv_dim()).map_err(err)?, t: s.alloc_zeros::<f32>(c.n_embd).map_err(err)? })
+    }
+
+    /// Queue every kernel of one Gemma 3 token (token and position in the mirror's params):
+    /// the embedding row, the layers as the module doc says, the head. `args` is
+    /// `all_weights` order; `capacity` sizes the split-attention grid.
+    pub(super) fn queue_gemma_token(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &mut ModelGraph, mirror: &Mirror, capacity: usize) -> Result<(), String> {
+        let mut gb = g.gemma.take().ok_or("the Gemma graph's buffers were not built")?;
+        let queued = self.queue_gemma_launches(m, args, map, g, &mut gb, mirror, capacity);
+        g.gemma = Some(gb);
+        queued
+    }
+
+    /// `queue_gemma_token`'s launches, with the Gemma buffers `gb` taken out of `g`.
+    #[allow(clippy::too_many_arguments)]
+    fn queue_gemma_launches(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &mut ModelGraph, gb: &mut GemmaBuffers, mirror: &Mirror, capacity: usize) -> Result<(), String> {
+        let c = &m.cfg;
+        let s = &self.stream;
+        let dev = |w: &WeightArg| map.get(&w.key).ok_or_else(|| "weight not resident".to_string());
+        let kd = |w: &WeightArg| kind(w.view.codec).expect("checked by unsupported()");
+        let (d, eps) = (c.n_embd as i32, c.eps);
+        let (nh, nkv, hd, rot, neox) = (c.n_head as i32, c.n_head_kv as i32, c.head_dim as i32, c.rope_dims as i32, c.rope_neox as i32);
+        let (qd, kvd) = (c.q_dim() as i32, c.kv_dim() as i32);
+        let pos_ptr = mirror.params.slice(1..2);
+        let (qkind, gkind) = (kd(&args[0]), kd(&args[4]));
+        let (glu_f, glu_cfg) = self.glu_launch("gate_up_gelu_tanh", gkind, c)?;
+        let one_block = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let heads_cfg = LaunchConfig { grid_dim: ((c.n_head + 2 * c.n_head_kv) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let ov = self.overlap;
+        self.note_graph("Gemma 3 layers: 8 launches each, f32 activations".into());
+        self.launch_embed(m, args, map, g, mirror, None)?;
+        // Adds one projection t's sandwich norm into the stream x.
+        let add_normed = |x: &CudaSlice<f32>, t: &CudaSlice<f32>, nw: &CudaSlice<f32>| -> Result<(), String> {
+            let mut a = KernelArgs::default();
+            a.buf(x, s).buf(t, s).buf(nw, s).float(eps).int(d);
+            // SAFETY: x, t and nw are (n_embd) (build_graph, gemma_buffers).
+            unsafe { launch(s, &self.funcs["add_normed"], one_block, &a, ov) }.map_err(err)
+        };
+        for li in 0..c.n_layer {
+            let w = &args[li * 7..li * 7 + 7];
+            let (wq, wk, wv) = (dev(&w[0])?, dev(&w[1])?, dev(&w[2])?);
+            let [q_norm, k_norm, post_attn, post_ffn] = &gb.norms[li];
+            let (base, window) = c.layer_attention(li);
+            for (kind, first, rows) in qkv_parts(c, qkind, kd(&w[2])) {
+                let (f, cfg) = self.spread_row_launch(&row_kernel("qkv_rows", kind, 2), rows, 2, row_smem(kind, c.n_embd))?;
+                let mut a = KernelArgs::default();
+                a.buf(&wq.data, s).buf(&wk.data, s).buf(&wv.data, s).int(wq.a_off).int(wk.a_off).int(wv.a_off).buf(&g.x, s);
+                a.buf(&g.norms[li].0, s).float(eps).buf(&gb.y, s).int(qd).int(kvd).int(d).int(first as i32).int(rows as i32);
+                // SAFETY: the resident Q, K and V weights (their rows of n_embd values),
+                // x (n_embd) and its norm, y (q_dim + 2 kv_dim); the staged row fits the
+                // shared memory granted (unsupported()).
+                unsafe { launch(s, f, cfg, &a, ov) }.map_err(err)?;
+            }
+            let mut a = KernelArgs::default();
+            a.buf(&gb.y, s).buf(q_norm, s).buf(k_norm, s).float(eps).buf(&g.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s);
+            a.int(nh).int(nkv).int(hd).int(rot).int(neox).float(base).float(c.attn_scale).buf(&pos_ptr, s);
+            // SAFETY: y as above, the head norms (head_dim <= 256, unsupported()), q
+            // (q_dim), the mirror's rows (capacity, kv_dim) with *pos below capacity.
+            unsafe { launch(s, &self.funcs["gemma_norm_rope"], heads_cfg, &a, ov) }.map_err(err)?;
+            let heads = Heads::of(c);
+            let att = Attention { heads, q: &g.q, k: &mirror.k[li], v: &mirror.v[li], part: &g.part, out: &g.att, out_img: None, f16_guard: None, pos: &pos_ptr, rows: 1, splits: capacity.div_ceil(ATT_CHUNK), part_splits: g.splits, scale: 1.0, window: window.unwrap_or(0) };
+            self.launch_attention(&att, ov)?;
+            self.launch_matvec(&w[3], map, &g.att, &mut gb.t, 1, MatvecHow { overlap: true, ..Default::default() })?;
+            add_normed(&g.x, &gb.t, post_attn)?;
+            let (wg, wu) = (dev(&w[4])?, dev(&w[5])?);
+            let mut a = KernelArgs::default();
+            a.buf(&wg.data, s).buf(&wu.data, s).int(wg.a_off).int(wu.a_off).buf(&g.x, s).buf(&g.norms[li].1, s).float(eps).buf(&g.h, s).int(c.n_ff as i32).int(d);
+            // SAFETY: the resident gate and up weights, x (n_embd) and its norm, h (n_ff).
+            unsafe { launch(s, glu_f, glu_cfg, &a, ov) }.map_err(err)?;
+            self.launch_matvec(&w[6], map, &g.h, &mut gb.t, 1, MatvecHow { overlap: true, ..Default::default() })?;
+            add_normed(&g.x, &gb.t, post_ffn)?;
+        }
+        let head = MatvecHow { norm: Some((&g.out_norm, eps)), argmax: Some(&g.best), overlap: true, ..Default::default() };
+        self.launch_matvec(&args[args.len() - 2], map, &g.x, &mut g.logits, 1, head)
+    }
+}
