@@ -1365,6 +1365,24 @@ mod tests {
         assert!(unsupported(&tiny("q2_k"), 2048, ample).is_some_and(|why| why.contains("codec") && crate::gpu::refuses_model(why)));
     }
 
+    /// Gemma 3 takes the token graph (its own layer, `gemma.rs`) where its layers carry every
+    /// norm and its FFN is tanh-GELU's; exact GELU (no gate/up kernel of its own) is refused.
+    #[test]
+    fn the_graph_takes_gemma3_with_its_norms_and_tanh_gelu_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gemma.gguf");
+        crate::synth::synth("gemma3-270m", "q4_0", &path, 3).unwrap();
+        let m = crate::generate::Engine::load(&path).unwrap().model;
+        let smem = row_smem(0, m.cfg.n_ff) + 1024;
+        assert_eq!(unsupported(&m, 4096, smem), None);
+        let mut exact = Llama::load(Arc::clone(&m.file)).unwrap();
+        exact.cfg.act = crate::gpu::backend::Activation::GeluExact;
+        assert!(unsupported(&exact, 4096, smem).is_some_and(|why| why.contains("GELU") && crate::gpu::refuses_model(why)));
+        let mut bare = Llama::load(Arc::clone(&m.file)).unwrap();
+        bare.layers[3].post_ffn_norm = None;
+        assert!(unsupported(&bare, 4096, smem).is_some_and(|why| why.contains("norms")));
+    }
+
     #[test]
     fn the_codec_refusal_names_exactly_the_codecs_without_a_kernel() {
         let named: Vec<&str> = CODEC_REFUSED.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).collect();
