@@ -17,6 +17,9 @@
 //! row kernels' tiles of up to 8 rows where the codec or the chunk does not allow), attention
 //! takes 64 query rows per block over the mirror on the tensor cores (flash.cu; 32 rows in
 //! FP32 for other head sizes), and only the last row goes through the head.
+//!
+//! Gemma 3's decode token keeps this frame around its own layer (`gemma.rs`); its prompt
+//! chunks decline the prefill graph and run per op.
 
 mod gemma;
 
@@ -907,19 +910,20 @@ impl CudaBackend {
     /// Queue every kernel of one token (token and position are read from the mirror's params):
     /// per layer qkv_rope (attention norm, RoPE and the mirror append fused), attention
     /// (split, then the merge of its partials), o-proj (+residual), gate_up_silu (FFN norm
-    /// fused), down (+residual); then the head with the final norm fused. `args` is `all_weights` order;
-    /// `capacity` sizes the split-attention grid.
+    /// fused), down (+residual); then the head with the final norm fused (Gemma 3: its own
+    /// layer, `gemma.rs`). `args` is `all_weights` order; `capacity` sizes the
+    /// split-attention grid.
     fn queue_token(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &mut ModelGraph, mirror: &mut Mirror, capacity: usize) -> Result<(), String> {
         let c = &m.cfg;
+        if c.family == Family::Gemma3 {
+            return self.queue_gemma_token(m, args, map, g, mirror, capacity);
+        }
         let s = &self.stream;
         let dev = |w: &WeightArg| map.get(&w.key).ok_or_else(|| "weight not resident".to_string());
         let kd = |w: &WeightArg| kind(w.view.codec).expect("checked by unsupported()");
         let (d, ff) = (c.n_embd as i32, c.n_ff as i32);
         let (nh, nkv, hd, rot) = (c.n_head as i32, c.n_head_kv as i32, c.head_dim as i32, c.rope_dims as i32);
         let (eps, base, neox) = (c.eps, c.rope_base, c.rope_neox as i32);
-        if c.family == Family::Gemma3 {
-            return self.queue_gemma_token(m, args, map, g, mirror, capacity);
-        }
         let pos_ptr = mirror.params.slice(1..2);
         let grid_splits = capacity.div_ceil(ATT_CHUNK);
         // Kinds are uniform within q/k and within gate/up (checked by unsupported()); V's may

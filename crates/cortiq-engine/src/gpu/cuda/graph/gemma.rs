@@ -1,11 +1,12 @@
 //! Gemma 3's decode token on CUDA (SPEC section 8): the llama token graph's frame (embedding
 //! row, split attention and merge, head with the final norm and argmax) around Gemma's own
-//! layer. Eight launches a layer: Q/K/V with the input norm fused, written as they come out
-//! (`qkv_rows`); the q/k head norms, RoPE (the layer's base), the query's scale and the
-//! KV-mirror append (`gemma_norm_rope`); attention over the layer's window (split, merge);
-//! the output projection; its sandwich norm added into the stream (`add_normed`);
-//! gate/up with the FFN norm and tanh-GELU fused; down; its sandwich norm added. Activations
-//! stay f32 (no int8 chain, no fused FFN, no cluster launch); prompts run per op.
+//! layer. Nine launches a layer (counted as the llama graph counts its six): Q/K/V with the
+//! input norm fused, written as they come out (`qkv_rows`); the q/k head norms, RoPE (the
+//! layer's base), the query's scale and the KV-mirror append (`gemma_norm_rope`); attention
+//! over the layer's window (split, merge); the output projection; its sandwich norm added
+//! into the stream (`add_normed`); gate/up with the FFN norm and tanh-GELU fused; down; its
+//! sandwich norm added. Activations stay f32 (no int8 chain, no fused FFN, no cluster
+//! launch); prompts run per op.
 
 use super::{qkv_parts, Attention, Heads, Mirror, ModelGraph, ATT_CHUNK};
 use crate::gpu::cuda::launch::{launch, KernelArgs};
@@ -68,7 +69,7 @@ impl CudaBackend {
         let one_block = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         let heads_cfg = LaunchConfig { grid_dim: ((c.n_head + 2 * c.n_head_kv) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         let ov = self.overlap;
-        self.note_graph("Gemma 3 layers: 8 launches each, f32 activations".into());
+        self.note_graph("Gemma 3 layers: 9 launches each, f32 activations".into());
         self.launch_embed(m, args, map, g, mirror, None)?;
         // Adds one projection t's sandwich norm into the stream x.
         let add_normed = |x: &CudaSlice<f32>, t: &CudaSlice<f32>, nw: &CudaSlice<f32>| -> Result<(), String> {
