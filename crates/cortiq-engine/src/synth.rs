@@ -1,8 +1,9 @@
 //! `cortiq synth SHAPE --codec C -o FILE.gguf [--seed S]`: a llama-architecture GGUF (or,
 //! for the `gemma3-270m` shape, a Gemma 3 one) with random weights (normal, std 0.02; norms
-//! 1, Gemma's q/k and sandwich norms 1 + normal, std 0.1) and a complete byte-level BPE vocabulary,
-//! so cortiq and llama.cpp's tools both load it. Streams one tensor at a time to disk, rows
-//! generated in parallel from per-row seeds: deterministic for a seed, bounded memory.
+//! 1, Gemma's q/k and sandwich norms 1 + normal, std 0.1) and a complete byte-level BPE
+//! vocabulary, so cortiq and llama.cpp's tools both load it. Streams one tensor at a time to
+//! disk, rows generated in parallel from per-row seeds: deterministic for a seed, bounded
+//! memory.
 //! `--codec` names one codec for every matrix, or `q4_k_m` / `q5_k_m`: llama.cpp's Q4_K_M or
 //! Q5_K_M mix.
 
@@ -61,10 +62,10 @@ const NORM_STD: f32 = 0.1;
 /// measure the int8 path's amplification of it from there), 1 + normal(NORM_STD) for the
 /// Gemma block's q/k and sandwich norms, so a test tells each of those from the others.
 fn norm_weights(name: &str, cols: usize, seed: u64) -> Vec<f32> {
-    let own = ["attn_q_norm", "attn_k_norm", "post_attention_norm", "post_ffw_norm"].iter().any(|n| name.contains(n));
-    match own {
-        true => SplitMix64::new(seed).normals(cols, NORM_STD).into_iter().map(|v| 1.0 + v).collect(),
-        false => vec![1.0; cols],
+    if ["attn_q_norm", "attn_k_norm", "post_attention_norm", "post_ffw_norm"].iter().any(|n| name.contains(n)) {
+        SplitMix64::new(seed).normals(cols, NORM_STD).into_iter().map(|v| 1.0 + v).collect()
+    } else {
+        vec![1.0; cols]
     }
 }
 

@@ -51,14 +51,19 @@ const CAPTURE_ATTEMPTS: usize = 3;
 /// The split attention kernels (`attention_h{HD}` in graph.cu): each takes head sizes up to
 /// its HD (its per-thread K and V registers are sized for HD).
 pub(super) const ATTENTION_SPLIT: [(usize, &str); 3] = [(64, "attention_h64"), (128, "attention_h128"), (256, "attention_h256")];
+/// The same kernels for sliding-window layers (`attention_window_h{HD}`: they take the
+/// window, the others compile it out).
+pub(super) const ATTENTION_WINDOW_SPLIT: [(usize, &str); 3] = [(64, "attention_window_h64"), (128, "attention_window_h128"), (256, "attention_window_h256")];
 
 /// The prompt chunk's tensor-core attention kernels (`flash_rows_h{HD}` in flash.cu), per
 /// head size they take exactly; other head sizes take `attention_rows_d*` or the split kernel.
 pub(super) const FLASH_ROWS: [(usize, &str); 2] = [(64, "flash_rows_h64"), (128, "flash_rows_h128")];
 
-/// The split attention kernel for `head_dim` (<= MAX_HEAD_DIM): the smallest that holds it.
-pub(super) fn attention_split_kernel(head_dim: usize) -> &'static str {
-    ATTENTION_SPLIT.iter().find(|(hd, _)| head_dim <= *hd).map_or(ATTENTION_SPLIT[2].1, |(_, name)| name)
+/// The split attention kernel for `head_dim` (<= MAX_HEAD_DIM), a sliding-window layer's
+/// where `windowed`: the smallest that holds it.
+pub(super) fn attention_split_kernel(head_dim: usize, windowed: bool) -> &'static str {
+    let kernels = if windowed { &ATTENTION_WINDOW_SPLIT } else { &ATTENTION_SPLIT };
+    kernels.iter().find(|(hd, _)| head_dim <= *hd).map_or(kernels[2].1, |(_, name)| name)
 }
 
 /// Head sizes the prompt-chunk attention kernel (`attention_rows_d{head_dim / 32}` in
@@ -488,7 +493,7 @@ impl CudaBackend {
             args.int(nh).int(nkv).int(hd).buf(a.pos, s).float(scale).int(a.part_splits as i32).int(super::att_group::group_from(self.att_group_from, c.n_head_kv, self.sms)).int(window);
             let split_cfg = LaunchConfig { grid_dim: (c.n_head as u32, a.splits as u32, a.rows as u32), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
             // SAFETY: as the launch below.
-            unsafe { launch(s, &self.funcs[attention_split_kernel(c.head_dim)], split_cfg, &args, overlap) }.map_err(err)?;
+            unsafe { launch(s, &self.funcs[attention_split_kernel(c.head_dim, a.window > 0)], split_cfg, &args, overlap) }.map_err(err)?;
             args = KernelArgs::default();
             args.buf(a.part, s).buf(a.out, s);
             match a.out_img {
@@ -1292,7 +1297,7 @@ impl CudaBackend {
 
 #[cfg(test)]
 mod tests {
-    use super::{attention_split_kernel, kind, CODEC_REFUSED, merge_threads, qkv_parts, unsupported, GraphReadback, ATTENTION_SPLIT, MAX_HEAD_DIM};
+    use super::{attention_split_kernel, kind, CODEC_REFUSED, merge_threads, qkv_parts, unsupported, GraphReadback, ATTENTION_SPLIT, ATTENTION_WINDOW_SPLIT, MAX_HEAD_DIM};
     use crate::gpu::cuda::row_smem;
     use crate::model::llama::Llama;
     use std::sync::Arc;
@@ -1326,14 +1331,16 @@ mod tests {
     }
 
     /// Every head size the graph takes (multiples of 16 up to MAX_HEAD_DIM) gets the smallest
-    /// split attention kernel whose registers hold it.
+    /// split attention kernel whose registers hold it, windowed or not.
     #[test]
     fn every_head_size_gets_the_smallest_split_kernel_that_holds_it() {
-        for hd in (16..=MAX_HEAD_DIM).step_by(16) {
-            let name = attention_split_kernel(hd);
-            let (cap, _) = ATTENTION_SPLIT.iter().find(|(_, n)| *n == name).expect("a listed kernel");
-            assert!(hd <= *cap, "head size {hd} got {name}");
-            assert!(ATTENTION_SPLIT.iter().all(|(c, _)| *c >= *cap || *c < hd), "head size {hd}: a smaller kernel than {name} holds it");
+        for (windowed, kernels) in [(false, &ATTENTION_SPLIT), (true, &ATTENTION_WINDOW_SPLIT)] {
+            for hd in (16..=MAX_HEAD_DIM).step_by(16) {
+                let name = attention_split_kernel(hd, windowed);
+                let (cap, _) = kernels.iter().find(|(_, n)| *n == name).expect("a listed kernel");
+                assert!(hd <= *cap, "head size {hd} got {name}");
+                assert!(kernels.iter().all(|(c, _)| *c >= *cap || *c < hd), "head size {hd}: a smaller kernel than {name} holds it");
+            }
         }
     }
 

@@ -343,8 +343,11 @@ __device__ __forceinline__ void attention_group64(const float* q, const kv_t* kc
 // layer (window > 0), else 0.
 __device__ __forceinline__ int att_first(int n, int window) { return window > 0 ? max(0, n - window) : 0; }
 
-template <int HD>
+// WINDOWED: the kernel takes `window` (attention_window_h*); without it the window is 0 at
+// compile time, so the llama block's kernels carry none of its arithmetic.
+template <int HD, bool WINDOWED>
 __device__ __forceinline__ void attention_split(const float* q, const kv_t* kc, const kv_t* vc, float* part, float* out, unsigned char* oimg, int n_head, int n_head_kv, int head_dim, const int* pos, float scale, int splits, int group_from, int window) {
+    if (!WINDOWED) window = 0;
     constexpr int NV = HD / 16;
     constexpr bool VS = att_v_shared(HD);
     __shared__ __align__(16) kv_t vs[VS ? ATT_CHUNK * HD : 8];  // (positions, head_dim) the chunk's V rows where VS
@@ -458,21 +461,22 @@ __device__ __forceinline__ void attention_split(const float* q, const kv_t* kc, 
 
 // q, out (rows, n_head * head_dim); head_dim <= HD; oimg: null, or (one row) the output's
 // int8 image (written here where the context is one chunk, else by attention_merge);
-// window: the positions a query sees on a sliding-window layer (0: all; such a layer never
-// takes the grouped paths, and its chunks wholly before the window exit at once). Grid
-// (n_head, splits, rows), 256 threads.
+// window (attention_window_h* only, the others take none): the positions a query sees on a
+// sliding-window layer (0: all; such a layer never takes the grouped paths, and its chunks
+// wholly before the window exit at once). Grid (n_head, splits, rows), 256 threads.
 // Blocks a SM the register allocation must leave room for: 3 where V goes through shared
 // memory (67 registers and ~22 KB a block at head 128), else no bound. 4 (64 registers) lost
 // 2-4 % on llama-8b (NOTES.md, session 26).
 #define ATT_MIN_BLOCKS(HD) (att_v_shared(HD) ? 3 : 1)
-#define ATTENTION(HD)                                                                                                 \
-    extern "C" __global__ void __launch_bounds__(256, ATT_MIN_BLOCKS(HD)) attention_h##HD(const float* q, const kv_t* kc, const kv_t* vc,    \
+#define ATTENTION(NAME, HD, WINDOWED)                                                                                 \
+    extern "C" __global__ void __launch_bounds__(256, ATT_MIN_BLOCKS(HD)) NAME##HD(const float* q, const kv_t* kc, const kv_t* vc,    \
             float* part, float* out, unsigned char* oimg, int n_head, int n_head_kv, int head_dim, const int* pos,           \
             float scale, int splits, int group_from, int window) {                                                      \
         TRACE_BLOCK(3);                                                                                               \
-        attention_split<HD>(q, kc, vc, part, out, oimg, n_head, n_head_kv, head_dim, pos, scale, splits, group_from, window); \
+        attention_split<HD, WINDOWED>(q, kc, vc, part, out, oimg, n_head, n_head_kv, head_dim, pos, scale, splits, group_from, window); \
     }
-ATTENTION(64) ATTENTION(128) ATTENTION(256)
+ATTENTION(attention_h, 64, false) ATTENTION(attention_h, 128, false) ATTENTION(attention_h, 256, false)
+ATTENTION(attention_window_h, 64, true) ATTENTION(attention_window_h, 128, true) ATTENTION(attention_window_h, 256, true)
 
 // The split attention's partials merged: block (h, z) takes (row z, head h) in groups of
 // `dims` threads (head_dim rounded up to a warp; blockDim.x / dims groups, host:

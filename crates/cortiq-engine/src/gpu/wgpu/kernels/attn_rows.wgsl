@@ -2,10 +2,10 @@
 // workgroup (h, y) takes query row y of head h, at position `pos + y`, over mirror positions
 // 0 ..= pos + y (from the first its sliding window sees, `first_seen`, on such a layer; its
 // chunks before that one skipped) in chunks of CHUNK with a running max and sum (online
-// softmax), so no partials leave the workgroup. 256 invocations, as the decode split kernel: LANES of them score each
-// position of a chunk (every LANES-th vec4 of the K row each), then invocation (i, g) sums
-// V's vec4 i over every `groups`-th position of the chunk from g; the groups' sums are added
-// once, at the end (head_dim % 4 == 0, head_dim <= 256).
+// softmax), so no partials leave the workgroup. 256 invocations, as the decode split kernel:
+// LANES of them score each position of a chunk (every LANES-th vec4 of the K row each), then
+// invocation (i, g) sums V's vec4 i over every `groups`-th position of the chunk from g; the
+// groups' sums are added once, at the end (head_dim % 4 == 0, head_dim <= 256).
 // `Step` (first row's position, head geometry, scale) comes from step.wgsl, the chunk helpers
 // from attn_chunk.wgsl (both prepended by the host).
 
