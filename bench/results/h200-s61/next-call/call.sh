@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepared in session 61, never run (the device budget went on refused starts): Gemma 3's
 # CUDA prefill graph, `git apply bench/results/h200-s61/next-call/gemma-prefill.diff` on
-# 50ea0b1 (cuBLAS GEMMs, gemma_norm_rope over the rows, the FP32 tiled prompt
+# a7dfe86 (cuBLAS GEMMs, gemma_norm_rope over the rows, the FP32 tiled prompt
 # attention with a sliding window, add_normed over the rows, act_mul_f16 with tanh-GELU;
 # silu_mul_f16 renamed act_mul_f16, the embedding launch shared). gpuab/: cortiq.gz and
 # gpu_parity.gz built with it. Logs land in $OUT as they are written. Carries no .gl/: wgpu
