@@ -19,7 +19,8 @@
 //! FP32 for other head sizes), and only the last row goes through the head.
 //!
 //! Gemma 3's decode token keeps this frame around its own layer (`gemma.rs`); its prompt
-//! chunks decline the prefill graph and run per op.
+//! chunks take cuBLAS's GEMMs only (without cuBLAS, or where the f16 guard trips, they run
+//! per op).
 
 mod gemma;
 
@@ -41,6 +42,10 @@ use std::collections::HashMap;
 pub(super) const ATT_CHUNK: usize = 64;
 /// Largest head size the attention kernels handle.
 const MAX_HEAD_DIM: usize = 256;
+/// The gated FFN's activations as graph.cu's gate/up kernels name them (`GLU_SILU`,
+/// `GLU_GELU_TANH`).
+const GLU_SILU: i32 = 0;
+const GLU_GELU_TANH: i32 = 2;
 /// Captures a token tries before its launches run uncaptured. Other work on the device can
 /// invalidate a stream's capture whatever its mode: on the H200, other threads bringing
 /// backends up and dropping them (kernel modules loaded and unloaded) in the same context
@@ -182,7 +187,7 @@ pub(super) struct F16Scratch {
     w: CudaSlice<u16>,
     /// A GEMM's f16 input (rows, widest input).
     x: CudaSlice<u16>,
-    /// A fused GEMM's f32 output (rows, max(q_dim + 2 kv_dim, 2 n_ff)).
+    /// A GEMM's f32 output (rows, max(q_dim + 2 kv_dim, 2 n_ff, n_embd)).
     y: CudaSlice<f32>,
 }
 
@@ -345,7 +350,7 @@ struct Attention<'a> {
     part_splits: usize,
     /// The scores' scale.
     scale: f32,
-    /// Positions a query sees on a sliding-window layer (0: all); decode tokens only.
+    /// Positions a query sees on a sliding-window layer (0: all; never the tensor-core kernel).
     window: usize,
 }
 
@@ -354,10 +359,6 @@ struct Attention<'a> {
 fn merge_threads(head_dim: usize) -> u32 {
     let dims = head_dim.next_multiple_of(32);
     (dims * (256 / dims).max(1)) as u32
-}
-
-fn grid(n: usize, threads: u32) -> LaunchConfig {
-    LaunchConfig { grid_dim: ((n as u32).div_ceil(threads), 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 }
 }
 
 impl CudaBackend {
@@ -455,7 +456,7 @@ impl CudaBackend {
         Some(F16Scratch {
             w: s.alloc_zeros::<u16>((qkv * d).max(2 * ff * d).max(d * c.q_dim())).ok()?,
             x: s.alloc_zeros::<u16>(n * d.max(ff).max(c.q_dim())).ok()?,
-            y: s.alloc_zeros::<f32>(n * qkv.max(2 * ff)).ok()?,
+            y: s.alloc_zeros::<f32>(n * qkv.max(2 * ff).max(d)).ok()?,
         })
     }
 
@@ -472,16 +473,14 @@ impl CudaBackend {
         let (nh, nkv, hd) = (c.n_head as i32, c.n_head_kv as i32, c.head_dim as i32);
         let mut args = KernelArgs::default();
         let prompt = a.rows > 1 && self.prompt_attention_tiled(c.head_dim);
-        let flash = self.prompt_flash(c.head_dim, a.rows).zip(a.f16_guard);
-        if a.window > 0 && (prompt || flash.is_some()) {
-            return Err("a sliding window is taken by the split attention only".into());
-        }
+        // The tensor-core kernel has no window: a sliding-window layer's chunk stays in FP32.
+        let flash = self.prompt_flash(c.head_dim, a.rows).zip(a.f16_guard).filter(|_| a.window == 0);
         let window = i32::try_from(a.window).map_err(|_| "attention window beyond the kernels' i32 positions")?;
         let (f, cfg) = if let Some((name, bad)) = flash {
             args.buf(a.q, s).buf(a.k, s).buf(a.v, s).buf(a.out, s).int(nh).int(nkv).buf(a.pos, s).float(scale).int(a.rows as i32).buf(bad, s);
             (&self.funcs[name], LaunchConfig { grid_dim: (c.n_head as u32, a.rows.div_ceil(64) as u32, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 })
         } else if prompt {
-            args.buf(a.q, s).buf(a.k, s).buf(a.v, s).buf(a.out, s).int(nh).int(nkv).buf(a.pos, s).float(scale).int(a.rows as i32);
+            args.buf(a.q, s).buf(a.k, s).buf(a.v, s).buf(a.out, s).int(nh).int(nkv).buf(a.pos, s).float(scale).int(a.rows as i32).int(window);
             (&self.funcs[&format!("attention_rows_d{}", c.head_dim / 32)], LaunchConfig { grid_dim: (c.n_head as u32, a.rows.div_ceil(32) as u32, 1), block_dim: (128, 1, 1), shared_mem_bytes: attention_rows_smem(c.head_dim) as u32 })
         } else {
             args.buf(a.q, s).buf(a.k, s).buf(a.v, s).buf(a.part, s).buf(a.out, s);
@@ -604,7 +603,7 @@ impl CudaBackend {
                 self.launch_token(m, map, g, mirror)?;
                 if read == TokenRead::Logits {
                     let queued = std::time::Instant::now();
-                    return Ok((self.read_now(g, read)?, queued));
+                    return Ok(Ok((self.read_now(g, read)?, queued)));
                 }
                 self.queue_readback(g, mirror, job.pos, read, read.next_pick(draw, 0))?;
             }
@@ -624,7 +623,7 @@ impl CudaBackend {
             let mut p = self.profile.lock().unwrap_or_else(|e| e.into_inner());
             p.tokens_ahead += u64::from(taken);
             p.ahead_dropped += u64::from(dropped);
-            Ok((back, queued))
+            Ok(Ok((back, queued)))
         })
     }
 
@@ -710,9 +709,9 @@ impl CudaBackend {
         if job.layers != m.layers.len() {
             return DeviceOutcome::Declined("the CUDA prefill graph runs whole chunks only (no device prefix)");
         }
-        if m.cfg.family != Family::Llama {
+        if m.cfg.family == Family::Gemma3 && self.blas.is_err() {
             // Not "cannot build": the token graph still takes the model.
-            return DeviceOutcome::Declined("the CUDA prefill graph takes the llama block only (Gemma 3's prompt chunks run per op)");
+            return DeviceOutcome::Declined(gemma::NO_CUBLAS);
         }
         if rows == 0 || rows > self.prefill_capacity(m) {
             return DeviceOutcome::Declined("prompt chunk longer than the prefill graph takes (Backend::prefill_rows)");
@@ -728,6 +727,9 @@ impl CudaBackend {
             self.stream.memcpy_htod(&tokens, &mut pb.tokens.slice_mut(0..rows)).map_err(err)?;
             self.stream.memcpy_htod(&[0, job.pos as i32], &mut mirror.params).map_err(err)?;
             let args: Vec<WeightArg> = all_weights(m).iter().map(|w| m.weight_arg(w)).collect();
+            if m.cfg.family == Family::Gemma3 {
+                return self.run_gemma_prefill(m, &args, map, g, mirror, rows, read);
+            }
             let f16_ran = self.queue_prefill(m, &args, map, g, mirror, rows, true)?;
             let queued = std::time::Instant::now();
             if f16_ran && self.stream.clone_dtoh(&g.prefill.as_ref().expect("made above").f16_bad).map_err(err)?[0] != 0 {
@@ -736,16 +738,19 @@ impl CudaBackend {
                 }
                 self.queue_prefill(m, &args, map, g, mirror, rows, false)?;
             }
-            Ok((self.read_now(g, read)?, queued))
+            Ok(Ok((self.read_now(g, read)?, queued)))
         })
     }
 
     /// The frame of every graph call: the model's buffers (built, and every weight made
     /// resident, when the model or the context size changes), the sequence's mirror holding
     /// exactly `at.pos` rows, then `run` (which queues the work and reads back what `out` asks
-    /// for, saying when it had queued it), `out` filled, and the mirror `rows` longer. Token
-    /// calls (`token`) and prefill chunks feed their own `CMF_GRAPH_HOSTPROF` counters.
-    fn on_graph(&self, at: &At, rows: usize, out: GraphReadback, token: bool, run: impl FnOnce(&mut ModelGraph, &mut Mirror, &HashMap<u64, Resident>) -> Result<(GraphRead, std::time::Instant), String>) -> DeviceOutcome {
+    /// for, saying when it had queued it, or declines after all: the mirror keeps its rows and
+    /// is seeded again from the host cache on the next call), `out` filled, and the mirror
+    /// `rows` longer. Token calls (`token`) and prefill chunks feed their own
+    /// `CMF_GRAPH_HOSTPROF` counters.
+    #[allow(clippy::type_complexity)]
+    fn on_graph(&self, at: &At, rows: usize, out: GraphReadback, token: bool, run: impl FnOnce(&mut ModelGraph, &mut Mirror, &HashMap<u64, Resident>) -> Result<Result<(GraphRead, std::time::Instant), &'static str>, String>) -> DeviceOutcome {
         let m = at.model;
         let mut graph = self.graph.lock().unwrap_or_else(|e| e.into_inner());
         let mut mirrors = self.mirrors.lock().unwrap_or_else(|e| e.into_inner());
@@ -785,7 +790,10 @@ impl CudaBackend {
         let result = self.mirror_at(&mut mirrors, at).and_then(|()| {
             let mirror = mirrors.get_mut(&at.seq).expect("mirror_at made it");
             let t0 = std::time::Instant::now();
-            let (back, queued) = run(g, mirror, &map)?;
+            let (back, queued) = match run(g, mirror, &map)? {
+                Ok(done) => done,
+                Err(why) => return Ok(Err(why)),
+            };
             let mut p = self.profile.lock().unwrap_or_else(|e| e.into_inner());
             if token {
                 p.tokens += 1;
@@ -802,13 +810,14 @@ impl CudaBackend {
             if let Some(t) = self.trace.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
                 t.drain(&self.stream)?;
             }
-            Ok(back)
+            Ok(Ok(back))
         });
         match result {
-            Ok(back) => {
+            Ok(Ok(back)) => {
                 out.fill(back);
                 DeviceOutcome::Completed { cold }
             }
+            Ok(Err(why)) => DeviceOutcome::Declined(why),
             Err(e) => {
                 mirrors.remove(&at.seq);
                 DeviceOutcome::Failed(e)
@@ -954,7 +963,7 @@ impl CudaBackend {
         };
         // Every launch but the first may overlap the one before it (`launch::launch`).
         let ov = self.overlap;
-        self.launch_embed(m, args, map, g, mirror, pending)?;
+        self.launch_embed(m, args, map, (&mirror.params.slice(0..1), 1), &g.x, &g.best, pending)?;
         // SAFETY (every launch below): buffer sizes are the model's geometry, allocated in
         // build_graph / mirror_at for exactly these shapes (images: `image_bytes` of each
         // width); positions are bounded by the mirror capacity (the session checks it
@@ -1036,24 +1045,46 @@ impl CudaBackend {
         self.launch_matvec(&args[args.len() - 2], map, &g.x, &mut g.logits, 1, head)
     }
 
-    /// Queue a token's first kernel: its embedding row into x (scaled as the family scales
-    /// it), the head's argmax key zeroed, and the pending part where given.
-    pub(super) fn launch_embed(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &ModelGraph, mirror: &Mirror, pending: Option<&CudaSlice<i64>>) -> Result<(), String> {
+    /// Queue a token's or a prompt chunk's first kernel: the embedding rows of `tokens`'
+    /// (ids, rows) into x (rows, n_embd), scaled as the family scales them, the head's argmax
+    /// key `best` zeroed, and the pending part where given (one row).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn launch_embed(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, tokens: (&impl DevicePtr<i32>, usize), x: &CudaSlice<f32>, best: &CudaSlice<u64>, pending: Option<&CudaSlice<i64>>) -> Result<(), String> {
         let s = &self.stream;
         let embed = &args[args.len() - 1];
         let e = map.get(&embed.key).ok_or("weight not resident")?;
         let ekind = kind(embed.view.codec).expect("checked by unsupported()");
         let mut a = KernelArgs::default();
-        a.buf(&e.data, s).int(ekind).int(e.a_off).buf(&mirror.params.slice(0..1), s).buf(&g.x, s).int(m.cfg.n_embd as i32).buf(&g.best, s);
+        a.buf(&e.data, s).int(ekind).int(e.a_off).buf(tokens.0, s).buf(x, s).int(m.cfg.n_embd as i32).buf(best, s);
         match pending {
             Some(xa) => a.buf(xa, s),
             None => a.null(),
         };
         a.float(m.cfg.embed_scale);
-        // SAFETY: the token (params[0]) is in the vocabulary (the session checks it), x is
-        // (n_embd), best one key and the pending part (n_embd + 1); the arguments follow
-        // embed_row's parameter list in graph.cu.
-        unsafe { launch(s, &self.funcs["embed_row"], grid(m.cfg.n_embd, 256), &a, false) }.map_err(err)
+        let cfg = LaunchConfig { grid_dim: ((m.cfg.n_embd as u32).div_ceil(256), tokens.1 as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: the tokens are in the vocabulary (the session checks them), x holds their
+        // rows (the callers' buffers are sized for them), best is one key and the pending
+        // part (n_embd + 1); the arguments follow embed_row's parameter list in graph.cu.
+        unsafe { launch(s, &self.funcs["embed_row"], cfg, &a, false) }.map_err(err)
+    }
+
+    /// Queue out (rows, cols) f16 = x (rows, cols) RMS-normed with nw, guarded by `bad`.
+    fn launch_norm_f16(&self, x: &CudaSlice<f32>, nw: &CudaSlice<f32>, eps: f32, (rows, cols): (usize, usize), out: &CudaSlice<u16>, bad: &CudaSlice<u32>) -> Result<(), String> {
+        let s = &self.stream;
+        let mut a = KernelArgs::default();
+        a.buf(x, s).buf(nw, s).float(eps).int(cols as i32).buf(out, s).buf(bad, s);
+        // SAFETY: x and out hold rows x cols values, nw cols (the prefill buffers and f16
+        // scratch are sized for the chunk's rows and the widest input).
+        unsafe { launch(s, &self.funcs["rms_norm_f16"], LaunchConfig { grid_dim: (rows as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }, &a, false) }.map_err(err)
+    }
+
+    /// Queue h (rows, ff) f16 = act(gate) * up from gu (rows, 2 ff), act a `GLU_*`, guarded by `bad`.
+    fn launch_act_mul_f16(&self, gu: &CudaSlice<f32>, (rows, ff): (usize, usize), h: &CudaSlice<u16>, bad: &CudaSlice<u32>, act: i32) -> Result<(), String> {
+        let s = &self.stream;
+        let mut a = KernelArgs::default();
+        a.buf(gu, s).int(ff as i32).buf(h, s).buf(bad, s).int(act);
+        // SAFETY: gu holds rows x 2 ff floats and h rows x ff halves (the f16 scratch).
+        unsafe { launch(s, &self.funcs["act_mul_f16"], LaunchConfig { grid_dim: (ff.div_ceil(256) as u32, rows as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }, &a, false) }.map_err(err)
     }
 
     /// The float-input gate/up kernel `name` (gate_up_silu, gate_up_gelu_tanh) for codec
@@ -1107,8 +1138,6 @@ impl CudaBackend {
         let (nh, nkv, hd, rot) = (c.n_head as i32, c.n_head_kv as i32, c.head_dim as i32, c.rope_dims as i32);
         let (eps, base, neox) = (c.eps, c.rope_base, c.rope_neox as i32);
         let pos_ptr = mirror.params.slice(1..2);
-        let embed = &args[args.len() - 1];
-        let (e, ekind) = (dev(embed)?, kd(embed));
         let capacity = mirror.k[0].len() / c.kv_dim().max(1);
         let (qkind, gkind) = (kd(&args[0]), kd(&args[4]));
         // Q/K/V and gate/up take the tensor-core GEMMs where the codec and the chunk allow
@@ -1139,16 +1168,13 @@ impl CudaBackend {
             return Err(format!("{rows} prompt rows for prefill buffers of {}", pb.rows));
         }
         let ov = self.overlap;
-        let mut a = KernelArgs::default();
-        a.buf(&e.data, s).int(ekind).int(e.a_off).buf(&pb.tokens, s).buf(&pb.x, s).int(d).buf(&g.best, s).null().float(c.embed_scale);
-        let embed_cfg = LaunchConfig { grid_dim: ((c.n_embd as u32).div_ceil(256), rows as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        self.launch_embed(m, args, map, (&pb.tokens, rows), &pb.x, &g.best, None)?;
         // SAFETY (every launch below): the prefill buffers hold pb.rows >= rows rows of
         // the model's geometry (run_prefill checks rows; xq / xd are as wide as the widest
         // input); positions pos..pos + rows are within the mirror's capacity (the session
         // checks it before the call); staged tiles fit the shared memory asked for
         // (`matmul_tile`, `mma_fits`); the arguments follow the kernels' parameter lists in
         // graph.cu, matvec.cu and mma.cu.
-        unsafe { launch(s, &self.funcs["embed_row"], embed_cfg, &a, false) }.map_err(err)?;
         let quant = Some((&pb.xq, &pb.xd));
         if f16_paths {
             s.memset_zeros(&mut pb.f16_bad).map_err(err)?;
@@ -1162,11 +1188,7 @@ impl CudaBackend {
         // the sizes `f16_scratch` names for pb.rows >= rows; the arguments follow the
         // parameter lists in graph.cu.
         let grid = |threads: usize, rows: usize| LaunchConfig { grid_dim: (threads.div_ceil(256) as u32, rows as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        let norm_f16 = |x: &CudaSlice<f32>, nw: &CudaSlice<f32>, out: &CudaSlice<u16>| {
-            let mut a = KernelArgs::default();
-            a.buf(x, s).buf(nw, s).float(eps).int(d).buf(out, s).buf(bad, s);
-            unsafe { launch(s, &self.funcs["rms_norm_f16"], LaunchConfig { grid_dim: (rows as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }, &a, false) }.map_err(err)
-        };
+        let norm_f16 = |x: &CudaSlice<f32>, nw: &CudaSlice<f32>, out: &CudaSlice<u16>| self.launch_norm_f16(x, nw, eps, (rows, c.n_embd), out, bad);
         for li in 0..c.n_layer {
             let w = &args[li * 7..li * 7 + 7];
             // Q, K, V (cuBLAS: one GEMM over the three decoded side by side), RoPE and the
@@ -1261,9 +1283,7 @@ impl CudaBackend {
             if self.skip.runs("down") {
                 match f16.as_mut() {
                     Some((blas, f)) => {
-                        let mut a = KernelArgs::default();
-                        a.buf(&f.y, s).int(c.n_ff as i32).buf(&f.x, s).buf(bad, s);
-                        unsafe { launch(s, &self.funcs["silu_mul_f16"], grid(c.n_ff, rows), &a, false) }.map_err(err)?;
+                        self.launch_act_mul_f16(&f.y, (rows, c.n_ff), &f.x, bad, GLU_SILU)?;
                         self.queue_dequant(&w[6], dev(&w[6])?, &f.w, bad)?;
                         blas.gemm(s, &f.x, &f.w, &mut pb.x, (rows, c.n_embd, c.n_ff), true)?;
                     }

@@ -50,7 +50,7 @@ use std::sync::{Arc, Mutex};
 /// prompt chunk's tensor-core attention that use them.
 const KERNELS: [&str; 6] = [include_str!("kernels/matvec.cu"), include_str!("kernels/graph.cu"), include_str!("kernels/mma.cu"), include_str!("kernels/flash.cu"), include_str!("kernels/topk.cu"), include_str!("kernels/cluster.cu")];
 /// Kernels without variants.
-const FIXED_KERNELS: [&str; 18] = ["attention_merge", "act_mul", "embed_row", "gemma_norm_rope", "add_normed", "dequant_f16", "to_f16", "rms_norm_f16", "rope_append_rows", "silu_mul_f16", graph::FLASH_ROWS[0].1, graph::FLASH_ROWS[1].1, graph::ATTENTION_SPLIT[0].1, graph::ATTENTION_SPLIT[1].1, graph::ATTENTION_SPLIT[2].1, graph::ATTENTION_WINDOW_SPLIT[0].1, graph::ATTENTION_WINDOW_SPLIT[1].1, graph::ATTENTION_WINDOW_SPLIT[2].1];
+const FIXED_KERNELS: [&str; 18] = ["attention_merge", "act_mul", "embed_row", "gemma_norm_rope", "add_normed", "dequant_f16", "to_f16", "rms_norm_f16", "rope_append_rows", "act_mul_f16", graph::FLASH_ROWS[0].1, graph::FLASH_ROWS[1].1, graph::ATTENTION_SPLIT[0].1, graph::ATTENTION_SPLIT[1].1, graph::ATTENTION_SPLIT[2].1, graph::ATTENTION_WINDOW_SPLIT[0].1, graph::ATTENTION_WINDOW_SPLIT[1].1, graph::ATTENTION_WINDOW_SPLIT[2].1];
 /// Kernels instantiated per codec kind (`ROW_KINDS`) and rows per warp group, which stage their
 /// activation row in dynamic shared memory: (name prefix, row counts).
 const ROW_KERNELS: [(&str, &[usize]); 10] = [("matvec", &[1, 2, 4]), ("qkv_rope", &[2]), ("gate_up_silu", &[2, 4]), ("matmul", &[2]), ("qkv_rope_tile", &[2]), ("gate_up_silu_tile", &[2]), ("matvec_pend", &[1, 2, 4]), ("qkv_rope_pend", &[2]), ("qkv_rows", &[2]), ("gate_up_gelu_tanh", &[2, 4])];

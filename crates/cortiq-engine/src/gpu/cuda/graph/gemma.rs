@@ -6,15 +6,17 @@
 //! over the layer's window (split, merge); the output projection; its sandwich norm added
 //! into the stream (`add_normed`); gate/up with the FFN norm and tanh-GELU fused; down; its
 //! sandwich norm added. Activations stay f32 (no int8 chain, no fused FFN, no cluster
-//! launch); prompts run per op.
+//! launch). A prompt chunk runs the same layer over its rows with cuBLAS's f16 GEMMs
+//! (`queue_gemma_prefill`).
 
-use super::{qkv_parts, Attention, Heads, Mirror, ModelGraph, ATT_CHUNK};
+use super::{qkv_parts, Attention, GraphRead, Heads, Mirror, ModelGraph, TokenRead, ATT_CHUNK, GLU_GELU_TANH};
 use crate::gpu::cuda::launch::{launch, KernelArgs};
 use crate::gpu::cuda::{err, kind, row_kernel, row_smem, CudaBackend, MatvecHow, Resident};
 use crate::gpu::backend::{Activation, WeightArg};
 use crate::model::llama::Llama;
 use cudarc::driver::{CudaSlice, LaunchConfig};
 use std::collections::HashMap;
+use std::time::Instant;
 
 /// Gemma 3's per-layer vectors and scratch on the device.
 pub(super) struct GemmaBuffers {
@@ -70,7 +72,7 @@ impl CudaBackend {
         let heads_cfg = LaunchConfig { grid_dim: ((c.n_head + 2 * c.n_head_kv) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         let ov = self.overlap;
         self.note_graph("Gemma 3 layers: 9 launches each, f32 activations".into());
-        self.launch_embed(m, args, map, g, mirror, None)?;
+        self.launch_embed(m, args, map, (&mirror.params.slice(0..1), 1), &g.x, &g.best, None)?;
         // Adds one projection t's sandwich norm into the stream x.
         let add_normed = |x: &CudaSlice<f32>, t: &CudaSlice<f32>, nw: &CudaSlice<f32>| -> Result<(), String> {
             let mut a = KernelArgs::default();
@@ -114,5 +116,106 @@ impl CudaBackend {
         }
         let head = MatvecHow { norm: Some((&g.out_norm, eps)), argmax: Some(&g.best), overlap: true, ..Default::default() };
         self.launch_matvec(&args[args.len() - 2], map, &g.x, &mut g.logits, 1, head)
+    }
+}
+
+/// Why a Gemma 3 prompt chunk runs per op (not "cannot build": the token graph takes the model).
+pub(super) const NO_CUBLAS: &str = "the CUDA prefill graph runs Gemma 3's prompt chunks through cuBLAS only, which did not load";
+const NO_F16_SCRATCH: &str = "the CUDA prefill graph runs Gemma 3's prompt chunks through cuBLAS only, whose scratch could not be had";
+const F16_RANGE: &str = "a Gemma 3 prompt chunk's values exceed f16's range (the CUDA prefill graph's cuBLAS GEMMs): it runs per op";
+
+impl CudaBackend {
+    /// A Gemma 3 prompt chunk of `rows` rows (tokens in the prefill buffers, the first row's
+    /// position in the mirror's params[1]) through the prefill graph, then what `read` asks
+    /// for; declined (the chunk runs per op) where the f16 guard tripped or the cuBLAS
+    /// scratch is missing.
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    pub(super) fn run_gemma_prefill(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &mut ModelGraph, mirror: &Mirror, rows: usize, read: TokenRead) -> Result<Result<(GraphRead, Instant), &'static str>, String> {
+        let gb = g.gemma.take().ok_or("the Gemma graph's buffers were not built")?;
+        let queued = self.queue_gemma_prefill(m, args, map, g, &gb, mirror, rows);
+        g.gemma = Some(gb);
+        if let Err(why) = queued? {
+            return Ok(Err(why));
+        }
+        let queued = Instant::now();
+        let pb = g.prefill.as_ref().expect("made by run_prefill");
+        if self.stream.clone_dtoh(&pb.f16_bad).map_err(err)?[0] != 0 {
+            if self.count(|p| &mut p.prefill_f16_reruns) == 1 {
+                eprintln!("cortiq: CUDA: {F16_RANGE} (slower)");
+            }
+            return Ok(Err(F16_RANGE));
+        }
+        Ok(Ok((self.read_now(g, read)?, queued)))
+    }
+
+    /// Queue a Gemma 3 prompt chunk: embedding rows; per layer the Q/K/V GEMM (cuBLAS, f16
+    /// operands over the input norm), `gemma_norm_rope` over the rows, the chunk's attention
+    /// (FP32 tiles where a sliding window applies), the O GEMM and its sandwich norm added,
+    /// gate/up's GEMM, tanh-GELU into f16, the down GEMM and its sandwich norm added; then the
+    /// head for the last row. The f16 guard word is zeroed first and set by the glue.
+    #[allow(clippy::too_many_arguments)]
+    fn queue_gemma_prefill(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &mut ModelGraph, gb: &GemmaBuffers, mirror: &Mirror, rows: usize) -> Result<Result<(), &'static str>, String> {
+        let c = &m.cfg;
+        let s = &self.stream;
+        let dev = |w: &WeightArg| map.get(&w.key).ok_or_else(|| "weight not resident".to_string());
+        let (d, eps, qkv_rows) = (c.n_embd, c.eps, c.q_dim() + 2 * c.kv_dim());
+        let (nh, nkv, hd, rot, neox) = (c.n_head as i32, c.n_head_kv as i32, c.head_dim as i32, c.rope_dims as i32, c.rope_neox as i32);
+        let pos_ptr = mirror.params.slice(1..2);
+        let capacity = mirror.k[0].len() / c.kv_dim().max(1);
+        let Ok(blas) = self.blas.as_ref() else { return Ok(Err(NO_CUBLAS)) };
+        let pb = g.prefill.as_mut().expect("made by run_prefill");
+        if rows > pb.rows {
+            return Err(format!("{rows} prompt rows for prefill buffers of {}", pb.rows));
+        }
+        let Some(f) = pb.f16.as_mut() else { return Ok(Err(NO_F16_SCRATCH)) };
+        s.memset_zeros(&mut pb.f16_bad).map_err(err)?;
+        let bad = &pb.f16_bad;
+        let ov = self.overlap;
+        self.launch_embed(m, args, map, (&pb.tokens, rows), &pb.x, &g.best, None)?;
+        let heads_cfg = LaunchConfig { grid_dim: ((c.n_head + 2 * c.n_head_kv) as u32, rows as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let rows_cfg = LaunchConfig { grid_dim: (rows as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        // Adds the sandwich norm of each row of a projection y (rows, n_embd) into x.
+        let add_normed = |y: &CudaSlice<f32>, nw: &CudaSlice<f32>| -> Result<(), String> {
+            let mut a = KernelArgs::default();
+            a.buf(&pb.x, s).buf(y, s).buf(nw, s).float(eps).int(d as i32);
+            // SAFETY: x and y hold rows x n_embd floats, nw n_embd.
+            unsafe { launch(s, &self.funcs["add_normed"], rows_cfg, &a, false) }.map_err(err)
+        };
+        for li in 0..c.n_layer {
+            let w = &args[li * 7..li * 7 + 7];
+            let [q_norm, k_norm, post_attn, post_ffn] = &gb.norms[li];
+            let (base, window) = c.layer_attention(li);
+            self.launch_norm_f16(&pb.x, &g.norms[li].0, eps, (rows, d), &f.x, bad)?;
+            let mut at = 0;
+            for wi in &w[..3] {
+                self.queue_dequant(wi, dev(wi)?, &f.w.slice(at..), bad)?;
+                at += wi.view.rows * wi.view.cols;
+            }
+            blas.gemm(s, &f.x, &f.w, &mut f.y, (rows, qkv_rows, d), false)?;
+            let mut a = KernelArgs::default();
+            a.buf(&f.y, s).buf(q_norm, s).buf(k_norm, s).float(eps).buf(&pb.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s);
+            a.int(nh).int(nkv).int(hd).int(rot).int(neox).float(base).float(c.attn_scale).buf(&pos_ptr, s);
+            // SAFETY: y holds rows x (q_dim + 2 kv_dim) floats, q rows x q_dim; positions
+            // pos..pos + rows are within the mirror's capacity (the session checks it).
+            unsafe { launch(s, &self.funcs["gemma_norm_rope"], heads_cfg, &a, false) }.map_err(err)?;
+            let att = Attention { heads: Heads::of(c), q: &pb.q, k: &mirror.k[li], v: &mirror.v[li], part: &pb.part, out: &pb.att, out_img: None, f16_guard: Some(bad), pos: &pos_ptr, rows, splits: capacity.div_ceil(ATT_CHUNK), part_splits: g.splits, scale: 1.0, window: window.unwrap_or(0) };
+            self.launch_attention(&att, ov)?;
+            self.queue_to_f16(&pb.att, &f.x, rows * c.q_dim(), bad)?;
+            self.queue_dequant(&w[3], dev(&w[3])?, &f.w, bad)?;
+            blas.gemm(s, &f.x, &f.w, &mut f.y, (rows, d, c.q_dim()), false)?;
+            add_normed(&f.y, post_attn)?;
+            self.launch_norm_f16(&pb.x, &g.norms[li].1, eps, (rows, d), &f.x, bad)?;
+            self.queue_dequant(&w[4], dev(&w[4])?, &f.w, bad)?;
+            self.queue_dequant(&w[5], dev(&w[5])?, &f.w.slice(c.n_ff * d..), bad)?;
+            blas.gemm(s, &f.x, &f.w, &mut f.y, (rows, 2 * c.n_ff, d), false)?;
+            self.launch_act_mul_f16(&f.y, (rows, c.n_ff), &f.x, bad, GLU_GELU_TANH)?;
+            self.queue_dequant(&w[6], dev(&w[6])?, &f.w, bad)?;
+            blas.gemm(s, &f.x, &f.w, &mut f.y, (rows, d, c.n_ff), false)?;
+            add_normed(&f.y, post_ffn)?;
+        }
+        let last = pb.x.slice((rows - 1) * d..rows * d);
+        let head = MatvecHow { norm: Some((&g.out_norm, eps)), argmax: Some(&g.best), overlap: true, ..Default::default() };
+        self.launch_matvec(&args[args.len() - 2], map, &last, &mut g.logits, 1, head)?;
+        Ok(Ok(()))
     }
 }

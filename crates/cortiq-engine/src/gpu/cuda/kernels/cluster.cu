@@ -315,17 +315,11 @@ template <int K, int HD> struct ClusterDecoder {
             float* out = att;  // scratch: the slab after RoPE
             for (int j = threadIdx.x; j < HD / 2; j += CL_THREADS) {
                 int a, b;
-                if (j < half) {
-                    a = c.neox ? j : 2 * j;
-                    b = c.neox ? j + half : 2 * j + 1;
-                } else {
-                    a = c.rot + 2 * (j - half);
-                    b = a + 1;
-                }
+                rope_dims(j, c.rot, c.neox, a, b);
                 float y0 = rows[a], y1 = rows[b];
                 if (t < 2 && j < half) {
                     float sn, cs;
-                    sincosf((float)pos * powf(c.base, -2.f * (float)j / (float)c.rot), &sn, &cs);
+                    rope_rotation(pos, j, c.base, c.rot, sn, cs);
                     float r0 = y0 * cs - y1 * sn, r1 = y0 * sn + y1 * cs;
                     y0 = r0;
                     y1 = r1;

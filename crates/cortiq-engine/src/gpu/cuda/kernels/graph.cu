@@ -570,7 +570,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_merge(const float* p
 // scaled q tile and the K chunk at head_dim + ATT_ROWS_PAD floats a row (the pad, from the
 // host, keeps a float4 phase of 8 lanes on distinct banks), then the V chunk.
 template <int DPL>
-__device__ __forceinline__ void attention_rows(const float* q, const kv_t* kc, const kv_t* vc, float* out, int n_head, int n_head_kv, const int* pos, float scale, int rows, float* sm) {
+__device__ __forceinline__ void attention_rows(const float* q, const kv_t* kc, const kv_t* vc, float* out, int n_head, int n_head_kv, const int* pos, float scale, int rows, int window, float* sm) {
     constexpr int HD = 32 * DPL, QS = HD + ATT_ROWS_PAD, C4 = HD / 4;
     float* qs = sm;            // (32, QS)
     float* ks = qs + 32 * QS;  // (32, QS)
@@ -594,7 +594,8 @@ __device__ __forceinline__ void attention_rows(const float* q, const kv_t* kc, c
         #pragma unroll
         for (int d = 0; d < DPL; d++) acc[i][d] = 0.f;
     }
-    for (int t0 = 0; t0 <= last; t0 += 32) {
+    // A sliding-window layer's tile starts at the chunk its first row's window reaches.
+    for (int t0 = att_first(p0 + r0 + 1, window) & ~31; t0 <= last; t0 += 32) {
         // Every warp is done with the previous chunk (and the q tile is stored).
         __syncthreads();
         for (int e = tid; e < 32 * C4; e += blockDim.x) {
@@ -623,9 +624,10 @@ __device__ __forceinline__ void attention_rows(const float* q, const kv_t* kc, c
         float p[8];
         #pragma unroll
         for (int i = 0; i < 8; i++) {
-            bool seen = tp <= p0 + r0 + w8 + i;
+            int row_pos = p0 + r0 + w8 + i;
+            bool seen = tp <= row_pos && tp >= att_first(row_pos + 1, window);
             float mn = fmaxf(m[i], warp_max(seen ? s[i] : -__int_as_float(0x7f800000)));
-            float corr = expf(m[i] - mn);
+            float corr = rescale_weight(m[i], mn);  // a window's row may see none of a chunk
             p[i] = seen ? expf(s[i] - mn) : 0.f;
             l[i] = l[i] * corr + p[i];
             #pragma unroll
@@ -656,15 +658,33 @@ __device__ __forceinline__ void attention_rows(const float* q, const kv_t* kc, c
     }
 }
 
-// q, out (rows, n_head * head_dim); head_dim = 32 DPL. Grid (n_head, rows / 32 rounded up),
-// 128 threads.
+// q, out (rows, n_head * head_dim); head_dim = 32 DPL; window as the split kernel's. Grid
+// (n_head, rows / 32 rounded up), 128 threads.
 #define ATTENTION_ROWS(DPL)                                                                                           \
     extern "C" __global__ void __launch_bounds__(128) attention_rows_d##DPL(const float* q, const kv_t* kc,            \
-            const kv_t* vc,  float* out, int n_head, int n_head_kv, const int* pos, float scale, int rows) {           \
+            const kv_t* vc,  float* out, int n_head, int n_head_kv, const int* pos, float scale, int rows, int window) { \
         extern __shared__ int sm[];                                                                                   \
-        attention_rows<DPL>(q, kc, vc, out, n_head, n_head_kv, pos, scale, rows, (float*)sm);                          \
+        attention_rows<DPL>(q, kc, vc, out, n_head, n_head_kv, pos, scale, rows, window, (float*)sm);                  \
     }
 ATTENTION_ROWS(2) ATTENTION_ROWS(4) ATTENTION_ROWS(8)
+
+// RoPE's pair j at position p: the sine and cosine of p * base^(-2j / rot), the CPU path's angle.
+__device__ __forceinline__ void rope_rotation(int p, int j, float base, int rot, float& sn, float& cs) {
+    sincosf((float)p * powf(base, -2.f * (float)j / (float)rot), &sn, &cs);
+}
+
+// Pair j's two dimensions of a head: rotary pairs first (neox: j and j + rot / 2, else 2j and
+// 2j + 1), then the unrotated tail's pairs in order.
+__device__ __forceinline__ void rope_dims(int j, int rot, int neox, int& a, int& b) {
+    int half = rot >> 1;
+    if (j < half) {
+        a = neox ? j : 2 * j;
+        b = neox ? j + half : 2 * j + 1;
+    } else {
+        a = rot + 2 * (j - half);
+        b = a + 1;
+    }
+}
 
 // The q, k and v rows of one launch in rotary pairs: pair j of a head (q heads, then k
 // heads, then v heads) holds dimensions (a, b) = rotary pair j (neox: j, j + rot/2; else
@@ -694,14 +714,7 @@ struct RopeQkvMap {
         pair -= which == 0 ? 0 : (which == 1 ? qp : qp + kp);
         h = pair / hp;
         j = pair % hp;
-        int half = rot >> 1;
-        if (j < half) {
-            a = neox ? j : 2 * j;
-            b = neox ? j + half : 2 * j + 1;
-        } else {
-            a = rot + 2 * (j - half);
-            b = a + 1;
-        }
+        rope_dims(j, rot, neox, a, b);
     }
     __device__ Row row(int i) const {
         int which, h, j, a, b;
@@ -711,7 +724,7 @@ struct RopeQkvMap {
     }
     // Rotary pair j's angle at position p, as sine and cosine.
     __device__ void rotation(int p, int j, float& sn, float& cs) const {
-        sincosf((float)p * powf(base, -2.f * (float)j / (float)rot), &sn, &cs);
+        rope_rotation(p, j, base, rot, sn, cs);
     }
     // The rotation of pair i0 / 2 at activation row 0, so its finish does not compute it
     // after the dot products (a chain of ~150 dependent instructions in the SASS).
@@ -829,15 +842,18 @@ struct QkvRowsMap {
     }
 QKV_ROWS(0) QKV_ROWS(1) QKV_ROWS(2) QKV_ROWS(3) QKV_ROWS(4) QKV_ROWS(5) QKV_ROWS(6) QKV_ROWS(7) QKV_ROWS(8)
 
-// Gemma 3's head norms, RoPE and KV-mirror append for one decode token at *pos, from y (the
-// raw projections, `qkv_rows`): block b < n_head takes q head b, RMS-normed with qn
-// (head_dim), rotated (RopeQkvMap's pairs and angles), times q_scale and rounded to f16 as
-// the CPU path rounds its query, to q (n_head * head_dim); block n_head + h takes k head h,
-// normed with kn and rotated, to the mirror's K row; block n_head + n_head_kv + h copies v
-// head h to its V row. head_dim <= 256 threads.
+// Gemma 3's head norms, RoPE and KV-mirror append for rows at positions *pos + r (r =
+// blockIdx.y; one for a decode token), from y (rows, q_dim + 2 kv_dim: the raw projections,
+// `qkv_rows` or a prompt chunk's GEMM): block (b < n_head, r) takes q head b of row r,
+// RMS-normed with qn (head_dim), rotated (RopeQkvMap's pairs and angles), times q_scale and
+// rounded to f16 as the CPU path rounds its query, to q (rows, n_head * head_dim); block
+// (n_head + h, r) takes k head h, normed with kn and rotated, to the mirror's K row; block
+// (n_head + n_head_kv + h, r) copies v head h to its V row. head_dim <= 256 threads.
 extern "C" __global__ void __launch_bounds__(256) gemma_norm_rope(const float* y, const float* qn, const float* kn, float eps, float* q, kv_t* kc, kv_t* vc, int n_head, int n_head_kv, int head_dim, int rot, int neox, float base, float q_scale, const int* pos) {
     __shared__ float hv[256];
-    int b = blockIdx.x, t = threadIdx.x, p = *pos, kvd = n_head_kv * head_dim;
+    int b = blockIdx.x, r = blockIdx.y, t = threadIdx.x, p = *pos + r, kvd = n_head_kv * head_dim;
+    y += (long)r * (n_head + 2 * n_head_kv) * head_dim;
+    q += (long)r * n_head * head_dim;
     pdl_wait_then_release();
     float v = t < head_dim ? y[(long)b * head_dim + t] : 0.f;
     if (b >= n_head + n_head_kv) {
@@ -853,19 +869,21 @@ extern "C" __global__ void __launch_bounds__(256) gemma_norm_rope(const float* y
     int half = rot >> 1;
     if (t < rot) {
         // t's rotary pair j and its dimensions (a, b2); t is a or b2.
-        int j = neox ? (t < half ? t : t - half) : t >> 1;
-        int a = neox ? j : 2 * j, b2 = neox ? j + half : 2 * j + 1;
+        int j = neox ? (t < half ? t : t - half) : t >> 1, a, b2;
+        rope_dims(j, rot, neox, a, b2);
         float sn, cs;
-        sincosf((float)p * powf(base, -2.f * (float)j / (float)rot), &sn, &cs);
+        rope_rotation(p, j, base, rot, sn, cs);
         o = t == a ? hv[a] * cs - hv[b2] * sn : hv[a] * sn + hv[b2] * cs;
     }
     if (is_q) q[(long)b * head_dim + t] = round_f16(o * q_scale);
     else kc[(long)p * kvd + (b - n_head) * head_dim + t] = f2h(o);
 }
 
-// x (cols) += RMS-norm(t) * nw: Gemma 3's sandwich norm of a projection t (cols) added into
-// the residual stream. One block of 256 threads.
+// x (rows, cols) += RMS-norm(t) * nw row by row: Gemma 3's sandwich norm of a projection t
+// (rows, cols) added into the residual stream. Block r (blockIdx.x) takes row r, 256 threads.
 extern "C" __global__ void __launch_bounds__(256) add_normed(float* x, const float* t, const float* nw, float eps, int cols) {
+    x += (long)blockIdx.x * cols;
+    t += (long)blockIdx.x * cols;
     pdl_wait_then_release();
     float ss = 0.f;
     for (int i = threadIdx.x; i < cols; i += blockDim.x) ss += t[i] * t[i];
@@ -1183,11 +1201,12 @@ extern "C" __global__ void __launch_bounds__(256) rope_append_rows(const float* 
     m.finish(r, 2 * pair, width, s);
 }
 
-// h (n, ff) f16 = silu(gate) * up, gate and up side by side in gu (n, 2 ff); guarded: `bad`.
-// Grid (ff / 256, n).
-extern "C" __global__ void __launch_bounds__(256) silu_mul_f16(const float* gu, int ff, unsigned short* h, unsigned int* bad) {
+// h (n, ff) f16 = act(gate) * up, gate and up side by side in gu (n, 2 ff); act: GLU_SILU
+// or GLU_GELU_TANH; guarded: `bad`. Grid (ff / 256, n).
+extern "C" __global__ void __launch_bounds__(256) act_mul_f16(const float* gu, int ff, unsigned short* h, unsigned int* bad, int act) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     long r = blockIdx.y;
     if (i >= ff) return;
-    h[r * ff + i] = f2h_guarded(silu_times(gu[r * 2 * ff + i], gu[r * 2 * ff + ff + i]), bad);
+    float g = gu[r * 2 * ff + i], u = gu[r * 2 * ff + ff + i];
+    h[r * ff + i] = f2h_guarded(act == GLU_SILU ? glu_value<GLU_SILU>(g, u) : glu_value<GLU_GELU_TANH>(g, u), bad);
 }
