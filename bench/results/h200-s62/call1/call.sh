@@ -4,7 +4,8 @@
 # tiled prompt attention with a sliding window, add_normed over the rows, act_mul_f16 with
 # tanh-GELU), and RoPE's angle and pair rule in two shared device functions (rope_rotation,
 # rope_dims: RopeQkvMap, gemma_norm_rope, the cluster kernel). Carries gpuab/ (cortiq.gz,
-# gpu_parity.gz of that tree; cortiq-base.gz = 56a0e86) and no .gl/: wgpu finds no adapter, its shapes SKIP. Everything lands in $OUT/out.tgz.
+# gpu_parity.gz of that tree; cortiq-base.gz = 56a0e86) and no .gl/: wgpu finds no adapter,
+# its shapes SKIP. Everything lands in $OUT/out.tgz.
 # 1. cuda_gemma3_token_graph_follows_the_cpu_path (its prompt now through the prefill graph;
 #    NVRTC compiles the kernels first, ~100 s), prefill_graph_chunks_match_the_cpu_prefill
 #    (Gemma on cuda added), the attention test and the f16 guard test (act_mul_f16).
