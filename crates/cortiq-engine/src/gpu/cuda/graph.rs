@@ -28,8 +28,8 @@ use super::chain::image_bytes;
 use super::cluster::{self, ClusterLayer, ClusterPlan, CLUSTER_BLOCKS};
 use super::launch::{active_clusters, launch, launch_in_clusters, KernelArgs};
 use super::top_k::{read_candidates, NextPick, PickTo, TopKBuffers, TOPK_MAX};
-use super::{err, kind, row_smem, CudaBackend, MatvecHow, Resident};
-use crate::gpu::backend::{DeviceOutcome, GraphProfile, GraphRead, GraphReadback, PrefillGraphJob, TokenGraphJob, WeightArg};
+use super::{act_code, err, kind, row_smem, CudaBackend, MatvecHow, Resident};
+use crate::gpu::backend::{Activation, DeviceOutcome, GraphProfile, GraphRead, GraphReadback, PrefillGraphJob, TokenGraphJob, WeightArg};
 use crate::gpu::memory::model_key;
 use crate::kv::KvCache;
 use crate::model::llama::{Family, Llama, LlamaConfig, Weight};
@@ -42,10 +42,6 @@ use std::collections::HashMap;
 pub(super) const ATT_CHUNK: usize = 64;
 /// Largest head size the attention kernels handle.
 const MAX_HEAD_DIM: usize = 256;
-/// The gated FFN's activations as graph.cu's gate/up kernels name them (`GLU_SILU`,
-/// `GLU_GELU_TANH`).
-const GLU_SILU: i32 = 0;
-const GLU_GELU_TANH: i32 = 2;
 /// Captures a token tries before its launches run uncaptured. Other work on the device can
 /// invalidate a stream's capture whatever its mode: on the H200, other threads bringing
 /// backends up and dropping them (kernel modules loaded and unloaded) in the same context
@@ -732,14 +728,23 @@ impl CudaBackend {
             }
             let f16_ran = self.queue_prefill(m, &args, map, g, mirror, rows, true)?;
             let queued = std::time::Instant::now();
-            if f16_ran && self.stream.clone_dtoh(&g.prefill.as_ref().expect("made above").f16_bad).map_err(err)?[0] != 0 {
-                if self.count(|p| &mut p.prefill_f16_reruns) == 1 {
-                    eprintln!("cortiq: CUDA: a prompt chunk's values exceed f16's range; such chunks run again on the int8 and f32 kernels (slower)");
-                }
+            if f16_ran && self.f16_guard_tripped(g.prefill.as_ref().expect("made above"), "a prompt chunk's values exceed f16's range; such chunks run again on the int8 and f32 kernels (slower)")? {
                 self.queue_prefill(m, &args, map, g, mirror, rows, false)?;
             }
             Ok(Ok((self.read_now(g, read)?, queued)))
         })
+    }
+
+    /// Whether a prefill chunk's f16 operand guard tripped (read back after its work):
+    /// counted, and `warning` said once per backend.
+    fn f16_guard_tripped(&self, pb: &PrefillBuffers, warning: &str) -> Result<bool, String> {
+        if self.stream.clone_dtoh(&pb.f16_bad).map_err(err)?[0] == 0 {
+            return Ok(false);
+        }
+        if self.count(|p| &mut p.prefill_f16_reruns) == 1 {
+            eprintln!("cortiq: CUDA: {warning}");
+        }
+        Ok(true)
     }
 
     /// The frame of every graph call: the model's buffers (built, and every weight made
@@ -1078,11 +1083,11 @@ impl CudaBackend {
         unsafe { launch(s, &self.funcs["rms_norm_f16"], LaunchConfig { grid_dim: (rows as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }, &a, false) }.map_err(err)
     }
 
-    /// Queue h (rows, ff) f16 = act(gate) * up from gu (rows, 2 ff), act a `GLU_*`, guarded by `bad`.
-    fn launch_act_mul_f16(&self, gu: &CudaSlice<f32>, (rows, ff): (usize, usize), h: &CudaSlice<u16>, bad: &CudaSlice<u32>, act: i32) -> Result<(), String> {
+    /// Queue h (rows, ff) f16 = act(gate) * up from gu (rows, 2 ff), guarded by `bad`.
+    fn launch_act_mul_f16(&self, gu: &CudaSlice<f32>, (rows, ff): (usize, usize), h: &CudaSlice<u16>, bad: &CudaSlice<u32>, act: Activation) -> Result<(), String> {
         let s = &self.stream;
         let mut a = KernelArgs::default();
-        a.buf(gu, s).int(ff as i32).buf(h, s).buf(bad, s).int(act);
+        a.buf(gu, s).int(ff as i32).buf(h, s).buf(bad, s).int(act_code(act));
         // SAFETY: gu holds rows x 2 ff floats and h rows x ff halves (the f16 scratch).
         unsafe { launch(s, &self.funcs["act_mul_f16"], LaunchConfig { grid_dim: (ff.div_ceil(256) as u32, rows as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }, &a, false) }.map_err(err)
     }
@@ -1283,7 +1288,7 @@ impl CudaBackend {
             if self.skip.runs("down") {
                 match f16.as_mut() {
                     Some((blas, f)) => {
-                        self.launch_act_mul_f16(&f.y, (rows, c.n_ff), &f.x, bad, GLU_SILU)?;
+                        self.launch_act_mul_f16(&f.y, (rows, c.n_ff), &f.x, bad, Activation::Silu)?;
                         self.queue_dequant(&w[6], dev(&w[6])?, &f.w, bad)?;
                         blas.gemm(s, &f.x, &f.w, &mut pb.x, (rows, c.n_embd, c.n_ff), true)?;
                     }

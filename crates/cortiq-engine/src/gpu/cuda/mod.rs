@@ -77,6 +77,16 @@ const WEIGHT_BUDGET_FRACTION: f64 = 0.9;
 /// Threads per block of the row kernels: 8 warps.
 const ROW_THREADS: u32 = 256;
 
+/// An FFN activation as the kernels number it (`GLU_SILU`, `GLU_GELU_EXACT`, `GLU_GELU_TANH`
+/// in matvec.cu: `act_mul`, `act_mul_f16`).
+pub(super) fn act_code(act: Activation) -> i32 {
+    match act {
+        Activation::Silu => 0,
+        Activation::GeluExact => 1,
+        Activation::GeluTanh => 2,
+    }
+}
+
 /// Name of the row kernel `prefix` for codec kind `kind` and `r` rows per warp group.
 pub(super) fn row_kernel(prefix: &str, kind: i32, r: usize) -> String {
     format!("{prefix}_k{kind}_r{r}")
@@ -728,11 +738,7 @@ impl Backend for CudaBackend {
     }
 
     fn ffn(&self, job: &FfnJob, out: &mut [f32]) -> DeviceOutcome {
-        let act: i32 = match job.act {
-            Activation::Silu => 0,
-            Activation::GeluExact => 1,
-            Activation::GeluTanh => 2,
-        };
+        let act = act_code(job.act);
         let ff = job.gate.view.rows;
         self.run(
             &[&job.gate, &job.up, &job.down],

@@ -9,11 +9,11 @@
 //! launch). A prompt chunk runs the same layer over its rows with cuBLAS's f16 GEMMs
 //! (`queue_gemma_prefill`).
 
-use super::{qkv_parts, Attention, GraphRead, Heads, Mirror, ModelGraph, TokenRead, ATT_CHUNK, GLU_GELU_TANH};
+use super::{qkv_parts, Attention, GraphRead, Heads, Mirror, ModelGraph, TokenRead, ATT_CHUNK};
 use crate::gpu::cuda::launch::{launch, KernelArgs};
 use crate::gpu::cuda::{err, kind, row_kernel, row_smem, CudaBackend, MatvecHow, Resident};
 use crate::gpu::backend::{Activation, WeightArg};
-use crate::model::llama::Llama;
+use crate::model::llama::{Llama, LlamaConfig};
 use cudarc::driver::{CudaSlice, LaunchConfig};
 use std::collections::HashMap;
 use std::time::Instant;
@@ -63,28 +63,18 @@ impl CudaBackend {
         let dev = |w: &WeightArg| map.get(&w.key).ok_or_else(|| "weight not resident".to_string());
         let kd = |w: &WeightArg| kind(w.view.codec).expect("checked by unsupported()");
         let (d, eps) = (c.n_embd as i32, c.eps);
-        let (nh, nkv, hd, rot, neox) = (c.n_head as i32, c.n_head_kv as i32, c.head_dim as i32, c.rope_dims as i32, c.rope_neox as i32);
         let (qd, kvd) = (c.q_dim() as i32, c.kv_dim() as i32);
         let pos_ptr = mirror.params.slice(1..2);
         let (qkind, gkind) = (kd(&args[0]), kd(&args[4]));
         let (glu_f, glu_cfg) = self.glu_launch("gate_up_gelu_tanh", gkind, c)?;
-        let one_block = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        let heads_cfg = LaunchConfig { grid_dim: ((c.n_head + 2 * c.n_head_kv) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         let ov = self.overlap;
         self.note_graph("Gemma 3 layers: 9 launches each, f32 activations".into());
         self.launch_embed(m, args, map, (&mirror.params.slice(0..1), 1), &g.x, &g.best, None)?;
-        // Adds one projection t's sandwich norm into the stream x.
-        let add_normed = |x: &CudaSlice<f32>, t: &CudaSlice<f32>, nw: &CudaSlice<f32>| -> Result<(), String> {
-            let mut a = KernelArgs::default();
-            a.buf(x, s).buf(t, s).buf(nw, s).float(eps).int(d);
-            // SAFETY: x, t and nw are (n_embd) (build_graph, gemma_buffers).
-            unsafe { launch(s, &self.funcs["add_normed"], one_block, &a, ov) }.map_err(err)
-        };
         for li in 0..c.n_layer {
             let w = &args[li * 7..li * 7 + 7];
             let (wq, wk, wv) = (dev(&w[0])?, dev(&w[1])?, dev(&w[2])?);
             let [q_norm, k_norm, post_attn, post_ffn] = &gb.norms[li];
-            let (base, window) = c.layer_attention(li);
+            let window = c.layer_attention(li).1;
             for (kind, first, rows) in qkv_parts(c, qkind, kd(&w[2])) {
                 let (f, cfg) = self.spread_row_launch(&row_kernel("qkv_rows", kind, 2), rows, 2, row_smem(kind, c.n_embd))?;
                 let mut a = KernelArgs::default();
@@ -95,24 +85,19 @@ impl CudaBackend {
                 // shared memory granted (unsupported()).
                 unsafe { launch(s, f, cfg, &a, ov) }.map_err(err)?;
             }
-            let mut a = KernelArgs::default();
-            a.buf(&gb.y, s).buf(q_norm, s).buf(k_norm, s).float(eps).buf(&g.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s);
-            a.int(nh).int(nkv).int(hd).int(rot).int(neox).float(base).float(c.attn_scale).buf(&pos_ptr, s);
-            // SAFETY: y as above, the head norms (head_dim <= 256, unsupported()), q
-            // (q_dim), the mirror's rows (capacity, kv_dim) with *pos below capacity.
-            unsafe { launch(s, &self.funcs["gemma_norm_rope"], heads_cfg, &a, ov) }.map_err(err)?;
+            self.launch_gemma_norm_rope(c, (&gb.y, &g.q), (q_norm, k_norm), mirror, li, 1, ov)?;
             let heads = Heads::of(c);
             let att = Attention { heads, q: &g.q, k: &mirror.k[li], v: &mirror.v[li], part: &g.part, out: &g.att, out_img: None, f16_guard: None, pos: &pos_ptr, rows: 1, splits: capacity.div_ceil(ATT_CHUNK), part_splits: g.splits, scale: 1.0, window: window.unwrap_or(0) };
             self.launch_attention(&att, ov)?;
             self.launch_matvec(&w[3], map, &g.att, &mut gb.t, 1, MatvecHow { overlap: true, ..Default::default() })?;
-            add_normed(&g.x, &gb.t, post_attn)?;
+            self.launch_add_normed(c, &g.x, &gb.t, post_attn, 1, ov)?;
             let (wg, wu) = (dev(&w[4])?, dev(&w[5])?);
             let mut a = KernelArgs::default();
             a.buf(&wg.data, s).buf(&wu.data, s).int(wg.a_off).int(wu.a_off).buf(&g.x, s).buf(&g.norms[li].1, s).float(eps).buf(&g.h, s).int(c.n_ff as i32).int(d);
             // SAFETY: the resident gate and up weights, x (n_embd) and its norm, h (n_ff).
             unsafe { launch(s, glu_f, glu_cfg, &a, ov) }.map_err(err)?;
             self.launch_matvec(&w[6], map, &g.h, &mut gb.t, 1, MatvecHow { overlap: true, ..Default::default() })?;
-            add_normed(&g.x, &gb.t, post_ffn)?;
+            self.launch_add_normed(c, &g.x, &gb.t, post_ffn, 1, ov)?;
         }
         let head = MatvecHow { norm: Some((&g.out_norm, eps)), argmax: Some(&g.best), overlap: true, ..Default::default() };
         self.launch_matvec(&args[args.len() - 2], map, &g.x, &mut g.logits, 1, head)
@@ -138,11 +123,7 @@ impl CudaBackend {
             return Ok(Err(why));
         }
         let queued = Instant::now();
-        let pb = g.prefill.as_ref().expect("made by run_prefill");
-        if self.stream.clone_dtoh(&pb.f16_bad).map_err(err)?[0] != 0 {
-            if self.count(|p| &mut p.prefill_f16_reruns) == 1 {
-                eprintln!("cortiq: CUDA: {F16_RANGE} (slower)");
-            }
+        if self.f16_guard_tripped(g.prefill.as_ref().expect("made by run_prefill"), &format!("{F16_RANGE} (slower)"))? {
             return Ok(Err(F16_RANGE));
         }
         Ok(Ok((self.read_now(g, read)?, queued)))
@@ -159,7 +140,6 @@ impl CudaBackend {
         let s = &self.stream;
         let dev = |w: &WeightArg| map.get(&w.key).ok_or_else(|| "weight not resident".to_string());
         let (d, eps, qkv_rows) = (c.n_embd, c.eps, c.q_dim() + 2 * c.kv_dim());
-        let (nh, nkv, hd, rot, neox) = (c.n_head as i32, c.n_head_kv as i32, c.head_dim as i32, c.rope_dims as i32, c.rope_neox as i32);
         let pos_ptr = mirror.params.slice(1..2);
         let capacity = mirror.k[0].len() / c.kv_dim().max(1);
         let Ok(blas) = self.blas.as_ref() else { return Ok(Err(NO_CUBLAS)) };
@@ -172,19 +152,10 @@ impl CudaBackend {
         let bad = &pb.f16_bad;
         let ov = self.overlap;
         self.launch_embed(m, args, map, (&pb.tokens, rows), &pb.x, &g.best, None)?;
-        let heads_cfg = LaunchConfig { grid_dim: ((c.n_head + 2 * c.n_head_kv) as u32, rows as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        let rows_cfg = LaunchConfig { grid_dim: (rows as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        // Adds the sandwich norm of each row of a projection y (rows, n_embd) into x.
-        let add_normed = |y: &CudaSlice<f32>, nw: &CudaSlice<f32>| -> Result<(), String> {
-            let mut a = KernelArgs::default();
-            a.buf(&pb.x, s).buf(y, s).buf(nw, s).float(eps).int(d as i32);
-            // SAFETY: x and y hold rows x n_embd floats, nw n_embd.
-            unsafe { launch(s, &self.funcs["add_normed"], rows_cfg, &a, false) }.map_err(err)
-        };
         for li in 0..c.n_layer {
             let w = &args[li * 7..li * 7 + 7];
             let [q_norm, k_norm, post_attn, post_ffn] = &gb.norms[li];
-            let (base, window) = c.layer_attention(li);
+            let window = c.layer_attention(li).1;
             self.launch_norm_f16(&pb.x, &g.norms[li].0, eps, (rows, d), &f.x, bad)?;
             let mut at = 0;
             for wi in &w[..3] {
@@ -192,30 +163,56 @@ impl CudaBackend {
                 at += wi.view.rows * wi.view.cols;
             }
             blas.gemm(s, &f.x, &f.w, &mut f.y, (rows, qkv_rows, d), false)?;
-            let mut a = KernelArgs::default();
-            a.buf(&f.y, s).buf(q_norm, s).buf(k_norm, s).float(eps).buf(&pb.q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s);
-            a.int(nh).int(nkv).int(hd).int(rot).int(neox).float(base).float(c.attn_scale).buf(&pos_ptr, s);
-            // SAFETY: y holds rows x (q_dim + 2 kv_dim) floats, q rows x q_dim; positions
-            // pos..pos + rows are within the mirror's capacity (the session checks it).
-            unsafe { launch(s, &self.funcs["gemma_norm_rope"], heads_cfg, &a, false) }.map_err(err)?;
+            self.launch_gemma_norm_rope(c, (&f.y, &pb.q), (q_norm, k_norm), mirror, li, rows, false)?;
             let att = Attention { heads: Heads::of(c), q: &pb.q, k: &mirror.k[li], v: &mirror.v[li], part: &pb.part, out: &pb.att, out_img: None, f16_guard: Some(bad), pos: &pos_ptr, rows, splits: capacity.div_ceil(ATT_CHUNK), part_splits: g.splits, scale: 1.0, window: window.unwrap_or(0) };
             self.launch_attention(&att, ov)?;
             self.queue_to_f16(&pb.att, &f.x, rows * c.q_dim(), bad)?;
             self.queue_dequant(&w[3], dev(&w[3])?, &f.w, bad)?;
             blas.gemm(s, &f.x, &f.w, &mut f.y, (rows, d, c.q_dim()), false)?;
-            add_normed(&f.y, post_attn)?;
+            self.launch_add_normed(c, &pb.x, &f.y, post_attn, rows, false)?;
             self.launch_norm_f16(&pb.x, &g.norms[li].1, eps, (rows, d), &f.x, bad)?;
             self.queue_dequant(&w[4], dev(&w[4])?, &f.w, bad)?;
             self.queue_dequant(&w[5], dev(&w[5])?, &f.w.slice(c.n_ff * d..), bad)?;
             blas.gemm(s, &f.x, &f.w, &mut f.y, (rows, 2 * c.n_ff, d), false)?;
-            self.launch_act_mul_f16(&f.y, (rows, c.n_ff), &f.x, bad, GLU_GELU_TANH)?;
+            self.launch_act_mul_f16(&f.y, (rows, c.n_ff), &f.x, bad, Activation::GeluTanh)?;
             self.queue_dequant(&w[6], dev(&w[6])?, &f.w, bad)?;
             blas.gemm(s, &f.x, &f.w, &mut f.y, (rows, d, c.n_ff), false)?;
-            add_normed(&f.y, post_ffn)?;
+            self.launch_add_normed(c, &pb.x, &f.y, post_ffn, rows, false)?;
         }
         let last = pb.x.slice((rows - 1) * d..rows * d);
         let head = MatvecHow { norm: Some((&g.out_norm, eps)), argmax: Some(&g.best), overlap: true, ..Default::default() };
         self.launch_matvec(&args[args.len() - 2], map, &last, &mut g.logits, 1, head)?;
         Ok(Ok(()))
+    }
+}
+
+impl CudaBackend {
+    /// Queue Gemma 3's head norms, RoPE (the layer's base) and the mirror append of layer
+    /// `li` for `rows` rows from position *params[1]: y (rows, q_dim + 2 kv_dim: the raw
+    /// projections) into q (rows, q_dim) and the mirror's rows.
+    #[allow(clippy::too_many_arguments)]
+    fn launch_gemma_norm_rope(&self, c: &LlamaConfig, (y, q): (&CudaSlice<f32>, &CudaSlice<f32>), (q_norm, k_norm): (&CudaSlice<f32>, &CudaSlice<f32>), mirror: &Mirror, li: usize, rows: usize, overlap: bool) -> Result<(), String> {
+        let s = &self.stream;
+        let (base, _) = c.layer_attention(li);
+        let mut a = KernelArgs::default();
+        a.buf(y, s).buf(q_norm, s).buf(k_norm, s).float(c.eps).buf(q, s).buf(&mirror.k[li], s).buf(&mirror.v[li], s);
+        a.int(c.n_head as i32).int(c.n_head_kv as i32).int(c.head_dim as i32).int(c.rope_dims as i32).int(c.rope_neox as i32).float(base).float(c.attn_scale).buf(&mirror.params.slice(1..2), s);
+        let cfg = LaunchConfig { grid_dim: ((c.n_head + 2 * c.n_head_kv) as u32, rows as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: y and q hold `rows` rows (the token graph's buffers, or the prefill
+        // buffers and f16 scratch sized for the chunk), the head norms head_dim (<= 256,
+        // unsupported()); positions pos..pos + rows are within the mirror's capacity (the
+        // session checks it).
+        unsafe { launch(s, &self.funcs["gemma_norm_rope"], cfg, &a, overlap) }.map_err(err)
+    }
+
+    /// Queue x (rows, n_embd) += RMS-norm(t) * nw row by row: a projection t's sandwich norm
+    /// added into the stream.
+    fn launch_add_normed(&self, c: &LlamaConfig, x: &CudaSlice<f32>, t: &CudaSlice<f32>, nw: &CudaSlice<f32>, rows: usize, overlap: bool) -> Result<(), String> {
+        let s = &self.stream;
+        let mut a = KernelArgs::default();
+        a.buf(x, s).buf(t, s).buf(nw, s).float(c.eps).int(c.n_embd as i32);
+        let cfg = LaunchConfig { grid_dim: (rows as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: x and t hold `rows` rows of n_embd floats, nw n_embd.
+        unsafe { launch(s, &self.funcs["add_normed"], cfg, &a, overlap) }.map_err(err)
     }
 }

@@ -903,8 +903,6 @@ struct GluRows {
 
 // The gated FFN's hidden value of gate g and up u: silu(g) * u (GLU_SILU, llama) or
 // tanh-GELU(g) * u (GLU_GELU_TANH, Gemma 3).
-#define GLU_SILU 0
-#define GLU_GELU_TANH 2
 template <int ACT> __device__ __forceinline__ float glu_value(float g, float u) { return ACT == GLU_SILU ? silu_times(g, u) : gelu_tanh(g) * u; }
 
 // GluRows with R even, so a warp group holds whole pairs and writes h[i] = act(gate_i . xn)

@@ -1026,11 +1026,16 @@ __device__ __forceinline__ float gelu_tanh(float v) {
     return 0.5f * v * (1.f + tanhf(fminf(fmaxf(0.7978846f * (v + 0.044715f * v * v * v), -15.f), 15.f)));
 }
 
-// g = act(g) * u, element-wise over n values; act: 0 SiLU, 1 exact GELU, 2 tanh-GELU (the
-// per-op FFN's step between gate/up and down).
+// The FFN activations as the host numbers them (`act_code`).
+#define GLU_SILU 0
+#define GLU_GELU_EXACT 1
+#define GLU_GELU_TANH 2
+
+// g = act(g) * u, element-wise over n values; act a GLU_* (the per-op FFN's step between
+// gate/up and down).
 extern "C" __global__ void act_mul(float* g, const float* u, int n, int act) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     float v = g[i];
-    g[i] = (act == 0 ? v / (1.f + expf(-v)) : act == 1 ? gelu_exact(v) : gelu_tanh(v)) * u[i];
+    g[i] = (act == GLU_SILU ? v / (1.f + expf(-v)) : act == GLU_GELU_EXACT ? gelu_exact(v) : gelu_tanh(v)) * u[i];
 }
