@@ -1197,9 +1197,10 @@ fn cuda_attention_matches_an_exact_softmax() {
             Ok(b) => b,
             Err(e) => return missing("cuda_attention_matches_an_exact_softmax", "cuda", "no CUDA device", e),
         };
-        // Prompt chunks of head size 64 or 128 take the tensor-core kernel (f16 operands).
+        // Prompt chunks of head size 64 or 128 take the tensor-core kernel (f16 operands), 256 the
+        // FP32 tiles (Gemma 3: the last case spans four 32-row tiles).
         let bound = |hd: usize, rows: usize| if rows > 1 && (hd == 64 || hd == 128) { F16_ATTENTION } else { F32_ATTENTION };
-        let extra = [(4, 2, 128, 1000, 1), (2, 1, 48, 17000, 1), (4, 2, 112, 150, 4), (14, 2, 64, 300, 1), (16, 2, 128, 700, 1), (10, 2, 256, 200, 1), (32, 8, 128, 300, 130), (8, 2, 64, 700, 256), (4, 4, 128, 64, 64), (3, 3, 128, 2, 2), (21, 3, 128, 900, 1), (9, 3, 96, 449, 1), (9, 3, 64, 2000, 1), (4, 2, 64, 777, 1), (16, 2, 64, 333, 1)];
+        let extra = [(4, 2, 128, 1000, 1), (2, 1, 48, 17000, 1), (4, 2, 112, 150, 4), (14, 2, 64, 300, 1), (16, 2, 128, 700, 1), (10, 2, 256, 200, 1), (32, 8, 128, 300, 130), (8, 2, 64, 700, 256), (4, 4, 128, 64, 64), (3, 3, 128, 2, 2), (21, 3, 128, 900, 1), (9, 3, 96, 449, 1), (9, 3, 64, 2000, 1), (4, 2, 64, 777, 1), (16, 2, 64, 333, 1), (4, 1, 256, 300, 100)];
         attention_matches_an_exact_softmax("cuda", &|q, k, v, rows, nh, nkv, hd| be.attention(q, k, v, rows, nh, nkv, hd), &bound, true, &extra);
         let grouped = be.with_attention_groups_from(Some(0));
         attention_matches_an_exact_softmax("cuda grouped", &|q, k, v, rows, nh, nkv, hd| grouped.attention(q, k, v, rows, nh, nkv, hd), &bound, true, &extra);

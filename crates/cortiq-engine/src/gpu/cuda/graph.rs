@@ -75,6 +75,10 @@ pub(super) const ATTENTION_ROWS_DIMS: [usize; 3] = [64, 128, 256];
 /// to the kernel as `ATT_ROWS_PAD`).
 pub(super) const ATT_ROWS_PAD: usize = 4;
 
+/// Threads a block of the prompt-chunk attention kernel (its 32-row tile over 8 warps of 4
+/// rows; handed to the kernel as `ATT_ROWS_THREADS`).
+pub(super) const ATT_ROWS_THREADS: usize = 256;
+
 /// Dynamic shared memory of the prompt-chunk attention kernel: the q tile and a K chunk of 32
 /// rows at head_dim + ATT_ROWS_PAD floats, a V chunk of 32 rows at head_dim.
 pub(super) fn attention_rows_smem(head_dim: usize) -> usize {
@@ -477,7 +481,7 @@ impl CudaBackend {
             (&self.funcs[name], LaunchConfig { grid_dim: (c.n_head as u32, a.rows.div_ceil(64) as u32, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 })
         } else if prompt {
             args.buf(a.q, s).buf(a.k, s).buf(a.v, s).buf(a.out, s).int(nh).int(nkv).buf(a.pos, s).float(scale).int(a.rows as i32).int(window);
-            (&self.funcs[&format!("attention_rows_d{}", c.head_dim / 32)], LaunchConfig { grid_dim: (c.n_head as u32, a.rows.div_ceil(32) as u32, 1), block_dim: (128, 1, 1), shared_mem_bytes: attention_rows_smem(c.head_dim) as u32 })
+            (&self.funcs[&format!("attention_rows_d{}", c.head_dim / 32)], LaunchConfig { grid_dim: (c.n_head as u32, a.rows.div_ceil(32) as u32, 1), block_dim: (ATT_ROWS_THREADS as u32, 1, 1), shared_mem_bytes: attention_rows_smem(c.head_dim) as u32 })
         } else {
             args.buf(a.q, s).buf(a.k, s).buf(a.v, s).buf(a.part, s).buf(a.out, s);
             match a.out_img {

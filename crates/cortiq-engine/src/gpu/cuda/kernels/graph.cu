@@ -563,12 +563,15 @@ extern "C" __global__ void __launch_bounds__(256) attention_merge(const float* p
 
 // Causal attention of a prompt chunk's rows (queries at positions *pos + r, r < rows) over
 // the KV mirror, FlashAttention-style: block (h, tile) takes query rows [32 tile, 32 tile +
-// 32) of head h, 4 warps of 8 rows each; key and value positions stream through shared
-// memory 32 at a time (lane j scores position j for the warp's 8 rows) with an online
-// softmax per row; lane l sums value dimensions l + 32 d (DPL = head_dim / 32). A NaN in a
-// score reaches the row's output. Dynamic shared memory (host: `attention_rows_smem`): the
+// 32) of head h, ATT_ROWS_WARPS warps (ATT_ROWS_THREADS / 32, from the host) of ATT_ROWS_RPW
+// rows each (a tile's chain of key chunks is its time, so a warp takes few of its rows); key
+// and value positions stream through shared memory 32 at a time (lane j scores position j
+// for the warp's rows) with an online softmax per row; lane l sums value dimensions l + 32 d
+// (DPL = head_dim / 32). A NaN in a score reaches the row's output. Dynamic shared memory (host: `attention_rows_smem`): the
 // scaled q tile and the K chunk at head_dim + ATT_ROWS_PAD floats a row (the pad, from the
 // host, keeps a float4 phase of 8 lanes on distinct banks), then the V chunk.
+#define ATT_ROWS_WARPS (ATT_ROWS_THREADS / 32)
+#define ATT_ROWS_RPW (32 / ATT_ROWS_WARPS)
 template <int DPL>
 __device__ __forceinline__ void attention_rows(const float* q, const kv_t* kc, const kv_t* vc, float* out, int n_head, int n_head_kv, const int* pos, float scale, int rows, int window, float* sm) {
     constexpr int HD = 32 * DPL, QS = HD + ATT_ROWS_PAD, C4 = HD / 4;
@@ -577,7 +580,7 @@ __device__ __forceinline__ void attention_rows(const float* q, const kv_t* kc, c
     float* vs = ks + 32 * QS;  // (32, HD)
     pdl_wait_then_release();
     int h = blockIdx.x, r0 = blockIdx.y * 32;
-    int tid = threadIdx.x, lane = tid & 31, w8 = (tid >> 5) * 8;
+    int tid = threadIdx.x, lane = tid & 31, w8 = (tid >> 5) * ATT_ROWS_RPW;
     int p0 = *pos, kvh = h / (n_head / n_head_kv), kvd = n_head_kv * HD, qd = n_head * HD;
     for (int e = tid; e < 32 * C4; e += blockDim.x) {
         int r = e / C4, c = e % C4;
@@ -586,9 +589,9 @@ __device__ __forceinline__ void attention_rows(const float* q, const kv_t* kc, c
     }
     // The tile's last query position; rows past `rows` compute on zeros and are not written.
     int last = p0 + min(r0 + 32, rows) - 1;
-    float m[8], l[8], acc[8][DPL];
+    float m[ATT_ROWS_RPW], l[ATT_ROWS_RPW], acc[ATT_ROWS_RPW][DPL];
     #pragma unroll
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < ATT_ROWS_RPW; i++) {
         m[i] = -__int_as_float(0x7f800000);
         l[i] = 0.f;
         #pragma unroll
@@ -607,23 +610,23 @@ __device__ __forceinline__ void attention_rows(const float* q, const kv_t* kc, c
             ((float4*)(vs + j * HD))[c] = ok ? kv_load4(vc + off + 4 * c) : z;
         }
         __syncthreads();
-        float s[8];
+        float s[ATT_ROWS_RPW];
         #pragma unroll
-        for (int i = 0; i < 8; i++) s[i] = 0.f;
+        for (int i = 0; i < ATT_ROWS_RPW; i++) s[i] = 0.f;
         const float4* kr = (const float4*)(ks + lane * QS);
         #pragma unroll 4
         for (int c = 0; c < C4; c++) {
             float4 k4 = kr[c];
             #pragma unroll
-            for (int i = 0; i < 8; i++) {
+            for (int i = 0; i < ATT_ROWS_RPW; i++) {
                 float4 q4 = ((const float4*)(qs + (w8 + i) * QS))[c];
                 s[i] += k4.x * q4.x + k4.y * q4.y + k4.z * q4.z + k4.w * q4.w;
             }
         }
         int tp = t0 + lane;
-        float p[8];
+        float p[ATT_ROWS_RPW];
         #pragma unroll
-        for (int i = 0; i < 8; i++) {
+        for (int i = 0; i < ATT_ROWS_RPW; i++) {
             int row_pos = p0 + r0 + w8 + i;
             bool seen = tp <= row_pos && tp >= att_first(row_pos + 1, window);
             float mn = fmaxf(m[i], warp_max(seen ? s[i] : -__int_as_float(0x7f800000)));
@@ -640,7 +643,7 @@ __device__ __forceinline__ void attention_rows(const float* q, const kv_t* kc, c
             #pragma unroll
             for (int d = 0; d < DPL; d++) vv[d] = vs[j * HD + lane + 32 * d];
             #pragma unroll
-            for (int i = 0; i < 8; i++) {
+            for (int i = 0; i < ATT_ROWS_RPW; i++) {
                 float pj = __shfl_sync(0xffffffffu, p[i], j);
                 #pragma unroll
                 for (int d = 0; d < DPL; d++) acc[i][d] += pj * vv[d];
@@ -648,7 +651,7 @@ __device__ __forceinline__ void attention_rows(const float* q, const kv_t* kc, c
         }
     }
     #pragma unroll
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < ATT_ROWS_RPW; i++) {
         float total = warp_sum(l[i]);
         int r = r0 + w8 + i;
         if (r < rows) {
@@ -659,9 +662,9 @@ __device__ __forceinline__ void attention_rows(const float* q, const kv_t* kc, c
 }
 
 // q, out (rows, n_head * head_dim); head_dim = 32 DPL; window as the split kernel's. Grid
-// (n_head, rows / 32 rounded up), 128 threads.
+// (n_head, rows / 32 rounded up), ATT_ROWS_THREADS threads.
 #define ATTENTION_ROWS(DPL)                                                                                           \
-    extern "C" __global__ void __launch_bounds__(128) attention_rows_d##DPL(const float* q, const kv_t* kc,            \
+    extern "C" __global__ void __launch_bounds__(ATT_ROWS_THREADS) attention_rows_d##DPL(const float* q, const kv_t* kc,                   \
             const kv_t* vc,  float* out, int n_head, int n_head_kv, const int* pos, float scale, int rows, int window) { \
         extern __shared__ int sm[];                                                                                   \
         attention_rows<DPL>(q, kc, vc, out, n_head, n_head_kv, pos, scale, rows, window, (float*)sm);                  \
