@@ -1078,7 +1078,7 @@ fn attention_matches_an_exact_softmax(backend: &str, run: AttentionRun, bound: &
             k.iter_mut().chain(v.iter_mut()).for_each(|x| *x = half::f16::from_f32(*x).to_f32());
         }
         let got = run(&q, &k, &v, rows, n_head, n_head_kv, hd).unwrap();
-        let want = exact_attention(&q, &k, &v, rows, (n_head, n_head_kv, hd));
+        let want = exact_attention(&q, &k, &v, rows, (n_head, n_head_kv, hd), 0);
         let name = format!("{backend} attention {n_head}/{n_head_kv} heads x {hd}, {rows} rows ending at position {}", n - 1);
         check(&name, &got, &want, &vec![1.0; want.len()], bound(hd, rows), seed as u64);
         eprintln!("{name}: relative L2 {:.2e}", rel_l2(&want, &got));
@@ -1086,24 +1086,26 @@ fn attention_matches_an_exact_softmax(backend: &str, run: AttentionRun, bound: &
 }
 
 /// Attention of `rows` query rows ending at the last of the k / v rows, each over the rows up
-/// to its own, in f64 with an exact softmax (scale 1 / sqrt(head_dim)).
+/// to its own (the last `window` of them where window > 0), in f64 with an exact softmax
+/// (scale 1 / sqrt(head_dim)).
 #[cfg(any(feature = "gpu", feature = "cuda"))]
-fn exact_attention(q: &[f32], k: &[f32], v: &[f32], rows: usize, (n_head, n_head_kv, hd): (usize, usize, usize)) -> Vec<f32> {
+fn exact_attention(q: &[f32], k: &[f32], v: &[f32], rows: usize, (n_head, n_head_kv, hd): (usize, usize, usize), window: usize) -> Vec<f32> {
     let (kvd, qd) = (n_head_kv * hd, n_head * hd);
     let n = k.len() / kvd;
     let scale = 1.0 / (hd as f64).sqrt();
     let mut want = vec![0f32; rows * qd];
     for r in 0..rows {
         let seen = n - rows + r + 1;
+        let first = if window > 0 { seen.saturating_sub(window) } else { 0 };
         for h in 0..n_head {
             let kh = h / (n_head / n_head_kv);
             let qh = &q[r * qd + h * hd..r * qd + (h + 1) * hd];
-            let scores: Vec<f64> = (0..seen).map(|t| qh.iter().zip(&k[t * kvd + kh * hd..]).map(|(a, b)| *a as f64 * *b as f64).sum::<f64>() * scale).collect();
+            let scores: Vec<f64> = (first..seen).map(|t| qh.iter().zip(&k[t * kvd + kh * hd..]).map(|(a, b)| *a as f64 * *b as f64).sum::<f64>() * scale).collect();
             let m = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
             let e: Vec<f64> = scores.iter().map(|s| (s - m).exp()).collect();
             let total: f64 = e.iter().sum();
             for d in 0..hd {
-                want[r * qd + h * hd + d] = ((0..seen).map(|t| e[t] * v[t * kvd + kh * hd + d] as f64).sum::<f64>() / total) as f32;
+                want[r * qd + h * hd + d] = ((first..seen).map(|t| e[t - first] * v[t * kvd + kh * hd + d] as f64).sum::<f64>() / total) as f32;
             }
         }
     }
@@ -1135,7 +1137,7 @@ fn wgpu_attention_split_applies_the_tokens_rope() {
             let (mut qr, mut kr) = (q.clone(), k.clone());
             qr.chunks_exact_mut(hd).for_each(|h| rope(h, pos, rot, base, neox));
             kr[pos * kvd..].chunks_exact_mut(hd).for_each(|h| rope(h, pos, rot, base, neox));
-            let want = exact_attention(&qr, &kr, &v, 1, (n_head, n_head_kv, hd));
+            let want = exact_attention(&qr, &kr, &v, 1, (n_head, n_head_kv, hd), 0);
             let name = format!("wgpu attention with RoPE, {n_head}/{n_head_kv} heads x {hd}, rotary {rot} (neox {neox}), token at position {pos}");
             let ones = vec![1.0; want.len()];
             // The CPU's rotation angles are a running product, the GPU's a power each: at
@@ -1182,12 +1184,14 @@ fn wgpu_attention_matches_an_exact_softmax() {
 }
 
 /// The CUDA graphs' attention (the split kernel with its merge for a decode token and for
-/// prompt rows of head sizes without the tiled kernel, `attention_rows_d*` otherwise)
-/// against the exact softmax; also a context of 17 000 positions, whose 266 partials the
-/// merge takes in two passes of 256. Then again with decode attention by KV-head groups
-/// wherever a context spans two chunks or more (`with_attention_groups_from(Some(0))`; heads
-/// of 64 and the 128-wide kernel's 80 to 128): 2, 3, 4, 7 and 8 query heads a KV head, a
-/// last chunk of one position, prompt rows through the split kernel (112).
+/// prompt rows of head sizes without the tiled kernels; the tensor-core tiles `flash_rows_h*`
+/// at 64, 128 and 256, `attention_rows_d*` at other sizes) against the exact softmax; also a
+/// context of 17 000 positions, whose 266 partials the merge takes in two passes of 256. Then
+/// again with decode attention by KV-head groups wherever a context spans two chunks or more
+/// (`with_attention_groups_from(Some(0))`; heads of 64 and the 128-wide kernel's 80 to 128):
+/// 2, 3, 4, 7 and 8 query heads a KV head, a last chunk of one position, prompt rows through
+/// the split kernel (112); with sliding windows; and with the prompt rows in the FP32 tiles
+/// (`without_flash`, the f16 guard's fallback), windows too.
 #[test]
 #[cfg_attr(not(feature = "cuda"), ignore = "SKIP gpu parity: no CUDA backend compiled in (build with --features cuda)")]
 fn cuda_attention_matches_an_exact_softmax() {
@@ -1197,13 +1201,39 @@ fn cuda_attention_matches_an_exact_softmax() {
             Ok(b) => b,
             Err(e) => return missing("cuda_attention_matches_an_exact_softmax", "cuda", "no CUDA device", e),
         };
-        // Prompt chunks of head size 64 or 128 take the tensor-core kernel (f16 operands), 256 the
-        // FP32 tiles (Gemma 3: the last case spans four 32-row tiles).
-        let bound = |hd: usize, rows: usize| if rows > 1 && (hd == 64 || hd == 128) { F16_ATTENTION } else { F32_ATTENTION };
+        // Prompt chunks of head size 64, 128 or 256 take the tensor-core kernel (f16 operands;
+        // Gemma 3's 256: the last case spans two 64-row tiles), other sizes the FP32 tiles.
+        let bound = |hd: usize, rows: usize| if rows > 1 && [64, 128, 256].contains(&hd) { F16_ATTENTION } else { F32_ATTENTION };
         let extra = [(4, 2, 128, 1000, 1), (2, 1, 48, 17000, 1), (4, 2, 112, 150, 4), (14, 2, 64, 300, 1), (16, 2, 128, 700, 1), (10, 2, 256, 200, 1), (32, 8, 128, 300, 130), (8, 2, 64, 700, 256), (4, 4, 128, 64, 64), (3, 3, 128, 2, 2), (21, 3, 128, 900, 1), (9, 3, 96, 449, 1), (9, 3, 64, 2000, 1), (4, 2, 64, 777, 1), (16, 2, 64, 333, 1), (4, 1, 256, 300, 100)];
-        attention_matches_an_exact_softmax("cuda", &|q, k, v, rows, nh, nkv, hd| be.attention(q, k, v, rows, nh, nkv, hd), &bound, true, &extra);
+        attention_matches_an_exact_softmax("cuda", &|q, k, v, rows, nh, nkv, hd| be.attention(q, k, v, rows, (nh, nkv, hd), 0), &bound, true, &extra);
         let grouped = be.with_attention_groups_from(Some(0));
-        attention_matches_an_exact_softmax("cuda grouped", &|q, k, v, rows, nh, nkv, hd| grouped.attention(q, k, v, rows, nh, nkv, hd), &bound, true, &extra);
+        attention_matches_an_exact_softmax("cuda grouped", &|q, k, v, rows, nh, nkv, hd| grouped.attention(q, k, v, rows, (nh, nkv, hd), 0), &bound, true, &extra);
+        windowed_attention_matches_an_exact_softmax("cuda", &|q, k, v, rows, nh, nkv, hd, window| grouped.attention(q, k, v, rows, (nh, nkv, hd), window), &bound);
+        let tiles = grouped.without_flash();
+        attention_matches_an_exact_softmax("cuda FP32 tiles", &|q, k, v, rows, nh, nkv, hd| tiles.attention(q, k, v, rows, (nh, nkv, hd), 0), &|_, _| F32_ATTENTION, true, &extra);
+        windowed_attention_matches_an_exact_softmax("cuda FP32 tiles", &|q, k, v, rows, nh, nkv, hd, window| tiles.attention(q, k, v, rows, (nh, nkv, hd), window), &|_, _| F32_ATTENTION);
+    }
+}
+
+/// A sliding-window layer's attention (`run(q, k, v, rows, n_head, n_head_kv, head_dim,
+/// window)`, K and V rounded to f16 as CUDA's mirror holds them) against the exact softmax
+/// over each row's window: a window wider than the context, one of 1 (a row sees only
+/// itself), tiles whose first rows see key chunks their last rows do not, and a decode row.
+#[cfg(feature = "cuda")]
+type WindowedRun<'a> = &'a dyn Fn(&[f32], &[f32], &[f32], usize, usize, usize, usize, usize) -> Result<Vec<f32>, String>;
+#[cfg(feature = "cuda")]
+fn windowed_attention_matches_an_exact_softmax(backend: &str, run: WindowedRun, bound: &dyn Fn(usize, usize) -> f32) {
+    // (n_head, n_head_kv, head_dim, positions, query rows ending at the last position, window)
+    let cases = [(4, 1, 256, 300, 100, 40), (4, 1, 256, 129, 129, 512), (8, 2, 128, 200, 70, 33), (8, 2, 64, 130, 67, 1), (4, 1, 256, 90, 90, 24), (2, 1, 256, 200, 1, 16)];
+    let mut rng = SplitMix64::new(0x5117);
+    for (seed, &(n_head, n_head_kv, hd, n, rows, window)) in cases.iter().enumerate() {
+        let (q, mut k, mut v) = (rng.normals(rows * n_head * hd, 1.0), rng.normals(n * n_head_kv * hd, 1.0), rng.normals(n * n_head_kv * hd, 1.0));
+        k.iter_mut().chain(v.iter_mut()).for_each(|x| *x = half::f16::from_f32(*x).to_f32());
+        let got = run(&q, &k, &v, rows, n_head, n_head_kv, hd, window).unwrap();
+        let want = exact_attention(&q, &k, &v, rows, (n_head, n_head_kv, hd), window);
+        let name = format!("{backend} attention {n_head}/{n_head_kv} heads x {hd}, {rows} rows ending at position {}, window {window}", n - 1);
+        check(&name, &got, &want, &vec![1.0; want.len()], bound(hd, rows), seed as u64);
+        eprintln!("{name}: relative L2 {:.2e}", rel_l2(&want, &got));
     }
 }
 
@@ -1514,7 +1544,7 @@ fn prefill_past_f16_range_follows_the_cpu_path(name: &str, fresh: &dyn Fn() -> (
     let f16_values = |n: usize, rng: &mut SplitMix64| rng.normals(n, 1.0).iter().map(|&x| half::f16::from_f32(x).to_f32()).collect::<Vec<f32>>();
     let (k, v) = (f16_values(n * n_head_kv * hd, &mut rng), f16_values(n * n_head_kv * hd, &mut rng));
     let got = attention(&q, &k, &v, rows, n_head, n_head_kv, hd).unwrap();
-    let want = exact_attention(&q, &k, &v, rows, (n_head, n_head_kv, hd));
+    let want = exact_attention(&q, &k, &v, rows, (n_head, n_head_kv, hd), 0);
     let rel = rel_l2(&want, &got);
     eprintln!("{name} prompt attention with q x 1e6 ({rows} rows, head 64): relative L2 {rel:.2e} against the exact softmax");
     assert!(got.iter().all(|v| v.is_finite()) && rel < F32_ATTENTION, "{name}: q past f16's range: relative L2 {rel}");
@@ -1536,7 +1566,7 @@ fn cuda_prefill_past_f16_range_follows_the_cpu_path() {
             (Box::new(be), format!("cuBLAS {cublas}"), cublas)
         };
         let be = cortiq_engine::gpu::cuda::CudaBackend::new(0).unwrap();
-        prefill_past_f16_range_follows_the_cpu_path("cuda", &fresh, &|q, k, v, rows, nh, nkv, hd| be.attention(q, k, v, rows, nh, nkv, hd));
+        prefill_past_f16_range_follows_the_cpu_path("cuda", &fresh, &|q, k, v, rows, nh, nkv, hd| be.attention(q, k, v, rows, (nh, nkv, hd), 0));
     }
 }
 

@@ -57,8 +57,10 @@ pub(super) const ATTENTION_SPLIT: [(usize, &str); 3] = [(64, "attention_h64"), (
 pub(super) const ATTENTION_WINDOW_SPLIT: [(usize, &str); 3] = [(64, "attention_window_h64"), (128, "attention_window_h128"), (256, "attention_window_h256")];
 
 /// The prompt chunk's tensor-core attention kernels (`flash_rows_h{HD}` in flash.cu), per
-/// head size they take exactly; other head sizes take `attention_rows_d*` or the split kernel.
-pub(super) const FLASH_ROWS: [(usize, &str); 2] = [(64, "flash_rows_h64"), (128, "flash_rows_h128")];
+/// head size they take exactly, with their block's threads (128 a 64-row tile; 256 at head
+/// size 256, two warps a 16-row group); other head sizes take `attention_rows_d*` or the
+/// split kernel.
+pub(super) const FLASH_ROWS: [(usize, &str, u32); 3] = [(64, "flash_rows_h64", 128), (128, "flash_rows_h128", 128), (256, "flash_rows_h256", 256)];
 
 /// The split attention kernel for `head_dim` (<= MAX_HEAD_DIM), a sliding-window layer's
 /// where `windowed`: the smallest that holds it.
@@ -412,11 +414,11 @@ impl CudaBackend {
         ATTENTION_ROWS_DIMS.contains(&head_dim) && attention_rows_smem(head_dim) <= self.smem_limit
     }
 
-    /// The tensor-core prompt attention kernel for a chunk of `rows` rows of heads of
-    /// `head_dim`, where there is one, it is on and the chunk's attention runs tiled.
-    fn prompt_flash(&self, head_dim: usize, rows: usize) -> Option<&'static str> {
+    /// The tensor-core prompt attention kernel (name, threads) for a chunk of `rows` rows of
+    /// heads of `head_dim`, where there is one, it is on and the chunk's attention runs tiled.
+    fn prompt_flash(&self, head_dim: usize, rows: usize) -> Option<(&'static str, u32)> {
         let tiled = rows > 1 && self.flash && self.prompt_attention_tiled(head_dim);
-        FLASH_ROWS.iter().find(|(hd, _)| *hd == head_dim && tiled).map(|(_, name)| *name)
+        FLASH_ROWS.iter().find(|(hd, ..)| *hd == head_dim && tiled).map(|&(_, name, threads)| (name, threads))
     }
 
     /// The prefill graph's buffers for `m`, its partials sized for `splits` per row and head.
@@ -473,12 +475,11 @@ impl CudaBackend {
         let (nh, nkv, hd) = (c.n_head as i32, c.n_head_kv as i32, c.head_dim as i32);
         let mut args = KernelArgs::default();
         let prompt = a.rows > 1 && self.prompt_attention_tiled(c.head_dim);
-        // The tensor-core kernel has no window: a sliding-window layer's chunk stays in FP32.
-        let flash = self.prompt_flash(c.head_dim, a.rows).zip(a.f16_guard).filter(|_| a.window == 0);
+        let flash = self.prompt_flash(c.head_dim, a.rows).zip(a.f16_guard);
         let window = i32::try_from(a.window).map_err(|_| "attention window beyond the kernels' i32 positions")?;
-        let (f, cfg) = if let Some((name, bad)) = flash {
-            args.buf(a.q, s).buf(a.k, s).buf(a.v, s).buf(a.out, s).int(nh).int(nkv).buf(a.pos, s).float(scale).int(a.rows as i32).buf(bad, s);
-            (&self.funcs[name], LaunchConfig { grid_dim: (c.n_head as u32, a.rows.div_ceil(64) as u32, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 })
+        let (f, cfg) = if let Some(((name, threads), bad)) = flash {
+            args.buf(a.q, s).buf(a.k, s).buf(a.v, s).buf(a.out, s).int(nh).int(nkv).buf(a.pos, s).float(scale).int(a.rows as i32).int(window).buf(bad, s);
+            (&self.funcs[name], LaunchConfig { grid_dim: (c.n_head as u32, a.rows.div_ceil(64) as u32, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 })
         } else if prompt {
             args.buf(a.q, s).buf(a.k, s).buf(a.v, s).buf(a.out, s).int(nh).int(nkv).buf(a.pos, s).float(scale).int(a.rows as i32).int(window);
             (&self.funcs[&format!("attention_rows_d{}", c.head_dim / 32)], LaunchConfig { grid_dim: (c.n_head as u32, a.rows.div_ceil(32) as u32, 1), block_dim: (ATT_ROWS_THREADS as u32, 1, 1), shared_mem_bytes: attention_rows_smem(c.head_dim) as u32 })
@@ -510,12 +511,13 @@ impl CudaBackend {
 
     /// Test hook: attention of `rows` query rows q (rows, n_head * head_dim, after RoPE) at
     /// positions `k.len() / kv_dim - rows ..`, each over the `k` / `v` rows (positions,
-    /// n_head_kv * head_dim, rounded to f16 as the mirror holds them) up to its own, through
+    /// n_head_kv * head_dim, rounded to f16 as the mirror holds them) up to its own, the last
+    /// `window` of them where window > 0 (a sliding-window layer's), through
     /// the launch the graphs make (one row: a decode token's split kernel; more: a prompt
     /// chunk's, rerun in f32 where the f16 guard trips, as the prefill graph does). The output
     /// (rows, n_head * head_dim) is poisoned with NaN before the kernel runs.
     #[allow(clippy::too_many_arguments)]
-    pub fn attention(&self, q: &[f32], k: &[f32], v: &[f32], rows: usize, n_head: usize, n_head_kv: usize, head_dim: usize) -> Result<Vec<f32>, String> {
+    pub fn attention(&self, q: &[f32], k: &[f32], v: &[f32], rows: usize, (n_head, n_head_kv, head_dim): (usize, usize, usize), window: usize) -> Result<Vec<f32>, String> {
         let kvd = n_head_kv * head_dim;
         let n = k.len().checked_div(kvd).unwrap_or(0);
         if rows == 0 || n < rows || n_head == 0 || !head_dim.is_multiple_of(16) || head_dim > MAX_HEAD_DIM || !n_head.is_multiple_of(n_head_kv) || q.len() != rows * n_head * head_dim || k.len() != n * kvd || v.len() != k.len() {
@@ -530,7 +532,7 @@ impl CudaBackend {
         let pos = s.clone_htod(&[(n - rows) as i32]).map_err(err)?;
         let pos_ptr = pos.slice(0..1);
         let bad = s.alloc_zeros::<u32>(1).map_err(err)?;
-        let att = Attention { heads: Heads { n_head, n_head_kv, head_dim }, q: &qd, k: &kd, v: &vd, part: &part, out: &out, out_img: None, f16_guard: Some(&bad), pos: &pos_ptr, rows, splits, part_splits: splits, scale: 1.0 / (head_dim as f32).sqrt(), window: 0 };
+        let att = Attention { heads: Heads { n_head, n_head_kv, head_dim }, q: &qd, k: &kd, v: &vd, part: &part, out: &out, out_img: None, f16_guard: Some(&bad), pos: &pos_ptr, rows, splits, part_splits: splits, scale: 1.0 / (head_dim as f32).sqrt(), window };
         self.launch_attention(&att, false)?;
         if s.clone_dtoh(&bad).map_err(err)?[0] != 0 {
             self.launch_attention(&Attention { f16_guard: None, ..att }, false)?;

@@ -50,7 +50,7 @@ use std::sync::{Arc, Mutex};
 /// prompt chunk's tensor-core attention that use them.
 const KERNELS: [&str; 6] = [include_str!("kernels/matvec.cu"), include_str!("kernels/graph.cu"), include_str!("kernels/mma.cu"), include_str!("kernels/flash.cu"), include_str!("kernels/topk.cu"), include_str!("kernels/cluster.cu")];
 /// Kernels without variants.
-const FIXED_KERNELS: [&str; 18] = ["attention_merge", "act_mul", "embed_row", "gemma_norm_rope", "add_normed", "dequant_f16", "to_f16", "rms_norm_f16", "rope_append_rows", "act_mul_f16", graph::FLASH_ROWS[0].1, graph::FLASH_ROWS[1].1, graph::ATTENTION_SPLIT[0].1, graph::ATTENTION_SPLIT[1].1, graph::ATTENTION_SPLIT[2].1, graph::ATTENTION_WINDOW_SPLIT[0].1, graph::ATTENTION_WINDOW_SPLIT[1].1, graph::ATTENTION_WINDOW_SPLIT[2].1];
+const FIXED_KERNELS: [&str; 19] = ["attention_merge", "act_mul", "embed_row", "gemma_norm_rope", "add_normed", "dequant_f16", "to_f16", "rms_norm_f16", "rope_append_rows", "act_mul_f16", graph::FLASH_ROWS[0].1, graph::FLASH_ROWS[1].1, graph::FLASH_ROWS[2].1, graph::ATTENTION_SPLIT[0].1, graph::ATTENTION_SPLIT[1].1, graph::ATTENTION_SPLIT[2].1, graph::ATTENTION_WINDOW_SPLIT[0].1, graph::ATTENTION_WINDOW_SPLIT[1].1, graph::ATTENTION_WINDOW_SPLIT[2].1];
 /// Kernels instantiated per codec kind (`ROW_KINDS`) and rows per warp group, which stage their
 /// activation row in dynamic shared memory: (name prefix, row counts).
 const ROW_KERNELS: [(&str, &[usize]); 10] = [("matvec", &[1, 2, 4]), ("qkv_rope", &[2]), ("gate_up_silu", &[2, 4]), ("matmul", &[2]), ("qkv_rope_tile", &[2]), ("gate_up_silu_tile", &[2]), ("matvec_pend", &[1, 2, 4]), ("qkv_rope_pend", &[2]), ("qkv_rows", &[2]), ("gate_up_gelu_tanh", &[2, 4])];
@@ -454,6 +454,13 @@ impl CudaBackend {
     /// on (None: never; as `CMF_CUDA_ATT_GROUP_FROM`; the parity tests run both paths).
     pub fn with_attention_groups_from(mut self, positions: Option<usize>) -> CudaBackend {
         self.att_group_from = Some(positions.map_or(i32::MAX, |n| n.min(i32::MAX as usize) as i32));
+        self
+    }
+
+    /// This backend with prompt chunks' attention in the FP32 tiles, the tensor-core kernels
+    /// left out (as `CMF_CUDA_FLASH=0` does; the parity tests run both paths).
+    pub fn without_flash(mut self) -> CudaBackend {
+        self.flash = false;
         self
     }
 

@@ -1,11 +1,15 @@
 // Causal attention of a prompt chunk's rows over the KV mirror on the tensor cores,
 // FlashAttention-2 style (host: `launch_attention` in graph.rs). Block (h, tile) takes
-// query rows [64 tile, 64 tile + 64) of head h; warp w holds rows 16 w .. 16 w + 15 as
-// m16n8k16 A fragments (q scaled, rounded to f16; lane: rows g and g + 8, g = lane / 4).
+// query rows [64 tile, 64 tile + 64) of head h; warp w holds rows 16 (w % 4) .. 16 (w % 4) +
+// 15 as m16n8k16 A fragments (q scaled, rounded to f16; lane: rows g and g + 8, g = lane / 4).
 // Keys stream from the f16 mirror through shared memory 32 at a time (K as rows, V
 // transposed); S = q . K^T and O += P . V run as mma.sync with f32 accumulation, the online
 // softmax per row in f32 between them (P rounded to f16, as the CPU path's and llama.cpp's
-// flash attention do). Rows past `rows` compute on zeros and are not written; a NaN in a
+// flash attention do). OS warps share a 16-row group, each scoring S in full and holding
+// HD / OS of O's dimensions (head size 256: O of one warp would not fit the registers beside
+// q's fragments). A sliding-window layer (window > 0) starts the tile at the chunk its first
+// row's window reaches and masks what each row does not see; a row that has seen nothing yet
+// rescales by 1. Rows past `rows` compute on zeros and are not written; a NaN in a
 // score reaches the row's output. The scaled q is guarded as it is rounded (`bad`, SPEC
 // section 6; K and V are f16 in the mirror on every path, as in the CPU path's cache, and P
 // is in [0, 1]): each thread notes whether its values fit and sets the word once at its end.
@@ -21,19 +25,20 @@ __device__ __forceinline__ void mma_f16(float* c, const unsigned* a, unsigned b0
 __device__ __forceinline__ unsigned pack_h2(float lo, float hi) { return (unsigned)f2h(lo) | ((unsigned)f2h(hi) << 16); }
 
 
-template <int HD>
-__device__ __forceinline__ void flash_rows(const float* q, const kv_t* kc, const kv_t* vc, float* out, int n_head, int n_head_kv, const int* pos, float scale, int rows, unsigned int* bad) {
+template <int HD, int OS>
+__device__ __forceinline__ void flash_rows(const float* q, const kv_t* kc, const kv_t* vc, float* out, int n_head, int n_head_kv, const int* pos, float scale, int rows, int window, unsigned int* bad) {
     constexpr int KS = HD + 8;  // K row stride in halves (8 rows of a fragment load hit distinct banks)
     constexpr int VS = 32 + 8;  // V^T row stride in halves
     constexpr int KT = HD / 16; // 16-dimension steps of S = q . K^T
-    constexpr int DT = HD / 8;  // 8-dimension tiles of O
+    constexpr int DT = HD / 8 / OS;  // 8-dimension tiles of O a warp holds
     __shared__ __align__(16) unsigned short ks[32 * KS];  // (32 keys, HD)
     __shared__ __align__(16) unsigned short vt[HD * VS];  // (HD, 32 keys)
     pdl_wait_then_release();
     int h = blockIdx.x, r0 = blockIdx.y * 64;
-    int tid = threadIdx.x, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+    int tid = threadIdx.x, lane = tid & 31, g = lane >> 2, t4 = lane & 3, d0 = (tid >> 7) * DT;
     int p0 = *pos, kvh = h / (n_head / n_head_kv), kvd = n_head_kv * HD, qd = n_head * HD;
-    int ra = r0 + (tid >> 5) * 16 + g, rb = ra + 8;
+    int ra = r0 + ((tid >> 5) & 3) * 16 + g, rb = ra + 8;
+    int first_a = att_first(p0 + ra + 1, window), first_b = att_first(p0 + rb + 1, window);
     unsigned qf[KT][4];
     bool fits = true;  // whether this thread's operands passed the f16 guard
     #pragma unroll
@@ -55,7 +60,7 @@ __device__ __forceinline__ void flash_rows(const float* q, const kv_t* kc, const
     for (int dt = 0; dt < DT; dt++) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.f;
     float m[2] = {-__int_as_float(0x7f800000), -__int_as_float(0x7f800000)}, l[2] = {0.f, 0.f};
     int last = p0 + min(r0 + 64, rows) - 1;
-    for (int t0 = 0; t0 <= last; t0 += 32) {
+    for (int t0 = att_first(p0 + r0 + 1, window) & ~31; t0 <= last; t0 += 32) {
         // Every warp is done with the previous chunk.
         __syncthreads();
         for (int e = tid; e < 32 * HD / 4; e += blockDim.x) {
@@ -86,7 +91,7 @@ __device__ __forceinline__ void flash_rows(const float* q, const kv_t* kc, const
             #pragma unroll
             for (int e = 0; e < 4; e++) {
                 int key = t0 + nt * 8 + t4 * 2 + (e & 1);
-                if (key > p0 + (e < 2 ? ra : rb)) s[nt][e] = -__int_as_float(0x7f800000);
+                if (key > p0 + (e < 2 ? ra : rb) || key < (e < 2 ? first_a : first_b)) s[nt][e] = -__int_as_float(0x7f800000);
                 mx[e >> 1] = fmaxf(mx[e >> 1], s[nt][e]);
             }
         }
@@ -95,14 +100,14 @@ __device__ __forceinline__ void flash_rows(const float* q, const kv_t* kc, const
         for (int i = 0; i < 2; i++) {
             mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
             mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
-            corr[i] = expf(m[i] - mx[i]);
+            corr[i] = rescale_weight(m[i], mx[i]);  // a window's row may see none of a chunk
             m[i] = mx[i];
         }
         #pragma unroll
         for (int nt = 0; nt < 4; nt++) {
             #pragma unroll
             for (int e = 0; e < 4; e++) {
-                s[nt][e] = expf(s[nt][e] - mx[e >> 1]);
+                s[nt][e] = s[nt][e] == -__int_as_float(0x7f800000) ? 0.f : expf(s[nt][e] - mx[e >> 1]);
                 sum[e >> 1] += s[nt][e];
             }
         }
@@ -121,7 +126,7 @@ __device__ __forceinline__ void flash_rows(const float* q, const kv_t* kc, const
             unsigned pa[4] = {pack_h2(s[2 * kk][0], s[2 * kk][1]), pack_h2(s[2 * kk][2], s[2 * kk][3]), pack_h2(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack_h2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
             #pragma unroll
             for (int dt = 0; dt < DT; dt++) {
-                const unsigned short* vr = vt + (dt * 8 + g) * VS + kk * 16 + t4 * 2;
+                const unsigned short* vr = vt + ((d0 + dt) * 8 + g) * VS + kk * 16 + t4 * 2;
                 mma_f16(o[dt], pa, *(const unsigned*)vr, *(const unsigned*)(vr + 8));
             }
         }
@@ -134,16 +139,18 @@ __device__ __forceinline__ void flash_rows(const float* q, const kv_t* kc, const
     if (!fits) *bad = 1u;
     #pragma unroll
     for (int dt = 0; dt < DT; dt++) {
-        int col = h * HD + dt * 8 + t4 * 2;
+        int col = h * HD + (d0 + dt) * 8 + t4 * 2;
         if (ra < rows) *(float2*)(out + (long)ra * qd + col) = make_float2(o[dt][0] / l[0], o[dt][1] / l[0]);
         if (rb < rows) *(float2*)(out + (long)rb * qd + col) = make_float2(o[dt][2] / l[1], o[dt][3] / l[1]);
     }
 }
 
-// q, out (rows, n_head * HD); bad (1). Grid (n_head, rows / 64 rounded up), 128 threads.
-#define FLASH_ROWS(HD)                                                                                                \
-    extern "C" __global__ void __launch_bounds__(128) flash_rows_h##HD(const float* q, const kv_t* kc, const kv_t* vc,  \
-            float* out, int n_head, int n_head_kv, const int* pos, float scale, int rows, unsigned int* bad) {        \
-        flash_rows<HD>(q, kc, vc, out, n_head, n_head_kv, pos, scale, rows, bad);                                     \
+// q, out (rows, n_head * HD); bad (1); window as the split kernel's. Grid (n_head, rows / 64
+// rounded up), 128 OS threads.
+#define FLASH_ROWS(HD, OS)                                                                                            \
+    extern "C" __global__ void __launch_bounds__(128 * OS) flash_rows_h##HD(const float* q, const kv_t* kc,            \
+            const kv_t* vc, float* out, int n_head, int n_head_kv, const int* pos, float scale, int rows, int window,   \
+            unsigned int* bad) {                                                                                      \
+        flash_rows<HD, OS>(q, kc, vc, out, n_head, n_head_kv, pos, scale, rows, window, bad);                         \
     }
-FLASH_ROWS(64) FLASH_ROWS(128)
+FLASH_ROWS(64, 1) FLASH_ROWS(128, 1) FLASH_ROWS(256, 2)
