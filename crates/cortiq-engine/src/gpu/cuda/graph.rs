@@ -62,6 +62,10 @@ pub(super) const ATTENTION_WINDOW_SPLIT: [(usize, &str); 3] = [(64, "attention_w
 /// split kernel.
 pub(super) const FLASH_ROWS: [(usize, &str, u32); 3] = [(64, "flash_rows_h64", 128), (128, "flash_rows_h128", 128), (256, "flash_rows_h256", 256)];
 
+/// The same kernels for sliding-window layers (`flash_window_h{HD}`: they take the window,
+/// the others compile it out).
+pub(super) const FLASH_WINDOW: [(usize, &str, u32); 3] = [(64, "flash_window_h64", 128), (128, "flash_window_h128", 128), (256, "flash_window_h256", 256)];
+
 /// The split attention kernel for `head_dim` (<= MAX_HEAD_DIM), a sliding-window layer's
 /// where `windowed`: the smallest that holds it.
 pub(super) fn attention_split_kernel(head_dim: usize, windowed: bool) -> &'static str {
@@ -415,10 +419,12 @@ impl CudaBackend {
     }
 
     /// The tensor-core prompt attention kernel (name, threads) for a chunk of `rows` rows of
-    /// heads of `head_dim`, where there is one, it is on and the chunk's attention runs tiled.
-    fn prompt_flash(&self, head_dim: usize, rows: usize) -> Option<(&'static str, u32)> {
+    /// heads of `head_dim`, a sliding-window layer's where `windowed`, where there is one, it
+    /// is on and the chunk's attention runs tiled.
+    fn prompt_flash(&self, head_dim: usize, rows: usize, windowed: bool) -> Option<(&'static str, u32)> {
         let tiled = rows > 1 && self.flash && self.prompt_attention_tiled(head_dim);
-        FLASH_ROWS.iter().find(|(hd, ..)| *hd == head_dim && tiled).map(|&(_, name, threads)| (name, threads))
+        let kernels = if windowed { &FLASH_WINDOW } else { &FLASH_ROWS };
+        kernels.iter().find(|(hd, ..)| *hd == head_dim && tiled).map(|&(_, name, threads)| (name, threads))
     }
 
     /// The prefill graph's buffers for `m`, its partials sized for `splits` per row and head.
@@ -475,7 +481,7 @@ impl CudaBackend {
         let (nh, nkv, hd) = (c.n_head as i32, c.n_head_kv as i32, c.head_dim as i32);
         let mut args = KernelArgs::default();
         let prompt = a.rows > 1 && self.prompt_attention_tiled(c.head_dim);
-        let flash = self.prompt_flash(c.head_dim, a.rows).zip(a.f16_guard);
+        let flash = self.prompt_flash(c.head_dim, a.rows, a.window > 0).zip(a.f16_guard);
         let window = i32::try_from(a.window).map_err(|_| "attention window beyond the kernels' i32 positions")?;
         let (f, cfg) = if let Some(((name, threads), bad)) = flash {
             args.buf(a.q, s).buf(a.k, s).buf(a.v, s).buf(a.out, s).int(nh).int(nkv).buf(a.pos, s).float(scale).int(a.rows as i32).int(window).buf(bad, s);
@@ -1193,7 +1199,7 @@ impl CudaBackend {
         let bad = &pb.f16_bad;
         // cuBLAS where it loaded and the chunk would take the tensor-core GEMMs.
         let mut f16 = if f16_paths && rows >= super::MMA_MIN_ROWS { self.blas.as_ref().ok().zip(pb.f16.as_mut()) } else { None };
-        let f16_ran = f16.is_some() || (f16_paths && self.prompt_flash(c.head_dim, rows).is_some());
+        let f16_ran = f16.is_some() || (f16_paths && self.prompt_flash(c.head_dim, rows, false).is_some());
         // The cuBLAS path's glue launches, 256 threads a block. SAFETY (these and every
         // launch below): x, q and att hold `rows` rows of the model's widths, the f16 scratch
         // the sizes `f16_scratch` names for pb.rows >= rows; the arguments follow the

@@ -3,13 +3,14 @@
 // query rows [64 tile, 64 tile + 64) of head h; warp w holds rows 16 (w % 4) .. 16 (w % 4) +
 // 15 as m16n8k16 A fragments (q scaled, rounded to f16; lane: rows g and g + 8, g = lane / 4).
 // Keys stream from the f16 mirror through shared memory 32 at a time (K as rows, V
-// transposed); S = q . K^T and O += P . V run as mma.sync with f32 accumulation, the online
+// transposed; each chunk's loads issued while the chunk before it is scored); S = q . K^T and O += P . V run as mma.sync with f32 accumulation, the online
 // softmax per row in f32 between them (P rounded to f16, as the CPU path's and llama.cpp's
 // flash attention do). OS warps share a 16-row group, each scoring S in full and holding
 // HD / OS of O's dimensions (head size 256: O of one warp would not fit the registers beside
-// q's fragments). A sliding-window layer (window > 0) starts the tile at the chunk its first
-// row's window reaches and masks what each row does not see; a row that has seen nothing yet
-// rescales by 1. Rows past `rows` compute on zeros and are not written; a NaN in a
+// q's fragments). WINDOWED kernels (`flash_window_h*`) take a sliding window (window > 0):
+// the tile starts at the chunk its first row's window reaches and masks what each row does
+// not see, and a row that has seen nothing yet rescales by 1; the others (`flash_rows_h*`)
+// compile it out. Rows past `rows` compute on zeros and are not written; a NaN in a
 // score reaches the row's output. The scaled q is guarded as it is rounded (`bad`, SPEC
 // section 6; K and V are f16 in the mirror on every path, as in the CPU path's cache, and P
 // is in [0, 1]): each thread notes whether its values fit and sets the word once at its end.
@@ -25,8 +26,9 @@ __device__ __forceinline__ void mma_f16(float* c, const unsigned* a, unsigned b0
 __device__ __forceinline__ unsigned pack_h2(float lo, float hi) { return (unsigned)f2h(lo) | ((unsigned)f2h(hi) << 16); }
 
 
-template <int HD, int OS>
+template <int HD, int OS, bool WINDOWED>
 __device__ __forceinline__ void flash_rows(const float* q, const kv_t* kc, const kv_t* vc, float* out, int n_head, int n_head_kv, const int* pos, float scale, int rows, int window, unsigned int* bad) {
+    if (!WINDOWED) window = 0;
     constexpr int KS = HD + 8;  // K row stride in halves (8 rows of a fragment load hit distinct banks)
     constexpr int VS = 32 + 8;  // V^T row stride in halves
     constexpr int KT = HD / 16; // 16-dimension steps of S = q . K^T
@@ -35,7 +37,7 @@ __device__ __forceinline__ void flash_rows(const float* q, const kv_t* kc, const
     __shared__ __align__(16) unsigned short vt[HD * VS];  // (HD, 32 keys)
     pdl_wait_then_release();
     int h = blockIdx.x, r0 = blockIdx.y * 64;
-    int tid = threadIdx.x, lane = tid & 31, g = lane >> 2, t4 = lane & 3, d0 = (tid >> 7) * DT;
+    int tid = threadIdx.x, lane = tid & 31, g = lane >> 2, t4 = lane & 3, d0 = OS == 1 ? 0 : (tid >> 7) * DT;
     int p0 = *pos, kvh = h / (n_head / n_head_kv), kvd = n_head_kv * HD, qd = n_head * HD;
     int ra = r0 + ((tid >> 5) & 3) * 16 + g, rb = ra + 8;
     int first_a = att_first(p0 + ra + 1, window), first_b = att_first(p0 + rb + 1, window);
@@ -60,22 +62,36 @@ __device__ __forceinline__ void flash_rows(const float* q, const kv_t* kc, const
     for (int dt = 0; dt < DT; dt++) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.f;
     float m[2] = {-__int_as_float(0x7f800000), -__int_as_float(0x7f800000)}, l[2] = {0.f, 0.f};
     int last = p0 + min(r0 + 64, rows) - 1;
-    for (int t0 = att_first(p0 + r0 + 1, window) & ~31; t0 <= last; t0 += 32) {
-        // Every warp is done with the previous chunk.
-        __syncthreads();
-        for (int e = tid; e < 32 * HD / 4; e += blockDim.x) {
-            int j = e / (HD / 4), c = (e % (HD / 4)) * 4;
+    // A thread's 4-value pieces of a key chunk's K and V (piece e: key e / (HD / 4), values
+    // from 4 (e % (HD / 4))), the next chunk's loaded while this one is scored.
+    constexpr int PIECES = 32 * HD / 4 / (128 * OS);
+    uint2 kn[PIECES], vn[PIECES];
+    auto fetch = [&](int t0) {
+        #pragma unroll
+        for (int i = 0; i < PIECES; i++) {
+            int e = tid + i * 128 * OS, j = e / (HD / 4), c = (e % (HD / 4)) * 4;
             bool ok = t0 + j <= last;
             long off = (long)(t0 + j) * kvd + kvh * HD + c;
-            uint2 kv = ok ? *(const uint2*)(kc + off) : make_uint2(0u, 0u);
-            uint2 vv = ok ? *(const uint2*)(vc + off) : make_uint2(0u, 0u);
-            *(uint2*)(ks + j * KS + c) = kv;
-            vt[(c + 0) * VS + j] = (unsigned short)(vv.x & 0xffffu);
-            vt[(c + 1) * VS + j] = (unsigned short)(vv.x >> 16);
-            vt[(c + 2) * VS + j] = (unsigned short)(vv.y & 0xffffu);
-            vt[(c + 3) * VS + j] = (unsigned short)(vv.y >> 16);
+            kn[i] = ok ? *(const uint2*)(kc + off) : make_uint2(0u, 0u);
+            vn[i] = ok ? *(const uint2*)(vc + off) : make_uint2(0u, 0u);
+        }
+    };
+    int t_first = att_first(p0 + r0 + 1, window) & ~31;
+    fetch(t_first);
+    for (int t0 = t_first; t0 <= last; t0 += 32) {
+        // Every warp is done with the previous chunk.
+        __syncthreads();
+        #pragma unroll
+        for (int i = 0; i < PIECES; i++) {
+            int e = tid + i * 128 * OS, j = e / (HD / 4), c = (e % (HD / 4)) * 4;
+            *(uint2*)(ks + j * KS + c) = kn[i];
+            vt[(c + 0) * VS + j] = (unsigned short)(vn[i].x & 0xffffu);
+            vt[(c + 1) * VS + j] = (unsigned short)(vn[i].x >> 16);
+            vt[(c + 2) * VS + j] = (unsigned short)(vn[i].y & 0xffffu);
+            vt[(c + 3) * VS + j] = (unsigned short)(vn[i].y >> 16);
         }
         __syncthreads();
+        if (t0 + 32 <= last) fetch(t0 + 32);
         // S (16 rows x 32 keys) in four 8-key tiles: [tile][0, 1] row ra, [2, 3] row rb.
         float s[4][4];
         #pragma unroll
@@ -91,7 +107,7 @@ __device__ __forceinline__ void flash_rows(const float* q, const kv_t* kc, const
             #pragma unroll
             for (int e = 0; e < 4; e++) {
                 int key = t0 + nt * 8 + t4 * 2 + (e & 1);
-                if (key > p0 + (e < 2 ? ra : rb) || key < (e < 2 ? first_a : first_b)) s[nt][e] = -__int_as_float(0x7f800000);
+                if (key > p0 + (e < 2 ? ra : rb) || (WINDOWED && key < (e < 2 ? first_a : first_b))) s[nt][e] = -__int_as_float(0x7f800000);
                 mx[e >> 1] = fmaxf(mx[e >> 1], s[nt][e]);
             }
         }
@@ -100,14 +116,14 @@ __device__ __forceinline__ void flash_rows(const float* q, const kv_t* kc, const
         for (int i = 0; i < 2; i++) {
             mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
             mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
-            corr[i] = rescale_weight(m[i], mx[i]);  // a window's row may see none of a chunk
+            corr[i] = WINDOWED ? rescale_weight(m[i], mx[i]) : expf(m[i] - mx[i]);  // a window's row may see none of a chunk
             m[i] = mx[i];
         }
         #pragma unroll
         for (int nt = 0; nt < 4; nt++) {
             #pragma unroll
             for (int e = 0; e < 4; e++) {
-                s[nt][e] = s[nt][e] == -__int_as_float(0x7f800000) ? 0.f : expf(s[nt][e] - mx[e >> 1]);
+                s[nt][e] = WINDOWED && s[nt][e] == -__int_as_float(0x7f800000) ? 0.f : expf(s[nt][e] - mx[e >> 1]);
                 sum[e >> 1] += s[nt][e];
             }
         }
@@ -145,12 +161,13 @@ __device__ __forceinline__ void flash_rows(const float* q, const kv_t* kc, const
     }
 }
 
-// q, out (rows, n_head * HD); bad (1); window as the split kernel's. Grid (n_head, rows / 64
-// rounded up), 128 OS threads.
-#define FLASH_ROWS(HD, OS)                                                                                            \
-    extern "C" __global__ void __launch_bounds__(128 * OS) flash_rows_h##HD(const float* q, const kv_t* kc,            \
-            const kv_t* vc, float* out, int n_head, int n_head_kv, const int* pos, float scale, int rows, int window,   \
+// q, out (rows, n_head * HD); bad (1); window as the split kernel's (read by the
+// flash_window_h* kernels only). Grid (n_head, rows / 64 rounded up), 128 OS threads.
+#define FLASH_ROWS(NAME, HD, OS, WINDOWED)                                                                            \
+    extern "C" __global__ void __launch_bounds__(128 * OS) NAME##HD(const float* q, const kv_t* kc, const kv_t* vc,    \
+            float* out, int n_head, int n_head_kv, const int* pos, float scale, int rows, int window,                \
             unsigned int* bad) {                                                                                      \
-        flash_rows<HD, OS>(q, kc, vc, out, n_head, n_head_kv, pos, scale, rows, window, bad);                         \
+        flash_rows<HD, OS, WINDOWED>(q, kc, vc, out, n_head, n_head_kv, pos, scale, rows, window, bad);               \
     }
-FLASH_ROWS(64, 1) FLASH_ROWS(128, 1) FLASH_ROWS(256, 2)
+FLASH_ROWS(flash_rows_h, 64, 1, false) FLASH_ROWS(flash_rows_h, 128, 1, false) FLASH_ROWS(flash_rows_h, 256, 2, false)
+FLASH_ROWS(flash_window_h, 64, 1, true) FLASH_ROWS(flash_window_h, 128, 1, true) FLASH_ROWS(flash_window_h, 256, 2, true)
