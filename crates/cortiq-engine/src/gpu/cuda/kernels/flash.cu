@@ -3,9 +3,9 @@
 // query rows [64 tile, 64 tile + 64) of head h; warp w holds rows 16 (w % 4) .. 16 (w % 4) +
 // 15 as m16n8k16 A fragments (q scaled, rounded to f16; lane: rows g and g + 8, g = lane / 4).
 // Keys stream from the f16 mirror through shared memory 32 at a time (K as rows, V
-// transposed; each chunk's loads issued while the chunk before it is scored); S = q . K^T and O += P . V run as mma.sync with f32 accumulation, the online
-// softmax per row in f32 between them (P rounded to f16, as the CPU path's and llama.cpp's
-// flash attention do). OS warps share a 16-row group, each scoring S in full and holding
+// transposed; each chunk's loads issued while the chunk before it is scored); S = q . K^T
+// and O += P . V run as mma.sync with f32 accumulation, the online softmax per row in f32
+// between them (P rounded to f16, as the CPU path's and llama.cpp's flash attention do). OS warps share a 16-row group, each scoring S in full and holding
 // HD / OS of O's dimensions (head size 256: O of one warp would not fit the registers beside
 // q's fragments). WINDOWED kernels (`flash_window_h*`) take a sliding window (window > 0):
 // the tile starts at the chunk its first row's window reaches and masks what each row does
