@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Session 63, prepared for a warm machine after a call that carried gpuab/, and only on an H200: README's CUDA table
-# by bench/gpu-all.sh (tg128 after -p 512, REPS=2) on main's build (./cortiq-base = 40dba76;
-# call 1 synthesized the models): issue 8's six shapes plus the Q4_K_M and Q5_K_M rows, as
-# session 56's call 1 (the last H200 table). Since then on the decode path: session 58's
-# K-quant row kernels rolled (3e3e6bc; predicted from call 2 of session 56 on the H200:
-# smollm2 q4_0 ~2374, llama-8b q8_0 ~428, not measured there).
+# Session 63, prepared, not run (no H200 came): README's CUDA table by bench/gpu-all.sh
+# (tg128 after -p 512, REPS=2) on main's build, carried as gpuab/cortiq-base.gz (it
+# synthesizes the models, ~2-3 min for both llama-8b files): issue 8's six shapes plus the
+# Q4_K_M and Q5_K_M rows, as session 56's call 1 (the last H200 table). On an H100 it stops.
+# Since session 56 on the decode path: session 58's K-quant row kernels rolled (3e3e6bc;
+# predicted from call 2 of session 56 on the H200: smollm2 q4_0 ~2374, llama-8b q8_0 ~428).
 set -u
 cd "$(dirname "$0")/../../../.."
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "card: $gpu"
