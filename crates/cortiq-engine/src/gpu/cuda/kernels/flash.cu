@@ -5,9 +5,10 @@
 // Keys stream from the f16 mirror through shared memory 32 at a time (K as rows, V
 // transposed; each chunk's loads issued while the chunk before it is scored); S = q . K^T
 // and O += P . V run as mma.sync with f32 accumulation, the online softmax per row in f32
-// between them (P rounded to f16, as the CPU path's and llama.cpp's flash attention do). OS warps share a 16-row group, each scoring S in full and holding
-// HD / OS of O's dimensions (head size 256: O of one warp would not fit the registers beside
-// q's fragments). WINDOWED kernels (`flash_window_h*`) take a sliding window (window > 0):
+// between them (P rounded to f16, as the CPU path's and llama.cpp's flash attention do).
+// OS warps share a 16-row group, each scoring S in full and holding HD / OS of O's
+// dimensions (head size 256: O of one warp would not fit the registers beside q's
+// fragments). WINDOWED kernels (`flash_window_h*`) take a sliding window (window > 0):
 // the tile starts at the chunk its first row's window reaches and masks what each row does
 // not see, and a row that has seen nothing yet rescales by 1; the others (`flash_rows_h*`)
 // compile it out. Rows past `rows` compute on zeros and are not written; a NaN in a
