@@ -1215,12 +1215,12 @@ fn cuda_attention_matches_an_exact_softmax() {
     }
 }
 
+#[cfg(feature = "cuda")]
+type WindowedRun<'a> = &'a dyn Fn(&[f32], &[f32], &[f32], usize, usize, usize, usize, usize) -> Result<Vec<f32>, String>;
 /// A sliding-window layer's attention (`run(q, k, v, rows, n_head, n_head_kv, head_dim,
 /// window)`, K and V rounded to f16 as CUDA's mirror holds them) against the exact softmax
 /// over each row's window: a window wider than the context, one of 1 (a row sees only
 /// itself), tiles whose first rows see key chunks their last rows do not, and a decode row.
-#[cfg(feature = "cuda")]
-type WindowedRun<'a> = &'a dyn Fn(&[f32], &[f32], &[f32], usize, usize, usize, usize, usize) -> Result<Vec<f32>, String>;
 #[cfg(feature = "cuda")]
 fn windowed_attention_matches_an_exact_softmax(backend: &str, run: WindowedRun, bound: &dyn Fn(usize, usize) -> f32) {
     // (n_head, n_head_kv, head_dim, positions, query rows ending at the last position, window)

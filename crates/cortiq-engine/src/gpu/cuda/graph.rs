@@ -522,7 +522,6 @@ impl CudaBackend {
     /// the launch the graphs make (one row: a decode token's split kernel; more: a prompt
     /// chunk's, rerun in f32 where the f16 guard trips, as the prefill graph does). The output
     /// (rows, n_head * head_dim) is poisoned with NaN before the kernel runs.
-    #[allow(clippy::too_many_arguments)]
     pub fn attention(&self, q: &[f32], k: &[f32], v: &[f32], rows: usize, (n_head, n_head_kv, head_dim): (usize, usize, usize), window: usize) -> Result<Vec<f32>, String> {
         let kvd = n_head_kv * head_dim;
         let n = k.len().checked_div(kvd).unwrap_or(0);

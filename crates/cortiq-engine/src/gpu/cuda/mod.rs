@@ -208,9 +208,9 @@ pub(super) fn mma_smem(kind: i32) -> usize {
 }
 
 /// The kernel module's source: the layout #defines the kernels share with the host (the row
-/// kernels' block size and weight ring, the GEMM stages, the attention tile's pad and threads, the block
-/// timeline's ring), `extra`
-/// (the profiling switches of `anatomy.rs`, normally none), then the kernel files.
+/// kernels' block size and weight ring, the GEMM stages, the attention tile's pad and threads,
+/// the block timeline's ring), `extra` (the profiling switches of `anatomy.rs`, normally
+/// none), then the kernel files.
 fn kernel_source(extra: &str) -> String {
     let defines = format!(
         "#define ROW_THREADS {ROW_THREADS}\n#define RING_UNITS {RING_UNITS}\n#define RING_UNITS_Q8 {RING_UNITS_Q8}\n#define MMA_UNITS {MMA_UNITS}\n#define MMA_STAGES {MMA_STAGES}\n#define MMA_ROWS {MMA_ROWS}\n#define MMA_A_STRIDE {MMA_A_STRIDE}\n#define MMA_B_STRIDE_Q4 {}\n#define MMA_B_STRIDE_Q8 {}\n#define ATT_ROWS_PAD {}\n#define ATT_ROWS_THREADS {}\n#define TRACE_RING {}\n",
