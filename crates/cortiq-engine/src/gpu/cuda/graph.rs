@@ -356,7 +356,7 @@ struct Attention<'a> {
     part_splits: usize,
     /// The scores' scale.
     scale: f32,
-    /// Positions a query sees on a sliding-window layer (0: all; never the tensor-core kernel).
+    /// Positions a query sees on a sliding-window layer (0: all).
     window: usize,
 }
 

@@ -133,7 +133,8 @@ impl CudaBackend {
     /// operands over the input norm), `gemma_norm_rope` over the rows, the chunk's attention
     /// (the tensor-core tiles with the layer's window; FP32 tiles where `CMF_CUDA_FLASH=0`),
     /// the O GEMM and its sandwich norm added, gate/up's GEMM, tanh-GELU into f16, the down
-    /// GEMM and its sandwich norm added; then the head for the last row. The f16 guard word is zeroed first and set by the glue.
+    /// GEMM and its sandwich norm added; then the head for the last row. The f16 guard word
+    /// is zeroed first and set by the glue.
     #[allow(clippy::too_many_arguments)]
     fn queue_gemma_prefill(&self, m: &Llama, args: &[WeightArg], map: &HashMap<u64, Resident>, g: &mut ModelGraph, gb: &GemmaBuffers, mirror: &Mirror, rows: usize) -> Result<Result<(), &'static str>, String> {
         let c = &m.cfg;

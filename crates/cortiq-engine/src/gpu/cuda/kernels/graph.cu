@@ -567,9 +567,10 @@ extern "C" __global__ void __launch_bounds__(256) attention_merge(const float* p
 // rows each (a tile's chain of key chunks is its time, so a warp takes few of its rows); key
 // and value positions stream through shared memory 32 at a time (lane j scores position j
 // for the warp's rows) with an online softmax per row; lane l sums value dimensions l + 32 d
-// (DPL = head_dim / 32). A NaN in a score reaches the row's output. Dynamic shared memory (host: `attention_rows_smem`): the
-// scaled q tile and the K chunk at head_dim + ATT_ROWS_PAD floats a row (the pad, from the
-// host, keeps a float4 phase of 8 lanes on distinct banks), then the V chunk.
+// (DPL = head_dim / 32). A NaN in a score reaches the row's output. Dynamic shared memory
+// (host: `attention_rows_smem`): the scaled q tile and the K chunk at head_dim +
+// ATT_ROWS_PAD floats a row (the pad, from the host, keeps a float4 phase of 8 lanes on
+// distinct banks), then the V chunk.
 #define ATT_ROWS_WARPS (ATT_ROWS_THREADS / 32)
 #define ATT_ROWS_RPW (32 / ATT_ROWS_WARPS)
 template <int DPL>

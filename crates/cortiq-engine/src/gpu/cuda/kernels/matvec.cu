@@ -1037,5 +1037,5 @@ extern "C" __global__ void act_mul(float* g, const float* u, int n, int act) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     float v = g[i];
-    g[i] = (act == GLU_SILU ? v / (1.f + expf(-v)) : act == GLU_GELU_EXACT ? gelu_exact(v) : gelu_tanh(v)) * u[i];
+    g[i] = act == GLU_SILU ? silu_times(v, u[i]) : (act == GLU_GELU_EXACT ? gelu_exact(v) : gelu_tanh(v)) * u[i];
 }
