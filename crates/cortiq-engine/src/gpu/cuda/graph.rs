@@ -66,6 +66,24 @@ pub(super) const FLASH_ROWS: [(usize, &str, u32); 3] = [(64, "flash_rows_h64", 1
 /// the others compile it out).
 pub(super) const FLASH_WINDOW: [(usize, &str, u32); 3] = [(64, "flash_window_h64", 128), (128, "flash_window_h128", 128), (256, "flash_window_h256", 256)];
 
+/// Most pieces the tensor-core prompt attention splits a row's keys into (the prefill
+/// partials' slots a row and head), and the fewest keys a piece takes.
+pub(super) const FLASH_PIECES: usize = 8;
+const FLASH_PIECE_MIN: usize = 128;
+
+/// Keys a tensor-core prompt-attention block takes for a chunk whose `tiles` 64-row tiles of
+/// `n_head` heads see up to `keys` keys, on `sms` SMs, with `slots` partials a row and head:
+/// 0 (a tile's whole context) where the tiles fill at least half the SMs or the keys fit one
+/// piece, else the keys in at most `slots` pieces of at least FLASH_PIECE_MIN (a multiple of
+/// the kernel's 32-key chunks), merged by `attention_merge`.
+fn flash_span(n_head: usize, tiles: usize, keys: usize, sms: usize, slots: usize) -> usize {
+    if n_head * tiles * 2 >= sms || slots < 2 {
+        return 0;
+    }
+    let span = keys.div_ceil(slots).next_multiple_of(32).max(FLASH_PIECE_MIN);
+    if span >= keys { 0 } else { span }
+}
+
 /// The split attention kernel for `head_dim` (<= MAX_HEAD_DIM), a sliding-window layer's
 /// where `windowed`: the smallest that holds it.
 pub(super) fn attention_split_kernel(head_dim: usize, windowed: bool) -> &'static str {
@@ -174,9 +192,11 @@ pub(super) struct PrefillBuffers {
     /// per 32-value group scale and scaled sum (rows, widest input / 32, 2).
     xq: CudaSlice<u8>,
     xd: CudaSlice<f32>,
-    /// Split-attention partials (rows, n_head, splits, head_dim + 2); one row's where a
-    /// prompt chunk's attention runs tiled (no partials).
+    /// Split-attention partials (rows, n_head, part_splits, head_dim + 2); where a prompt
+    /// chunk's attention runs tiled, the tensor-core pieces' (FLASH_PIECES a row and head) for
+    /// the rows a chunk may have where it splits its keys (`flash_span`).
     part: CudaSlice<f32>,
+    part_splits: usize,
     /// The cuBLAS path's scratch, where cuBLAS loaded and the model's layers are all Q4_0,
     /// Q4_1 or Q8_0 (and the scratch could be allocated).
     f16: Option<F16Scratch>,
@@ -337,7 +357,8 @@ impl Heads {
 /// positions *pos.., each over the mirror's K / V rows (capacity, kv_dim) up to its own, into
 /// out (rows, n_head * head_dim). The split kernel's grid has `splits` position blocks per
 /// (head, row), sized for the context so a captured graph serves every position; its
-/// partials `part` (rows, n_head, part_splits, head_dim + 2) are scratch.
+/// partials `part` (rows, n_head, part_splits, head_dim + 2) are scratch (the tensor-core
+/// prompt attention's pieces too, where it splits).
 struct Attention<'a> {
     heads: Heads,
     q: &'a CudaSlice<f32>,
@@ -358,6 +379,9 @@ struct Attention<'a> {
     scale: f32,
     /// Positions a query sees on a sliding-window layer (0: all).
     window: usize,
+    /// The keys the last row sees (its position + 1) where the host knows it (prompt chunks);
+    /// 0 in a captured token, whose position the host does not fix.
+    keys: usize,
 }
 
 /// Threads of an `attention_merge` block for heads of `head_dim` values: as many groups of
@@ -432,7 +456,8 @@ impl CudaBackend {
         let c = &m.cfg;
         let s = &self.stream;
         let n = self.prefill_capacity(m);
-        let part_rows = if self.prompt_attention_tiled(c.head_dim) { 1 } else { n };
+        let tiled = self.prompt_attention_tiled(c.head_dim);
+        let (part_rows, part_splits) = if tiled { ((64 * (self.sms as usize / (2 * c.n_head))).clamp(1, n), FLASH_PIECES) } else { (n, splits) };
         let zeros = |len: usize| s.alloc_zeros::<f32>(len).map_err(err);
         let widest = c.n_embd.max(c.n_ff).max(c.q_dim());
         Ok(PrefillBuffers {
@@ -444,7 +469,8 @@ impl CudaBackend {
             h: zeros(n * c.n_ff)?,
             xq: s.alloc_zeros::<u8>(n * widest).map_err(err)?,
             xd: zeros(n * widest / 16)?,
-            part: zeros(part_rows * c.n_head * splits * (c.head_dim + 2))?,
+            part: zeros(part_rows * c.n_head * part_splits * (c.head_dim + 2))?,
+            part_splits,
             f16: self.f16_scratch(m, n),
             f16_bad: s.alloc_zeros::<u32>(1).map_err(err)?,
         })
@@ -470,7 +496,8 @@ impl CudaBackend {
 
     /// Queue one attention launch: a prompt chunk's rows 64 to a block on the tensor cores
     /// where the head size has a kernel for it (`FLASH_ROWS`) and the call allows f16
-    /// operands (`Attention::f16_guard`), else 32 to a block where it has
+    /// operands (`Attention::f16_guard`; where few tiles would leave SMs idle, their keys
+    /// split into pieces (`flash_span`) and the pieces merged), else 32 to a block where it has
     /// the tiled kernel (`attention_rows_d*`), otherwise (a decode token, or other head sizes)
     /// the split kernel with one grid layer per row (`part` sized for them), then the merge
     /// of its partials (`attention_merge`).
@@ -484,8 +511,21 @@ impl CudaBackend {
         let flash = self.prompt_flash(c.head_dim, a.rows, a.window > 0).zip(a.f16_guard);
         let window = i32::try_from(a.window).map_err(|_| "attention window beyond the kernels' i32 positions")?;
         let (f, cfg) = if let Some(((name, threads), bad)) = flash {
-            args.buf(a.q, s).buf(a.k, s).buf(a.v, s).buf(a.out, s).int(nh).int(nkv).buf(a.pos, s).float(scale).int(a.rows as i32).int(window).buf(bad, s);
-            (&self.funcs[name], LaunchConfig { grid_dim: (c.n_head as u32, a.rows.div_ceil(64) as u32, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 })
+            let tiles = a.rows.div_ceil(64);
+            let slots = if a.part.len() >= a.rows * c.n_head * a.part_splits * (c.head_dim + 2) { a.part_splits } else { 0 };
+            let span = if self.flash_split { flash_span(c.n_head, tiles, a.keys, self.sms as usize, slots) } else { 0 };
+            let pieces = if span == 0 { 1 } else { a.keys.div_ceil(span) };
+            args.buf(a.q, s).buf(a.k, s).buf(a.v, s).buf(a.out, s).buf(a.part, s).int(nh).int(nkv).buf(a.pos, s).float(scale).int(a.rows as i32).int(window).int(span as i32).int(a.part_splits as i32).buf(bad, s);
+            let flash_cfg = LaunchConfig { grid_dim: (c.n_head as u32, tiles as u32, pieces as u32), block_dim: (threads, 1, 1), shared_mem_bytes: 0 };
+            if span == 0 {
+                (&self.funcs[name], flash_cfg)
+            } else {
+                // SAFETY: as the launch below; the pieces' partials fit `part` (slots checked above).
+                unsafe { launch(s, &self.funcs[name], flash_cfg, &args, overlap) }.map_err(err)?;
+                args = KernelArgs::default();
+                args.buf(a.part, s).buf(a.out, s).null().int(nh).int(hd).buf(a.pos, s).int(a.part_splits as i32).int(window).int(span as i32);
+                (&self.funcs["attention_merge"], LaunchConfig { grid_dim: (c.n_head as u32, a.rows as u32, 1), block_dim: (merge_threads(c.head_dim), 1, 1), shared_mem_bytes: 0 })
+            }
         } else if prompt {
             args.buf(a.q, s).buf(a.k, s).buf(a.v, s).buf(a.out, s).int(nh).int(nkv).buf(a.pos, s).float(scale).int(a.rows as i32).int(window);
             (&self.funcs[&format!("attention_rows_d{}", c.head_dim / 32)], LaunchConfig { grid_dim: (c.n_head as u32, a.rows.div_ceil(32) as u32, 1), block_dim: (ATT_ROWS_THREADS as u32, 1, 1), shared_mem_bytes: attention_rows_smem(c.head_dim) as u32 })
@@ -506,7 +546,7 @@ impl CudaBackend {
                 Some(img) => args.buf(img, s),
                 None => args.null(),
             };
-            args.int(nh).int(hd).buf(a.pos, s).int(a.part_splits as i32).int(window);
+            args.int(nh).int(hd).buf(a.pos, s).int(a.part_splits as i32).int(window).int(ATT_CHUNK as i32);
             (&self.funcs["attention_merge"], LaunchConfig { grid_dim: (c.n_head as u32, a.rows as u32, 1), block_dim: (merge_threads(c.head_dim), 1, 1), shared_mem_bytes: 0 })
         };
         // SAFETY: the buffers hold the shapes the struct's doc gives (the callers allocate
@@ -533,11 +573,12 @@ impl CudaBackend {
         let f16_bits = |x: &[f32]| x.iter().map(|&x| half::f16::from_f32(x).to_bits()).collect::<Vec<u16>>();
         let (qd, kd, vd) = (s.clone_htod(q).map_err(err)?, s.clone_htod(&f16_bits(k)).map_err(err)?, s.clone_htod(&f16_bits(v)).map_err(err)?);
         let out = s.clone_htod(&vec![f32::NAN; q.len()]).map_err(err)?;
-        let part = s.alloc_zeros::<f32>(rows * n_head * splits * (head_dim + 2)).map_err(err)?;
+        let slots = splits.max(FLASH_PIECES);
+        let part = s.alloc_zeros::<f32>(rows * n_head * slots * (head_dim + 2)).map_err(err)?;
         let pos = s.clone_htod(&[(n - rows) as i32]).map_err(err)?;
         let pos_ptr = pos.slice(0..1);
         let bad = s.alloc_zeros::<u32>(1).map_err(err)?;
-        let att = Attention { heads: Heads { n_head, n_head_kv, head_dim }, q: &qd, k: &kd, v: &vd, part: &part, out: &out, out_img: None, f16_guard: Some(&bad), pos: &pos_ptr, rows, splits, part_splits: splits, scale: 1.0 / (head_dim as f32).sqrt(), window };
+        let att = Attention { heads: Heads { n_head, n_head_kv, head_dim }, q: &qd, k: &kd, v: &vd, part: &part, out: &out, out_img: None, f16_guard: Some(&bad), pos: &pos_ptr, rows, splits, part_splits: slots, scale: 1.0 / (head_dim as f32).sqrt(), window, keys: n };
         self.launch_attention(&att, false)?;
         if s.clone_dtoh(&bad).map_err(err)?[0] != 0 {
             self.launch_attention(&Attention { f16_guard: None, ..att }, false)?;
@@ -1015,7 +1056,7 @@ impl CudaBackend {
                 }
             }
             let out_img = chain.attn.then_some(&g.img_att);
-            let att = Attention { heads: Heads::of(c), q: &g.q, k: &mirror.k[li], v: &mirror.v[li], part: &g.part, out: &g.att, out_img, f16_guard: None, pos: &pos_ptr, rows: 1, splits: grid_splits, part_splits: g.splits, scale: c.attn_scale, window: 0 };
+            let att = Attention { heads: Heads::of(c), q: &g.q, k: &mirror.k[li], v: &mirror.v[li], part: &g.part, out: &g.att, out_img, f16_guard: None, pos: &pos_ptr, rows: 1, splits: grid_splits, part_splits: g.splits, scale: c.attn_scale, window: 0, keys: 0 };
             if self.skip.runs("attn") {
                 self.launch_attention(&att, ov)?;
             }
@@ -1254,7 +1295,7 @@ impl CudaBackend {
                 }
             }
             if self.skip.runs("attn") {
-                let att = Attention { heads: Heads::of(c), q: &pb.q, k: &mirror.k[li], v: &mirror.v[li], part: &pb.part, out: &pb.att, out_img: None, f16_guard: f16_paths.then_some(bad), pos: &pos_ptr, rows, splits: capacity.div_ceil(ATT_CHUNK), part_splits: g.splits, scale: c.attn_scale, window: 0 };
+                let att = Attention { heads: Heads::of(c), q: &pb.q, k: &mirror.k[li], v: &mirror.v[li], part: &pb.part, out: &pb.att, out_img: None, f16_guard: f16_paths.then_some(bad), pos: &pos_ptr, rows, splits: capacity.div_ceil(ATT_CHUNK), part_splits: pb.part_splits, scale: c.attn_scale, window: 0, keys: mirror.len + rows };
                 self.launch_attention(&att, ov)?;
             }
             // O, added into the residual stream.
@@ -1355,6 +1396,29 @@ mod tests {
         assert_eq!(TokenRead::of(&GraphReadback::TopK(40, Some(spec), &mut cand)), TokenRead::TopK(40));
         // Past the device's k the logits come back and the host picks.
         assert_eq!(TokenRead::of(&GraphReadback::TopK(1000, Some(spec), &mut cand)), TokenRead::Logits);
+    }
+
+    #[test]
+    fn prompt_attention_splits_keys_only_where_few_tiles_leave_sms_idle() {
+        use super::flash_span;
+        // Gemma 3 270M's pp512 from position 0 on an H100's 132 SMs: 4 heads x 8 tiles.
+        assert_eq!(flash_span(4, 8, 512, 132, 8), 128);
+        // Longer contexts: at most `slots` pieces of whole 32-key chunks.
+        assert_eq!(flash_span(4, 8, 1000, 132, 8), 128);
+        assert_eq!(flash_span(4, 8, 2000, 132, 8), 256);
+        assert_eq!(flash_span(4, 8, 4096, 132, 8), 512);
+        // Tiles filling half the SMs (llama-1b's 32 heads x 8 tiles), no room for partials,
+        // keys within one piece: unsplit.
+        assert_eq!(flash_span(32, 8, 512, 132, 8), 0);
+        assert_eq!(flash_span(33, 2, 512, 132, 8), 0);
+        assert_eq!(flash_span(4, 8, 512, 132, 1), 0);
+        assert_eq!(flash_span(4, 2, 128, 132, 8), 0);
+        for keys in 1..5000 {
+            for slots in 0..12 {
+                let span = flash_span(2, 1, keys, 132, slots);
+                assert!(span == 0 || (span.is_multiple_of(32) && span >= 128 && span < keys && keys.div_ceil(span) <= slots), "{keys} keys, {slots} slots: span {span}");
+            }
+        }
     }
 
     #[test]

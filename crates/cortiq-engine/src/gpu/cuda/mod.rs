@@ -322,6 +322,9 @@ pub struct CudaBackend {
     /// Whether prompt chunks take the tensor-core attention (flash.cu) where the head size
     /// has it (`CMF_CUDA_FLASH=0`: the FP32 tiled kernel).
     flash: bool,
+    /// Whether the tensor-core prompt attention splits few tiles' keys into pieces across the
+    /// SMs (`graph::flash_span`; `CMF_CUDA_FLASH_SPLIT=0`: each tile's block takes them all).
+    flash_split: bool,
     /// Most prompt rows a prefill submission takes where the attention runs tiled
     /// (`graph::LONG_PREFILL_ROWS`, `CMF_CUDA_PREFILL_ROWS`).
     long_prefill_rows: usize,
@@ -424,7 +427,7 @@ impl CudaBackend {
         let hostprof = super::hostprof_level() > 0;
         let trace = Mutex::new(if switches.has("CORTIQ_TRACE") { Some(trace::Trace::open(module.clone())?) } else { None });
         let info = DeviceInfo { backend: "cuda", name: ctx.name().map_err(err)?, discrete: true, memory_bytes: total, f16: true, subgroups: true, matrix_units: true, max_binding_bytes: total, q8_activations: true, q8_matvec: true };
-        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget, smem_limit, overlap: major >= 9, kernel_cache, skip, switches, blas, flash: !crate::gpu::selection::switched_off("CMF_CUDA_FLASH"), long_prefill_rows, readback, hostprof, int8_chain, cluster: cluster::enabled(), fused_ffn, att_group_from, trace, info })
+        Ok(CudaBackend { _ctx: ctx, stream, funcs, sms, occupancy: Mutex::new(HashMap::new()), weights: Mutex::new(HashMap::new()), graph: Mutex::new(None), mirrors: Mutex::new(HashMap::new()), spare_mirror: Mutex::new(None), profile: Mutex::new(Default::default()), uploaded: AtomicU64::new(0), resident: AtomicU64::new(0), budget, smem_limit, overlap: major >= 9, kernel_cache, skip, switches, blas, flash: !crate::gpu::selection::switched_off("CMF_CUDA_FLASH"), flash_split: !crate::gpu::selection::switched_off("CMF_CUDA_FLASH_SPLIT"), long_prefill_rows, readback, hostprof, int8_chain, cluster: cluster::enabled(), fused_ffn, att_group_from, trace, info })
     }
 
     /// This backend with the token graph's int8 chain set to `chain` (`CMF_CUDA_INT8_CHAIN`;
@@ -461,6 +464,13 @@ impl CudaBackend {
     /// left out (as `CMF_CUDA_FLASH=0` does; the parity tests run both paths).
     pub fn without_flash(mut self) -> CudaBackend {
         self.flash = false;
+        self
+    }
+
+    /// This backend with each prompt tile's tensor-core attention over all its keys in one
+    /// block, never split into pieces (as `CMF_CUDA_FLASH_SPLIT=0` does; the parity tests run both).
+    pub fn without_flash_split(mut self) -> CudaBackend {
+        self.flash_split = false;
         self
     }
 

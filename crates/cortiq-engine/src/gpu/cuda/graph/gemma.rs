@@ -87,7 +87,7 @@ impl CudaBackend {
             }
             self.launch_gemma_norm_rope(c, (&gb.y, &g.q), (q_norm, k_norm), mirror, li, 1, ov)?;
             let heads = Heads::of(c);
-            let att = Attention { heads, q: &g.q, k: &mirror.k[li], v: &mirror.v[li], part: &g.part, out: &g.att, out_img: None, f16_guard: None, pos: &pos_ptr, rows: 1, splits: capacity.div_ceil(ATT_CHUNK), part_splits: g.splits, scale: 1.0, window: window.unwrap_or(0) };
+            let att = Attention { heads, q: &g.q, k: &mirror.k[li], v: &mirror.v[li], part: &g.part, out: &g.att, out_img: None, f16_guard: None, pos: &pos_ptr, rows: 1, splits: capacity.div_ceil(ATT_CHUNK), part_splits: g.splits, scale: 1.0, window: window.unwrap_or(0), keys: 0 };
             self.launch_attention(&att, ov)?;
             self.launch_matvec(&w[3], map, &g.att, &mut gb.t, 1, MatvecHow { overlap: true, ..Default::default() })?;
             self.launch_add_normed(c, &g.x, &gb.t, post_attn, 1, ov)?;
@@ -165,7 +165,7 @@ impl CudaBackend {
             }
             blas.gemm(s, &f.x, &f.w, &mut f.y, (rows, qkv_rows, d), false)?;
             self.launch_gemma_norm_rope(c, (&f.y, &pb.q), (q_norm, k_norm), mirror, li, rows, false)?;
-            let att = Attention { heads: Heads::of(c), q: &pb.q, k: &mirror.k[li], v: &mirror.v[li], part: &pb.part, out: &pb.att, out_img: None, f16_guard: Some(bad), pos: &pos_ptr, rows, splits: capacity.div_ceil(ATT_CHUNK), part_splits: g.splits, scale: 1.0, window: window.unwrap_or(0) };
+            let att = Attention { heads: Heads::of(c), q: &pb.q, k: &mirror.k[li], v: &mirror.v[li], part: &pb.part, out: &pb.att, out_img: None, f16_guard: Some(bad), pos: &pos_ptr, rows, splits: capacity.div_ceil(ATT_CHUNK), part_splits: pb.part_splits, scale: 1.0, window: window.unwrap_or(0), keys: mirror.len + rows };
             self.launch_attention(&att, ov)?;
             self.queue_to_f16(&pb.att, &f.x, rows * c.q_dim(), bad)?;
             self.queue_dequant(&w[3], dev(&w[3])?, &f.w, bad)?;

@@ -1,11 +1,14 @@
 // Causal attention of a prompt chunk's rows over the KV mirror on the tensor cores,
-// FlashAttention-2 style (host: `launch_attention` in graph.rs). Block (h, tile) takes
-// query rows [64 tile, 64 tile + 64) of head h; warp w holds rows 16 (w % 4) .. 16 (w % 4) +
-// 15 as m16n8k16 A fragments (q scaled, rounded to f16; lane: rows g and g + 8, g = lane / 4).
-// Keys stream from the f16 mirror through shared memory 32 at a time (K as rows, V
-// transposed; each chunk's loads issued while the chunk before it is scored); S = q . K^T
-// and O += P . V run as mma.sync with f32 accumulation, the online softmax per row in f32
-// between them (P rounded to f16, as the CPU path's and llama.cpp's flash attention do).
+// FlashAttention-2 style (host: `launch_attention` in graph.rs). Block (h, tile, piece)
+// takes query rows [64 tile, 64 tile + 64) of head h over its piece's keys (a tile's whole
+// context where the host does not split it: where a few tiles would leave most SMs idle it
+// splits the keys into pieces, merged by attention_merge); warp w holds rows 16 (w % 4) ..
+// 16 (w % 4) + 15 as m16n8k16 A fragments (q scaled, rounded to f16; lane: rows g and g + 8,
+// g = lane / 4). Keys stream from the f16 mirror through shared memory 32 at a time (K and V
+// as rows, V's B fragments read transposed by ldmatrix; each chunk's loads issued while the
+// chunk before it is scored); S = q . K^T and O += P . V run as mma.sync with f32
+// accumulation, the online softmax per row in f32 between them (P rounded to f16, as the CPU
+// path's and llama.cpp's flash attention do).
 // OS warps share a 16-row group, each scoring S in full and holding HD / OS of O's
 // dimensions (head size 256: O of one warp would not fit the registers beside q's
 // fragments). WINDOWED kernels (`flash_window_h*`) take a sliding window (window > 0):
@@ -23,23 +26,36 @@ __device__ __forceinline__ void mma_f16(float* c, const unsigned* a, unsigned b0
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// b0, b1: the m16n8k16 B fragments of a 16 x 8 block of V stored as rows (16 keys of 8 values
+// from `row`, KS apart): lanes 0-15 name the rows, each lane gets keys 2 t4, 2 t4 + 1 (and 8 on)
+// of value g.
+__device__ __forceinline__ void ldmatrix_x2_trans(unsigned& b0, unsigned& b1, const unsigned short* row) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];" : "=r"(b0), "=r"(b1) : "r"((unsigned)__cvta_generic_to_shared(row)));
+}
+
 // Two floats as f16x2 (lo in the low half, the lower index).
 __device__ __forceinline__ unsigned pack_h2(float lo, float hi) { return (unsigned)f2h(lo) | ((unsigned)f2h(hi) << 16); }
 
 
 template <int HD, int OS, bool WINDOWED>
-__device__ __forceinline__ void flash_rows(const float* q, const kv_t* kc, const kv_t* vc, float* out, int n_head, int n_head_kv, const int* pos, float scale, int rows, int window, unsigned int* bad) {
+__device__ __forceinline__ void flash_rows(const float* q, const kv_t* kc, const kv_t* vc, float* out, float* part, int n_head, int n_head_kv, const int* pos, float scale, int rows, int window, int span, int part_stride, unsigned int* bad) {
     if (!WINDOWED) window = 0;
-    constexpr int KS = HD + 8;  // K row stride in halves (8 rows of a fragment load hit distinct banks)
-    constexpr int VS = 32 + 8;  // V^T row stride in halves
+    constexpr int KS = HD + 8;  // K and V row stride in halves (8 rows of a fragment load hit distinct banks)
     constexpr int KT = HD / 16; // 16-dimension steps of S = q . K^T
     constexpr int DT = HD / 8 / OS;  // 8-dimension tiles of O a warp holds
     __shared__ __align__(16) unsigned short ks[32 * KS];  // (32 keys, HD)
-    __shared__ __align__(16) unsigned short vt[HD * VS];  // (HD, 32 keys)
+    __shared__ __align__(16) unsigned short vs[32 * KS];  // (32 keys, HD)
     pdl_wait_then_release();
-    int h = blockIdx.x, r0 = blockIdx.y * 64;
+    int h = blockIdx.x, r0 = blockIdx.y * 64, pz = blockIdx.z;
     int tid = threadIdx.x, lane = tid & 31, g = lane >> 2, t4 = lane & 3, d0 = OS == 1 ? 0 : (tid >> 7) * DT;
     int p0 = *pos, kvh = h / (n_head / n_head_kv), kvd = n_head_kv * HD, qd = n_head * HD;
+    // The keys this block takes: the tile's, within its piece where the keys are split.
+    int t_first = att_first(p0 + r0 + 1, window) & ~31, last = p0 + min(r0 + 64, rows) - 1;
+    if (span > 0) {
+        t_first = max(t_first, pz * span);
+        last = min(last, pz * span + span - 1);
+        if (t_first > last) return;
+    }
     int ra = r0 + ((tid >> 5) & 3) * 16 + g, rb = ra + 8;
     int first_a = att_first(p0 + ra + 1, window), first_b = att_first(p0 + rb + 1, window);
     unsigned qf[KT][4];
@@ -62,7 +78,6 @@ __device__ __forceinline__ void flash_rows(const float* q, const kv_t* kc, const
     #pragma unroll
     for (int dt = 0; dt < DT; dt++) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.f;
     float m[2] = {-__int_as_float(0x7f800000), -__int_as_float(0x7f800000)}, l[2] = {0.f, 0.f};
-    int last = p0 + min(r0 + 64, rows) - 1;
     // A thread's 4-value pieces of a key chunk's K and V (piece e: key e / (HD / 4), values
     // from 4 (e % (HD / 4))), the next chunk's loaded while this one is scored.
     constexpr int PIECES = 32 * HD / 4 / (128 * OS);
@@ -77,7 +92,6 @@ __device__ __forceinline__ void flash_rows(const float* q, const kv_t* kc, const
             vn[i] = ok ? *(const uint2*)(vc + off) : make_uint2(0u, 0u);
         }
     };
-    int t_first = att_first(p0 + r0 + 1, window) & ~31;
     fetch(t_first);
     for (int t0 = t_first; t0 <= last; t0 += 32) {
         // Every warp is done with the previous chunk.
@@ -86,10 +100,7 @@ __device__ __forceinline__ void flash_rows(const float* q, const kv_t* kc, const
         for (int i = 0; i < PIECES; i++) {
             int e = tid + i * 128 * OS, j = e / (HD / 4), c = (e % (HD / 4)) * 4;
             *(uint2*)(ks + j * KS + c) = kn[i];
-            vt[(c + 0) * VS + j] = (unsigned short)(vn[i].x & 0xffffu);
-            vt[(c + 1) * VS + j] = (unsigned short)(vn[i].x >> 16);
-            vt[(c + 2) * VS + j] = (unsigned short)(vn[i].y & 0xffffu);
-            vt[(c + 3) * VS + j] = (unsigned short)(vn[i].y >> 16);
+            *(uint2*)(vs + j * KS + c) = vn[i];
         }
         __syncthreads();
         if (t0 + 32 <= last) fetch(t0 + 32);
@@ -143,8 +154,9 @@ __device__ __forceinline__ void flash_rows(const float* q, const kv_t* kc, const
             unsigned pa[4] = {pack_h2(s[2 * kk][0], s[2 * kk][1]), pack_h2(s[2 * kk][2], s[2 * kk][3]), pack_h2(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack_h2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
             #pragma unroll
             for (int dt = 0; dt < DT; dt++) {
-                const unsigned short* vr = vt + ((d0 + dt) * 8 + g) * VS + kk * 16 + t4 * 2;
-                mma_f16(o[dt], pa, *(const unsigned*)vr, *(const unsigned*)(vr + 8));
+                unsigned b0, b1;
+                ldmatrix_x2_trans(b0, b1, vs + (kk * 16 + (lane & 15)) * KS + (d0 + dt) * 8);
+                mma_f16(o[dt], pa, b0, b1);
             }
         }
     }
@@ -154,21 +166,43 @@ __device__ __forceinline__ void flash_rows(const float* q, const kv_t* kc, const
         l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
     }
     if (!fits) *bad = 1u;
+    // Row r's values at dimensions dc, dc + 1 (max mr, sum of exps lr): into out where its
+    // context is one piece (the first block's), else as the piece's partial where the row
+    // sees some of its keys (a row that sees none holds no numbers).
+    auto emit = [&](int r, int dc, float x0, float x1, float mr, float lr) {
+        int n = p0 + r + 1;
+        if (r >= rows) return;
+        if (span == 0 || n <= span) {
+            if (pz == 0) *(float2*)(out + (long)r * qd + h * HD + dc) = make_float2(x0 / lr, x1 / lr);
+            return;
+        }
+        if (pz >= (n + span - 1) / span || pz < att_first(n, window) / span) return;
+        float* pp = part + (((long)r * n_head + h) * part_stride + pz) * (HD + 2);
+        *(float2*)(pp + dc) = make_float2(x0, x1);
+        if (dc == 0) {
+            pp[HD] = mr;
+            pp[HD + 1] = lr;
+        }
+    };
     #pragma unroll
     for (int dt = 0; dt < DT; dt++) {
-        int col = h * HD + (d0 + dt) * 8 + t4 * 2;
-        if (ra < rows) *(float2*)(out + (long)ra * qd + col) = make_float2(o[dt][0] / l[0], o[dt][1] / l[0]);
-        if (rb < rows) *(float2*)(out + (long)rb * qd + col) = make_float2(o[dt][2] / l[1], o[dt][3] / l[1]);
+        int dc = (d0 + dt) * 8 + t4 * 2;
+        emit(ra, dc, o[dt][0], o[dt][1], m[0], l[0]);
+        emit(rb, dc, o[dt][2], o[dt][3], m[1], l[1]);
     }
 }
 
 // q, out (rows, n_head * HD); bad (1); window as the split kernel's (read by the
-// flash_window_h* kernels only). Grid (n_head, rows / 64 rounded up), 128 OS threads.
+// flash_window_h* kernels only). span: 0, or the keys of a piece (a multiple of 32): block
+// (h, tile, z) then takes the tile's keys in [z span, z span + span), and a row whose
+// context spans pieces leaves each piece's partial in part (rows, n_head, part_stride,
+// HD + 2: the split kernel's layout) for attention_merge. Grid (n_head, rows / 64 rounded
+// up, pieces), 128 OS threads.
 #define FLASH_ROWS(NAME, HD, OS, WINDOWED)                                                                            \
     extern "C" __global__ void __launch_bounds__(128 * OS) NAME##HD(const float* q, const kv_t* kc, const kv_t* vc,    \
-            float* out, int n_head, int n_head_kv, const int* pos, float scale, int rows, int window,                \
-            unsigned int* bad) {                                                                                      \
-        flash_rows<HD, OS, WINDOWED>(q, kc, vc, out, n_head, n_head_kv, pos, scale, rows, window, bad);               \
+            float* out, float* part, int n_head, int n_head_kv, const int* pos, float scale, int rows, int window,   \
+            int span, int part_stride, unsigned int* bad) {                                                          \
+        flash_rows<HD, OS, WINDOWED>(q, kc, vc, out, part, n_head, n_head_kv, pos, scale, rows, window, span, part_stride, bad); \
     }
 FLASH_ROWS(flash_rows_h, 64, 1, false) FLASH_ROWS(flash_rows_h, 128, 1, false) FLASH_ROWS(flash_rows_h, 256, 2, false)
 FLASH_ROWS(flash_window_h, 64, 1, true) FLASH_ROWS(flash_window_h, 128, 1, true) FLASH_ROWS(flash_window_h, 256, 2, true)

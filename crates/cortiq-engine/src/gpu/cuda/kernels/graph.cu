@@ -487,17 +487,18 @@ ATTENTION(attention_window_h, 64, true) ATTENTION(attention_window_h, 128, true)
 // combines the groups' sums (where more than one had chunks). So a context of up to groups x
 // MERGE_BATCH chunks is one round of loads. Where the row's context is one chunk the split
 // kernel wrote out itself and this does nothing. part (rows, n_head, splits, head_dim + 2);
-// out and oimg as the split kernel's. It lets the next kernel start its blocks before
+// out and oimg as the split kernel's. span: the positions of a chunk (ATT_CHUNK for the
+// split kernel's partials, a piece's keys for the tensor-core prompt attention's). It lets the next kernel start its blocks before
 // waiting for the split kernel, so their weight loads overlap this one.
 #define MERGE_BATCH 16
-extern "C" __global__ void __launch_bounds__(256) attention_merge(const float* part, float* out, unsigned char* oimg, int n_head, int head_dim, const int* pos, int splits, int window) {
+extern "C" __global__ void __launch_bounds__(256) attention_merge(const float* part, float* out, unsigned char* oimg, int n_head, int head_dim, const int* pos, int splits, int window, int span) {
     TRACE_BLOCK(4);
     __shared__ float gm[8], gt[8], go[256];
     int h = blockIdx.x, z = blockIdx.y, dims = (head_dim + 31) & ~31, groups = blockDim.x / dims;
     int d = threadIdx.x % dims, g = threadIdx.x / dims, dl = min(d, head_dim - 1);
     // *pos was written before the token's first kernel, so it is read before the wait and
     // the partials' loads follow the wait at once (read after it, it was a round trip of its own).
-    int used = att_chunks(*pos + z + 1), first = att_first(*pos + z + 1, window) / ATT_CHUNK;
+    int n = *pos + z + 1, used = (n + span - 1) / span, first = att_first(n, window) / span;
 #ifdef CORTIQ_ATT_NO_MERGE
     used = 1;  // profiling (anatomy.rs): the partials written, never merged
 #endif
