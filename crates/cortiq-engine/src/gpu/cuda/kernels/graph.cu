@@ -488,8 +488,9 @@ ATTENTION(attention_window_h, 64, true) ATTENTION(attention_window_h, 128, true)
 // MERGE_BATCH chunks is one round of loads. Where the row's context is one chunk the split
 // kernel wrote out itself and this does nothing. part (rows, n_head, splits, head_dim + 2);
 // out and oimg as the split kernel's. span: the positions of a chunk (ATT_CHUNK for the
-// split kernel's partials, a piece's keys for the tensor-core prompt attention's). It lets the next kernel start its blocks before
-// waiting for the split kernel, so their weight loads overlap this one.
+// split kernel's partials, a piece's keys for the tensor-core prompt attention's). It lets
+// the next kernel start its blocks before waiting for the split kernel, so their weight
+// loads overlap this one.
 #define MERGE_BATCH 16
 extern "C" __global__ void __launch_bounds__(256) attention_merge(const float* part, float* out, unsigned char* oimg, int n_head, int head_dim, const int* pos, int splits, int window, int span) {
     TRACE_BLOCK(4);
