@@ -1192,8 +1192,8 @@ fn wgpu_attention_matches_an_exact_softmax() {
 /// 2, 3, 4, 7 and 8 query heads a KV head, a last chunk of one position, prompt rows through
 /// the split kernel (112); with sliding windows; and with the prompt rows in the FP32 tiles
 /// (`without_flash`, the f16 guard's fallback), windows too. The tensor-core tiles split
-/// their keys into pieces where few tiles would leave SMs idle (most prompt cases here); they
-/// run again unsplit (`without_flash_split`).
+/// their keys into pieces where few tiles would leave SMs idle (here the prompt cases of few
+/// heads over more than 128 keys); they run again unsplit (`without_flash_split`).
 #[test]
 #[cfg_attr(not(feature = "cuda"), ignore = "SKIP gpu parity: no CUDA backend compiled in (build with --features cuda)")]
 fn cuda_attention_matches_an_exact_softmax() {
@@ -1211,8 +1211,8 @@ fn cuda_attention_matches_an_exact_softmax() {
         let grouped = be.with_attention_groups_from(Some(0));
         attention_matches_an_exact_softmax("cuda grouped", &|q, k, v, rows, nh, nkv, hd| grouped.attention(q, k, v, rows, (nh, nkv, hd), 0), &bound, true, &extra);
         windowed_attention_matches_an_exact_softmax("cuda", &|q, k, v, rows, nh, nkv, hd, window| grouped.attention(q, k, v, rows, (nh, nkv, hd), window), &bound);
-        // The tensor-core cases again with each tile's keys in one block: with few tiles the
-        // runs above split them into pieces (all but the shortest contexts here).
+        // The tensor-core cases again with each tile's keys in one block: the runs above split
+        // the prompt cases of few heads over more than 128 keys into pieces.
         let unsplit = grouped.without_flash_split();
         attention_matches_an_exact_softmax("cuda unsplit", &|q, k, v, rows, nh, nkv, hd| unsplit.attention(q, k, v, rows, (nh, nkv, hd), 0), &bound, true, &extra);
         windowed_attention_matches_an_exact_softmax("cuda unsplit", &|q, k, v, rows, nh, nkv, hd, window| unsplit.attention(q, k, v, rows, (nh, nkv, hd), window), &bound);
