@@ -1072,17 +1072,30 @@ fn attention_matches_an_exact_softmax(backend: &str, run: AttentionRun, bound: &
     let cases = [(4, 4, 64, 1, 1), (8, 2, 64, 63, 1), (8, 2, 64, 65, 1), (32, 8, 128, 200, 1), (6, 3, 80, 130, 1), (2, 1, 256, 64, 1), (3, 1, 16, 300, 1), (4, 4, 64, 5, 5), (8, 2, 64, 130, 67), (6, 3, 80, 70, 3), (2, 1, 256, 129, 2)];
     let mut rng = SplitMix64::new(0xA77E);
     for (seed, &(n_head, n_head_kv, hd, n, rows)) in cases.iter().chain(extra).enumerate() {
-        let (kvd, qd) = (n_head_kv * hd, n_head * hd);
-        let (q, mut k, mut v) = (rng.normals(rows * qd, 1.0), rng.normals(n * kvd, 1.0), rng.normals(n * kvd, 1.0));
-        if kv_f16 {
-            k.iter_mut().chain(v.iter_mut()).for_each(|x| *x = half::f16::from_f32(*x).to_f32());
-        }
-        let got = run(&q, &k, &v, rows, n_head, n_head_kv, hd).unwrap();
-        let want = exact_attention(&q, &k, &v, rows, (n_head, n_head_kv, hd), 0);
-        let name = format!("{backend} attention {n_head}/{n_head_kv} heads x {hd}, {rows} rows ending at position {}", n - 1);
-        check(&name, &got, &want, &vec![1.0; want.len()], bound(hd, rows), seed as u64);
-        eprintln!("{name}: relative L2 {:.2e}", rel_l2(&want, &got));
+        let run = |q: &[f32], k: &[f32], v: &[f32]| run(q, k, v, rows, n_head, n_head_kv, hd);
+        attention_case_matches(backend, &run, &mut rng, (n_head, n_head_kv, hd, n, rows, 0), kv_f16, bound(hd, rows), seed as u64);
     }
+}
+
+#[cfg(any(feature = "gpu", feature = "cuda"))]
+type CaseRun<'a> = &'a dyn Fn(&[f32], &[f32], &[f32]) -> Result<Vec<f32>, String>;
+/// One case of the attention tests: random q (rows, n_head * head_dim) and K / V (n,
+/// n_head_kv * head_dim; rounded to f16 where `kv_f16`) from `rng`, `run(q, k, v)` against
+/// the exact softmax over each row's positions (the last `window` of them where window > 0)
+/// within `bound`.
+#[cfg(any(feature = "gpu", feature = "cuda"))]
+fn attention_case_matches(backend: &str, run: CaseRun, rng: &mut SplitMix64, (n_head, n_head_kv, hd, n, rows, window): (usize, usize, usize, usize, usize, usize), kv_f16: bool, bound: f32, seed: u64) {
+    let (kvd, qd) = (n_head_kv * hd, n_head * hd);
+    let (q, mut k, mut v) = (rng.normals(rows * qd, 1.0), rng.normals(n * kvd, 1.0), rng.normals(n * kvd, 1.0));
+    if kv_f16 {
+        k.iter_mut().chain(v.iter_mut()).for_each(|x| *x = half::f16::from_f32(*x).to_f32());
+    }
+    let got = run(&q, &k, &v).unwrap();
+    let want = exact_attention(&q, &k, &v, rows, (n_head, n_head_kv, hd), window);
+    let windowed = if window > 0 { format!(", window {window}") } else { String::new() };
+    let name = format!("{backend} attention {n_head}/{n_head_kv} heads x {hd}, {rows} rows ending at position {}{windowed}", n - 1);
+    check(&name, &got, &want, &vec![1.0; want.len()], bound, seed);
+    eprintln!("{name}: relative L2 {:.2e}", rel_l2(&want, &got));
 }
 
 /// Attention of `rows` query rows ending at the last of the k / v rows, each over the rows up
@@ -1234,13 +1247,8 @@ fn windowed_attention_matches_an_exact_softmax(backend: &str, run: WindowedRun, 
     let cases = [(4, 1, 256, 300, 100, 40), (4, 1, 256, 129, 129, 512), (8, 2, 128, 200, 70, 33), (8, 2, 64, 130, 67, 1), (4, 1, 256, 90, 90, 24), (2, 1, 256, 200, 1, 16)];
     let mut rng = SplitMix64::new(0x5117);
     for (seed, &(n_head, n_head_kv, hd, n, rows, window)) in cases.iter().enumerate() {
-        let (q, mut k, mut v) = (rng.normals(rows * n_head * hd, 1.0), rng.normals(n * n_head_kv * hd, 1.0), rng.normals(n * n_head_kv * hd, 1.0));
-        k.iter_mut().chain(v.iter_mut()).for_each(|x| *x = half::f16::from_f32(*x).to_f32());
-        let got = run(&q, &k, &v, rows, n_head, n_head_kv, hd, window).unwrap();
-        let want = exact_attention(&q, &k, &v, rows, (n_head, n_head_kv, hd), window);
-        let name = format!("{backend} attention {n_head}/{n_head_kv} heads x {hd}, {rows} rows ending at position {}, window {window}", n - 1);
-        check(&name, &got, &want, &vec![1.0; want.len()], bound(hd, rows), seed as u64);
-        eprintln!("{name}: relative L2 {:.2e}", rel_l2(&want, &got));
+        let run = |q: &[f32], k: &[f32], v: &[f32]| run(q, k, v, rows, n_head, n_head_kv, hd, window);
+        attention_case_matches(backend, &run, &mut rng, (n_head, n_head_kv, hd, n, rows, window), true, bound(hd, rows), seed as u64);
     }
 }
 

@@ -522,9 +522,9 @@ impl CudaBackend {
             } else {
                 // SAFETY: as the launch below; the pieces' partials fit `part` (slots checked above).
                 unsafe { launch(s, &self.funcs[name], flash_cfg, &args, overlap) }.map_err(err)?;
-                args = KernelArgs::default();
-                args.buf(a.part, s).buf(a.out, s).null().int(nh).int(hd).buf(a.pos, s).int(a.part_splits as i32).int(window).int(span as i32);
-                (&self.funcs["attention_merge"], LaunchConfig { grid_dim: (c.n_head as u32, a.rows as u32, 1), block_dim: (merge_threads(c.head_dim), 1, 1), shared_mem_bytes: 0 })
+                let merge_cfg;
+                (args, merge_cfg) = self.merge_launch(a, None, window, span);
+                (&self.funcs["attention_merge"], merge_cfg)
             }
         } else if prompt {
             args.buf(a.q, s).buf(a.k, s).buf(a.v, s).buf(a.out, s).int(nh).int(nkv).buf(a.pos, s).float(scale).int(a.rows as i32).int(window);
@@ -540,19 +540,30 @@ impl CudaBackend {
             let split_cfg = LaunchConfig { grid_dim: (c.n_head as u32, a.splits as u32, a.rows as u32), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
             // SAFETY: as the launch below.
             unsafe { launch(s, &self.funcs[attention_split_kernel(c.head_dim, a.window > 0)], split_cfg, &args, overlap) }.map_err(err)?;
-            args = KernelArgs::default();
-            args.buf(a.part, s).buf(a.out, s);
-            match a.out_img {
-                Some(img) => args.buf(img, s),
-                None => args.null(),
-            };
-            args.int(nh).int(hd).buf(a.pos, s).int(a.part_splits as i32).int(window).int(ATT_CHUNK as i32);
-            (&self.funcs["attention_merge"], LaunchConfig { grid_dim: (c.n_head as u32, a.rows as u32, 1), block_dim: (merge_threads(c.head_dim), 1, 1), shared_mem_bytes: 0 })
+            let merge_cfg;
+            (args, merge_cfg) = self.merge_launch(a, a.out_img, window, ATT_CHUNK);
+            (&self.funcs["attention_merge"], merge_cfg)
         };
         // SAFETY: the buffers hold the shapes the struct's doc gives (the callers allocate
         // them for the model's geometry and the mirror's capacity); the arguments follow the
         // kernels' parameter lists in graph.cu.
         unsafe { launch(s, f, cfg, &args, overlap) }.map_err(err)
+    }
+
+    /// `attention_merge`'s arguments and grid for `a`'s partials, each covering `span`
+    /// positions (ATT_CHUNK for the split kernel's, a piece's keys for the tensor-core
+    /// tiles'), writing out and, where `img` names it, the output's int8 image.
+    fn merge_launch(&self, a: &Attention, img: Option<&CudaSlice<u8>>, window: i32, span: usize) -> (KernelArgs, LaunchConfig) {
+        let s = &self.stream;
+        let c = a.heads;
+        let mut args = KernelArgs::default();
+        args.buf(a.part, s).buf(a.out, s);
+        match img {
+            Some(img) => args.buf(img, s),
+            None => args.null(),
+        };
+        args.int(c.n_head as i32).int(c.head_dim as i32).buf(a.pos, s).int(a.part_splits as i32).int(window).int(span as i32);
+        (args, LaunchConfig { grid_dim: (c.n_head as u32, a.rows as u32, 1), block_dim: (merge_threads(c.head_dim), 1, 1), shared_mem_bytes: 0 })
     }
 
     /// Test hook: attention of `rows` query rows q (rows, n_head * head_dim, after RoPE) at
